@@ -1,0 +1,128 @@
+"""Simulated workers: hidden reliability types and how each answers, given an item's hidden truth.
+
+Pure functions of (worker, truth, rng). The marketplace-facing crowd (`campaign.crowd.runner`) and the
+benchmarks both use these, so a benchmark measures the same crowd the demo runs.
+
+Truth is an importance in [0, 1] per item. Likert answers map it to the 5..1 scale with Gaussian noise;
+rankings use Thurstone noise (each shown item perceived as truth + N(0, sigma), then sorted).
+"""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass
+from typing import Sequence
+
+import numpy as np
+
+KINDS = ("diligent", "noisy", "biased", "constant_spammer", "random_spammer")
+SPAMMER_KINDS = ("constant_spammer", "random_spammer")
+
+# Noise (in units of the 0..1 truth scale) of each kind when judging importance.
+DEFAULT_NOISE = {"diligent": 0.12, "noisy": 0.30, "biased": 0.15}
+
+
+def stable_seed(*parts: object) -> int:
+    """A 64-bit seed from any parts, stable across processes (unlike hash())."""
+    h = hashlib.sha256("\x1f".join(str(p) for p in parts).encode("utf-8")).digest()
+    return int.from_bytes(h[:8], "big")
+
+
+def rng_for(*parts: object) -> np.random.Generator:
+    return np.random.default_rng(stable_seed(*parts))
+
+
+@dataclass(frozen=True)
+class SimWorker:
+    """One simulated worker. `kind` is hidden from the campaign; only its answers are seen."""
+
+    worker_id: str
+    kind: str
+    noise: float = 0.12
+    bias: float = 0.0  # added to the perceived truth (biased workers)
+    constant: int = 3  # the Likert value a constant spammer always gives
+    arrival: float = 0.0  # seconds of simulated time after the crowd starts
+    locale: str = "US"
+    approval_rate: int = 99  # prior approval percentage on the marketplace
+    approved_hits: int = 5000
+
+    @property
+    def is_spammer(self) -> bool:
+        return self.kind in SPAMMER_KINDS
+
+
+def make_worker_id(seed: int, index: int) -> str:
+    """A worker id in MTurk's shape (`^A[A-Z0-9]+$`), 14 characters like real ones."""
+    alphabet = "ABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789"
+    n = stable_seed("worker", seed, index)
+    chars = []
+    for _ in range(13):
+        n, r = divmod(n, len(alphabet))
+        chars.append(alphabet[r])
+    return "A" + "".join(chars)
+
+
+def make_pool(
+    n: int,
+    seed: int,
+    mix: dict[str, float] | None = None,
+    arrival_span: float = 0.0,
+    noise: dict[str, float] | None = None,
+) -> list[SimWorker]:
+    """A seeded pool of `n` workers drawn from `mix` (kind -> share; shares are normalised).
+
+    Kinds are allotted by largest remainder so the shares are met exactly where possible (a benchmark
+    with 25% spammers really has 25%), then shuffled with the seed.
+    """
+    mix = mix or {"diligent": 0.6, "noisy": 0.2, "biased": 0.1, "random_spammer": 0.05, "constant_spammer": 0.05}
+    for k in mix:
+        if k not in KINDS:
+            raise ValueError(f"unknown worker kind {k!r}; expected one of {', '.join(KINDS)}")
+    total = sum(mix.values())
+    if total <= 0:
+        raise ValueError("worker mix shares must add up to more than 0")
+    noise = {**DEFAULT_NOISE, **(noise or {})}
+    quotas = {k: n * v / total for k, v in mix.items()}
+    counts = {k: int(q) for k, q in quotas.items()}
+    rest = n - sum(counts.values())
+    for k in sorted(quotas, key=lambda k: (counts[k] - quotas[k], k))[:rest]:
+        counts[k] += 1
+    kinds = [k for k in sorted(counts) for _ in range(counts[k])]
+    rng = rng_for("pool", seed)
+    rng.shuffle(kinds)
+    workers = []
+    for i, kind in enumerate(kinds):
+        wr = rng_for("pool-worker", seed, i)
+        bias = float(wr.choice([-1, 1]) * wr.uniform(0.15, 0.3)) if kind == "biased" else 0.0
+        workers.append(
+            SimWorker(
+                worker_id=make_worker_id(seed, i),
+                kind=kind,
+                noise=float(noise.get(kind, 0.0)),
+                bias=bias,
+                constant=int(wr.integers(1, 6)),
+                arrival=float(wr.uniform(0, arrival_span)) if arrival_span > 0 else 0.0,
+            )
+        )
+    return workers
+
+
+def likert_answer(worker: SimWorker, truth: float, rng: np.random.Generator) -> int:
+    """A 1..5 Likert rating (5 = extremely important) of an item of hidden importance `truth`."""
+    if worker.kind == "constant_spammer":
+        return worker.constant
+    if worker.kind == "random_spammer":
+        return int(rng.integers(1, 6))
+    perceived = truth + worker.bias + rng.normal(0.0, worker.noise)
+    return int(np.clip(np.rint(1 + 4 * perceived), 1, 5))
+
+
+def ranking_answer(worker: SimWorker, truths: Sequence[float], rng: np.random.Generator) -> list[int]:
+    """Positions (indices into `truths`) ordered from most to least important (Thurstone noise)."""
+    n = len(truths)
+    if worker.kind == "constant_spammer":
+        return list(range(n))  # leaves the shown order as it is
+    if worker.kind == "random_spammer":
+        return [int(i) for i in rng.permutation(n)]
+    perceived = np.asarray(truths, dtype=float) + rng.normal(0.0, worker.noise, size=n)
+    return [int(i) for i in np.argsort(-perceived, kind="stable")]

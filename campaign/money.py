@@ -1,0 +1,80 @@
+"""Money arithmetic: Decimal only, MTurk's fee schedule, and the wire format of `CurrencyAmount`.
+
+One module, so the marketplace server and the campaign's ledger compute fees by the same rule and can
+be compared to the cent.
+"""
+
+from __future__ import annotations
+
+import re
+from decimal import ROUND_HALF_UP, Decimal, InvalidOperation
+
+CENT = Decimal("0.01")
+MIN_FEE = Decimal("0.01")
+BASE_FEE_RATE = Decimal("0.20")
+LARGE_HIT_EXTRA_RATE = Decimal("0.20")  # MaxAssignments >= 10, on the reward only
+MASTERS_EXTRA_RATE = Decimal("0.05")
+LARGE_HIT_THRESHOLD = 10
+
+CURRENCY_PATTERN = re.compile(r"^[0-9]+(\.)?[0-9]{0,2}$")
+
+
+class MoneyError(ValueError):
+    """A string is not a valid amount of money."""
+
+
+def parse_amount(text: str | int | Decimal) -> Decimal:
+    """Parse a `CurrencyAmount` ("0.06", "5") strictly: at most two decimals, never negative."""
+    if isinstance(text, Decimal):
+        value = text
+    else:
+        s = str(text).strip()
+        if not CURRENCY_PATTERN.match(s):
+            raise MoneyError(f"{text!r} is not an amount of money with at most two decimals")
+        try:
+            value = Decimal(s)
+        except InvalidOperation as exc:  # pragma: no cover - the pattern already excludes this
+            raise MoneyError(f"{text!r} is not a number") from exc
+    if value < 0:
+        raise MoneyError(f"{text!r} is negative")
+    if value != value.quantize(CENT):
+        raise MoneyError(f"{text!r} has more than two decimals")
+    return value.quantize(CENT)
+
+
+def fmt(amount: Decimal) -> str:
+    """The wire and export form of an amount: always two decimals."""
+    return str(Decimal(amount).quantize(CENT, rounding=ROUND_HALF_UP))
+
+
+def round_cents(amount: Decimal) -> Decimal:
+    return Decimal(amount).quantize(CENT, rounding=ROUND_HALF_UP)
+
+
+def fee_rate(max_assignments: int, masters: bool = False) -> Decimal:
+    rate = BASE_FEE_RATE
+    if max_assignments >= LARGE_HIT_THRESHOLD:
+        rate += LARGE_HIT_EXTRA_RATE
+    if masters:
+        rate += MASTERS_EXTRA_RATE
+    return rate
+
+
+def assignment_fee(reward: Decimal, max_assignments: int, masters: bool = False) -> Decimal:
+    """MTurk's commission on one approved assignment: 20% (+20% at >=10 assignments, +5% Masters), min $0.01."""
+    return max(MIN_FEE, round_cents(Decimal(reward) * fee_rate(max_assignments, masters)))
+
+
+def bonus_fee(amount: Decimal) -> Decimal:
+    """Bonuses pay 20%, minimum $0.01, whatever the HIT's size."""
+    return max(MIN_FEE, round_cents(Decimal(amount) * BASE_FEE_RATE))
+
+
+def assignment_cost(reward: Decimal, max_assignments: int, masters: bool = False) -> Decimal:
+    """What one approved assignment draws from the account: reward plus fee."""
+    return Decimal(reward) + assignment_fee(reward, max_assignments, masters)
+
+
+def hit_cost(reward: Decimal, max_assignments: int, masters: bool = False) -> Decimal:
+    """What a whole HIT can cost if every assignment is approved; the amount reserved at posting."""
+    return assignment_cost(reward, max_assignments, masters) * max_assignments
