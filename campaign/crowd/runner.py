@@ -1,0 +1,175 @@
+"""The simulated crowd at work: workers who find HITs on the marketplace's worker interface, accept
+them, read the HTML, answer from each item's hidden truth and post the form, as people in browsers do.
+
+Same seed, same run: which worker takes which slot of a HIT is decided by a seeded order over workers
+keyed by the HIT's content (not by timing), and each answer by a seed of (worker, HIT content). Workers
+arrive over simulated time; a worker later in a HIT's order waits for its arrival rather than being
+skipped, so the schedule of threads cannot change who answers what.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import threading
+import urllib.parse
+import urllib.request
+from dataclasses import dataclass, field
+from typing import Callable, Mapping, Sequence
+
+from campaign.clock import Clock
+from campaign.crowd.forms import Form, norm_text, parse_form
+from campaign.crowd.models import SimWorker, likert_answer, ranking_answer, rng_for, stable_seed
+from campaign.market.worker_client import WorkerAPIError, WorkerClient
+
+log = logging.getLogger(__name__)
+
+RETURN_PROBABILITY = 0.02  # a worker sometimes accepts, then returns the HIT unanswered
+SKIP_ERRORS = {"DoesNotMeetRequirements", "Blocked", "AlreadyWorked"}
+
+
+@dataclass
+class CrowdStats:
+    accepted: int = 0
+    submitted: int = 0
+    returned: int = 0
+    refused: int = 0
+    errors: int = 0
+    by_worker: dict[str, int] = field(default_factory=dict)
+
+
+def _preview_html(base_url: str, hit_id: str) -> str:
+    """What a worker sees before accepting (the frame with assignmentId=ASSIGNMENT_ID_NOT_AVAILABLE)."""
+    query = urllib.parse.urlencode({"hitId": hit_id, "assignmentId": "ASSIGNMENT_ID_NOT_AVAILABLE"})
+    with urllib.request.urlopen(f"{base_url}/worker/frame?{query}", timeout=30) as resp:
+        return resp.read().decode("utf-8")
+
+
+class SimulatedCrowd:
+    def __init__(self, base_url: str, workers: Sequence[SimWorker], truth_by_text: Mapping[str, float], seed: int,
+                 clock: Clock, poll: float = 0.1, client: WorkerClient | None = None) -> None:
+        self.base_url = base_url.rstrip("/")
+        self.client = client or WorkerClient(base_url)
+        self.workers = list(workers)
+        self.by_id = {w.worker_id: w for w in self.workers}
+        self.truth = {norm_text(k): float(v) for k, v in truth_by_text.items()}
+        self.seed = seed
+        self.clock = clock
+        self.poll = poll
+        self.stats = CrowdStats()
+        self._done: set[tuple[str, str]] = set()  # (hit_id, worker_id) tried, never again
+        self._content: dict[str, str] = {}  # hit_id -> content hash
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+        self._start_time: float | None = None
+        self.on_error: Callable[[Exception], None] | None = None
+
+    # -- life cycle -----------------------------------------------------------------------------------
+    def register(self) -> None:
+        for w in self.workers:
+            self.client.register(w.worker_id, country=w.locale, approval=w.approval_rate, approved=w.approved_hits)
+
+    def start(self) -> None:
+        self.register()
+        self._start_time = self.clock.now()
+        self._thread = threading.Thread(target=self._loop, name="simulated-crowd", daemon=True)
+        self._thread.start()
+
+    def stop(self) -> None:
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join(timeout=10)
+
+    def _loop(self) -> None:
+        while not self._stop.is_set():
+            try:
+                worked = self.step()
+            except Exception as exc:  # the crowd must not die silently; report and keep going
+                self.stats.errors += 1
+                log.warning("simulated crowd: %s", exc)
+                if self.on_error:
+                    self.on_error(exc)
+                worked = 0
+            if not worked:
+                self._stop.wait(self.poll)
+
+    # -- one pass over the marketplace ----------------------------------------------------------------
+    def arrived(self, w: SimWorker) -> bool:
+        start = self._start_time if self._start_time is not None else self.clock.now()
+        return self.clock.now() >= start + w.arrival
+
+    def step(self) -> int:
+        """Fill every open slot that a worker can take now; returns the number of answers submitted."""
+        hits: dict[str, dict] = {}
+        for w in self.workers:
+            if not self.arrived(w):
+                continue
+            for h in self.client.available(w.worker_id, max=100):
+                hits.setdefault(h["HITId"], h)
+        submitted = 0
+        for hit_id in sorted(hits, key=lambda h: (hits[h].get("CreationTime", 0), h)):
+            if self._stop.is_set():
+                break
+            submitted += self._fill(hit_id)
+        return submitted
+
+    def _content_hash(self, hit_id: str) -> str:
+        if hit_id not in self._content:
+            html = _preview_html(self.base_url, hit_id)
+            self._content[hit_id] = hashlib.sha256(html.encode("utf-8")).hexdigest()
+        return self._content[hit_id]
+
+    def _fill(self, hit_id: str) -> int:
+        content = self._content_hash(hit_id)
+        order = sorted(self.workers, key=lambda w: stable_seed(self.seed, "slot-order", content, w.worker_id))
+        submitted = 0
+        for w in order:
+            if (hit_id, w.worker_id) in self._done:
+                continue
+            if not self.arrived(w):
+                break  # wait for this worker rather than skipping it: keeps the run deterministic
+            self._done.add((hit_id, w.worker_id))
+            try:
+                acc = self.client.accept(w.worker_id, hit_id)
+            except WorkerAPIError as exc:
+                if exc.code in SKIP_ERRORS:
+                    self.stats.refused += 1
+                    continue
+                if exc.code in ("NoAvailableSlot", "HITNotFound"):
+                    self._done.discard((hit_id, w.worker_id))
+                    break
+                raise
+            self.stats.accepted += 1
+            aid = acc["AssignmentId"]
+            rng = rng_for(self.seed, "answer", w.worker_id, content)
+            if rng.random() < RETURN_PROBABILITY:
+                self.client.return_assignment(aid)
+                self.stats.returned += 1
+                continue
+            html = self.client.task_html(aid)
+            fields = self.answer(w, parse_form(html), rng)
+            self.client.submit(aid, fields)
+            self.stats.submitted += 1
+            self.stats.by_worker[w.worker_id] = self.stats.by_worker.get(w.worker_id, 0) + 1
+            submitted += 1
+        return submitted
+
+    # -- answering ------------------------------------------------------------------------------------
+    def truth_of(self, text: str) -> float:
+        """Hidden importance of a shown statement; unknown text (a trap) is judged unimportant."""
+        return self.truth.get(norm_text(text), 0.0)
+
+    def answer(self, w: SimWorker, form: Form, rng) -> list[tuple[str, str]]:
+        fields: list[tuple[str, str]] = [("assignmentId", form.hidden.get("assignmentId", ""))]
+        kind = form.data.get("task", "likert")
+        if kind == "ranking":
+            truths = [self.truth_of(s.text) for s in form.slots]
+            order = ranking_answer(w, truths, rng)
+            fields.append(("order", ",".join(form.slots[i].attrs.get("slot", str(form.slots[i].index)) for i in order)))
+            return fields
+        for s in form.slots:
+            if s.radio_name is None:
+                continue
+            value = likert_answer(w, self.truth_of(s.text), rng)
+            fields.append((s.radio_name, str(value)))
+        return fields

@@ -1,0 +1,264 @@
+"""The daemon: starts what a run needs (store, marketplace client, in-process marketplace and simulated
+crowd where the spec asks for them) and schedules each campaign's short idempotent jobs on APScheduler.
+
+Each job reads the store, acts, writes the store; jobs of one campaign share a lock so they never
+interleave, and a job that raises is logged as an event and simply runs again on the next tick. The
+process can be killed at any instant: everything it needs to resume is in the store.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import signal
+import threading
+import time
+import uuid
+from dataclasses import dataclass, field
+from decimal import Decimal
+from pathlib import Path
+from typing import Callable
+
+from apscheduler.executors.pool import ThreadPoolExecutor
+from apscheduler.schedulers.background import BackgroundScheduler
+
+from campaign.clock import Clock, ScaledClock, WallClock
+from campaign.money import fmt
+from campaign.spec import Campaign, Spec
+from campaign.steps.collect import collect
+from campaign.steps.context import Context, log
+from campaign.steps.control import apply_cancel, apply_extend
+from campaign.steps.finish import finish_if_done
+from campaign.steps.plan import load_items, plan_stage
+from campaign.steps.post import post_pending
+from campaign.steps.review import close_finished_hits, review
+from campaign.store import CampaignRow, Store
+
+
+class RunError(Exception):
+    """A run cannot start; the message says why and what to do."""
+
+
+@dataclass
+class RunOptions:
+    state_dir: Path = Path("state")
+    db: str | None = None
+    seed: int = 0
+    forever: bool = False
+    production: bool = False
+    campaigns: tuple[str, ...] = ()
+    market_balance: Decimal = Decimal("10000.00")
+    max_seconds: float | None = None  # give up after this long (tests)
+
+
+@dataclass
+class Runtime:
+    store: Store
+    clock: Clock
+    contexts: list[Context]
+    market_server: object | None = None
+    crowds: list = field(default_factory=list)
+    stop_event: threading.Event = field(default_factory=threading.Event)
+
+
+def _clock_file(state_dir: Path) -> Path:
+    return state_dir / "market" / "clock.json"
+
+
+def make_clock(spec_campaigns: list[Campaign], state_dir: Path) -> Clock:
+    """Simulated crowds share an accelerated clock with the in-process marketplace; real runs use the wall.
+
+    The simulated time survives a restart (saved under state/market/clock.json), so a resumed simulation
+    does not jump back to the wall clock and find its HITs posted in the future.
+    """
+    sims = [c for c in spec_campaigns if c.crowd.kind == "simulated" and c.marketplace == "local" and not c.endpoint_url]
+    if not sims:
+        return WallClock()
+    speed = max(c.crowd.speed for c in sims)
+    start = time.time()
+    f = _clock_file(state_dir)
+    if f.is_file():
+        saved = json.loads(f.read_text())
+        start = max(start, float(saved["now"]) + 2 * speed)  # a margin for the time since the last save
+    return ScaledClock(speed=speed, start=start)
+
+
+def save_clock(clock: Clock, state_dir: Path) -> None:
+    if isinstance(clock, ScaledClock):
+        f = _clock_file(state_dir)
+        f.parent.mkdir(parents=True, exist_ok=True)
+        tmp = f.with_suffix(".tmp")
+        tmp.write_text(json.dumps({"now": clock.now(), "speed": clock.speed}))
+        os.replace(tmp, f)
+
+
+def ensure_campaign_row(store: Store, c: Campaign, seed: int) -> str:
+    """Create the campaign's row on first run; on resume refuse a changed spec. Returns the instance id."""
+    with store.session() as s:
+        row = s.get(CampaignRow, c.name)
+        if row is None:
+            instance = uuid.uuid4().hex[:12]
+            spec = json.loads(json.dumps(c.__dict__, default=str))
+            spec["instance"] = instance
+            s.add(CampaignRow(name=c.name, fingerprint=c.fingerprint(), spec_json=json.dumps(spec, default=str),
+                              seed=seed, budget=fmt(c.budget)))
+            store.event(c.name, "created", f"campaign created (seed {seed}, budget ${fmt(c.budget)})", session=s)
+            return instance
+        if row.fingerprint != c.fingerprint():
+            raise RunError(
+                f"campaign {c.name!r} in the store was started from a different spec (fingerprint {row.fingerprint}, "
+                f"now {c.fingerprint()}); resuming would mix two designs. Restore the spec, rename the campaign, "
+                "or use another --state/--db."
+            )
+        if row.seed != seed:
+            raise RunError(f"campaign {c.name!r} was started with --seed {row.seed}; resume it with the same seed")
+        return json.loads(row.spec_json)["instance"]
+
+
+def tick(ctx: Context) -> None:
+    """One pass over a campaign: plan, post, collect, review, close, finish (each step idempotent)."""
+    with ctx.lock:
+        with ctx.store.session() as s:
+            status = s.get(CampaignRow, ctx.name).status
+        if status in ("finished", "cancelled"):
+            return
+        load_items(ctx)
+        for stage in ctx.campaign.stages[:1]:
+            plan_stage(ctx, stage)
+        if status == "running":
+            post_pending(ctx)
+        apply_extend(ctx)
+        if status == "cancelling":
+            post_pending(ctx, only_interrupted=True)
+            apply_cancel(ctx)
+        collect(ctx)
+        review(ctx)
+        close_finished_hits(ctx)
+        if status == "cancelling":
+            apply_cancel(ctx)
+        else:
+            finish_if_done(ctx)
+
+
+def _safe(ctx: Context, fn: Callable[[Context], None], state_dir: Path) -> Callable[[], None]:
+    def job() -> None:
+        try:
+            fn(ctx)
+            save_clock(ctx.clock, state_dir)
+        except Exception as exc:  # a failing step is an event, not a dead daemon
+            log.exception("campaign %s: step failed", ctx.name)
+            try:
+                ctx.store.event(ctx.name, "step_error", f"{type(exc).__name__}: {exc}", level="error")
+            except Exception:
+                pass
+
+    return job
+
+
+def campaign_status(store: Store, name: str) -> str:
+    with store.session() as s:
+        row = s.get(CampaignRow, name)
+        return row.status if row else "missing"
+
+
+def start_runtime(spec: Spec, opts: RunOptions) -> Runtime:
+    """Open the store, start the marketplace and crowd where needed, build one Context per campaign."""
+    chosen = [c for c in spec.campaigns if not opts.campaigns or c.name in opts.campaigns]
+    if not chosen:
+        raise RunError(f"no campaign named {', '.join(opts.campaigns)} in {spec.path}")
+    for c in chosen:
+        if c.marketplace == "mturk" and not opts.production:
+            raise RunError(f"campaign {c.name!r} posts to MTurk production and spends real money: add --production to confirm")
+    opts.state_dir.mkdir(parents=True, exist_ok=True)
+    store = Store.open(opts.state_dir, opts.db)
+    clock = make_clock(chosen, opts.state_dir)
+    rt = Runtime(store=store, clock=clock, contexts=[])
+    from campaign.market.client import make_client
+
+    local = [c for c in chosen if c.marketplace == "local" and not c.endpoint_url]
+    endpoint = None
+    if local:
+        from campaign.market.server import start_market
+
+        rt.market_server = start_market(opts.state_dir / "market", clock=clock, mode="prod", balance=opts.market_balance)
+        endpoint = rt.market_server.endpoint_url
+    for c in chosen:
+        instance = ensure_campaign_row(store, c, opts.seed)
+        client = make_client(c.marketplace, c.endpoint_url or (endpoint if c.marketplace == "local" else None),
+                             production_ok=opts.production)
+        rt.contexts.append(Context(store=store, market=client, campaign=c, seed=opts.seed, state_dir=opts.state_dir,
+                                   clock=clock, instance=instance))
+    for ctx in rt.contexts:
+        c = ctx.campaign
+        if c.crowd.kind == "simulated" and endpoint is not None:
+            rt.crowds.append(_start_crowd(ctx, endpoint))
+    return rt
+
+
+def _start_crowd(ctx: Context, endpoint: str):
+    from campaign.crowd.models import make_pool
+    from campaign.crowd.runner import SimulatedCrowd
+    from campaign.inputs import load_propositions, load_truth
+
+    c = ctx.campaign
+    truth = load_truth(c.crowd.truth) if c.crowd.truth else {}
+    items = load_propositions(c.input_path)
+    by_text = {it.text: truth.get(it.key, 0.5) for it in items}
+    workers = make_pool(c.crowd.workers, ctx.seed, dict(c.crowd.mix), arrival_span=c.crowd.arrival_span)
+    crowd = SimulatedCrowd(endpoint, workers, by_text, seed=ctx.seed, clock=ctx.clock, poll=0.05)
+    crowd.start()
+    return crowd
+
+
+def stop_runtime(rt: Runtime) -> None:
+    for crowd in rt.crowds:
+        crowd.stop()
+    if rt.market_server is not None:
+        rt.market_server.stop()
+    save_clock(rt.clock, rt.contexts[0].state_dir if rt.contexts else Path("state"))
+    rt.store.close()
+
+
+def run(spec: Spec, opts: RunOptions, progress: Callable[[Runtime], None] | None = None) -> int:
+    """Run until every chosen campaign is finished (or forever); 0 on success, 130 on a signal."""
+    rt = start_runtime(spec, opts)
+    scheduler = BackgroundScheduler(executors={"default": ThreadPoolExecutor(max_workers=4)}, timezone="UTC")
+    for ctx in rt.contexts:
+        scheduler.add_job(_safe(ctx, tick, opts.state_dir), "interval", seconds=ctx.campaign.poll_interval,
+                          id=f"tick:{ctx.name}", max_instances=1, coalesce=True, next_run_time=None)
+    got_signal: list[int] = []
+
+    def on_signal(signum, _frame) -> None:
+        got_signal.append(signum)
+        rt.stop_event.set()
+
+    old = {sig: signal.signal(sig, on_signal) for sig in (signal.SIGINT, signal.SIGTERM)} if threading.current_thread() is threading.main_thread() else {}
+    scheduler.start()
+    for ctx in rt.contexts:  # first tick at once rather than after one interval
+        scheduler.modify_job(f"tick:{ctx.name}", next_run_time=_utcnow())
+    started = time.monotonic()
+    try:
+        while not rt.stop_event.is_set():
+            if progress:
+                progress(rt)
+            if not opts.forever and all(campaign_status(rt.store, c.name) in ("finished", "cancelled") for c in rt.contexts):
+                break
+            if opts.max_seconds is not None and time.monotonic() - started > opts.max_seconds:
+                log.warning("giving up after %.0f s", opts.max_seconds)
+                return 3
+            rt.stop_event.wait(0.2)
+    finally:
+        scheduler.shutdown(wait=True)
+        if progress:
+            progress(rt)
+        stop_runtime(rt)
+        for sig, handler in old.items():
+            signal.signal(sig, handler)
+    return 130 if got_signal else 0
+
+
+def _utcnow():
+    from datetime import datetime, timezone
+
+    return datetime.now(timezone.utc)

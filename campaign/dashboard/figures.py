@@ -1,0 +1,81 @@
+"""The numbers the dashboard, `status --json` and the progress view show, read from the store only.
+
+Aggregate SQL (counts and sums grouped in the database), so a campaign of tens of thousands of HITs is
+summarised without loading its rows; the dashboard never writes.
+"""
+
+from __future__ import annotations
+
+import time
+from decimal import Decimal
+from typing import Any
+
+from sqlalchemy import func
+from sqlmodel import select
+
+from campaign.ledger import totals
+from campaign.money import fmt
+from campaign.store import AssignmentRow, CampaignRow, EventRow, HitRow, JudgmentRow, Store, WorkerRow
+
+HIT_OPEN = ("posted",)
+
+
+def campaign_figures(store: Store, name: str, now: float | None = None) -> dict[str, Any]:
+    now = time.time() if now is None else now
+    with store.session() as s:
+        camp = s.get(CampaignRow, name)
+        if camp is None:
+            raise KeyError(name)
+        hit_counts = dict(s.exec(select(HitRow.status, func.count()).where(HitRow.campaign == name).group_by(HitRow.status)).all())
+        stage_rows = s.exec(select(HitRow.stage, HitRow.status, func.count()).where(HitRow.campaign == name)
+                            .group_by(HitRow.stage, HitRow.status)).all()
+        slots = s.exec(select(func.coalesce(func.sum(HitRow.assignments), 0)).where(
+            HitRow.campaign == name, HitRow.status.notin_(("failed", "cancelled")))).one()
+        a_counts = dict(s.exec(select(AssignmentRow.status, func.count()).where(AssignmentRow.campaign == name)
+                               .group_by(AssignmentRow.status)).all())
+        invalid = s.exec(select(func.count()).select_from(AssignmentRow).where(AssignmentRow.campaign == name,
+                                                                              AssignmentRow.valid == False)).one()  # noqa: E712
+        t = totals(s, name, Decimal(camp.budget))
+        w_total = s.exec(select(func.count()).select_from(WorkerRow).where(WorkerRow.campaign == name)).one()
+        w_excluded = s.exec(select(func.count()).select_from(WorkerRow).where(WorkerRow.campaign == name, WorkerRow.excluded == True)).one()  # noqa: E712
+        w_blocked = s.exec(select(func.count()).select_from(WorkerRow).where(WorkerRow.campaign == name, WorkerRow.blocked == True)).one()  # noqa: E712
+        labels = s.exec(select(func.count()).select_from(JudgmentRow).where(JudgmentRow.campaign == name)).one()
+        labels_excluded = s.exec(select(func.count()).select_from(JudgmentRow).where(JudgmentRow.campaign == name, JudgmentRow.excluded == True)).one()  # noqa: E712
+        recent = s.exec(select(func.count()).select_from(AssignmentRow).where(
+            AssignmentRow.campaign == name, AssignmentRow.collected_at >= now - 600)).one()
+        events = s.exec(select(EventRow).where(EventRow.campaign == name).order_by(EventRow.id.desc()).limit(8)).all()
+        worst = s.exec(select(WorkerRow).where(WorkerRow.campaign == name, WorkerRow.reason != None)  # noqa: E711
+                       .order_by(WorkerRow.excluded.desc(), WorkerRow.blocked.desc(), WorkerRow.worker_id).limit(5)).all()
+    posted = sum(v for k, v in hit_counts.items() if k in ("posted", "closed"))
+    submitted = sum(a_counts.values())
+    stages: dict[str, dict[str, int]] = {}
+    for stage, status, n in stage_rows:
+        stages.setdefault(stage, {})[status] = n
+    approved, rejected = a_counts.get("approved", 0), a_counts.get("rejected", 0)
+    done_fraction = (submitted / slots) if slots else 0.0
+    charged_each = (t.spent / approved) if approved else Decimal("0")
+    return {
+        "name": name,
+        "status": camp.status,
+        "stages": [{"name": k, "hits": v} for k, v in sorted(stages.items())],
+        "hits": {"planned": sum(hit_counts.values()), "posted": posted, "assignable": hit_counts.get("posted", 0),
+                 "completed": hit_counts.get("closed", 0), "failed": hit_counts.get("failed", 0),
+                 "draft": hit_counts.get("draft", 0) + hit_counts.get("posting", 0)},
+        "assignments": {"expected": int(slots), "submitted": submitted, "approved": approved, "rejected": rejected,
+                        "pending_review": submitted - approved - rejected, "invalid": int(invalid)},
+        "progress": {"fraction": round(min(done_fraction, 1.0), 4), "recent_per_minute": round(recent / 10.0, 2)},
+        "money": {"spent": fmt(t.spent), "reserved": fmt(t.reserved), "fees": fmt(t.fees), "budget": fmt(t.budget),
+                  "remaining": fmt(t.remaining),
+                  "projected": fmt(t.spent + charged_each * max(int(slots) - approved - rejected, 0))},
+        "quality": {"workers": int(w_total), "workers_excluded": int(w_excluded), "workers_blocked": int(w_blocked),
+                    "labels": int(labels), "labels_excluded": int(labels_excluded),
+                    "worst_workers": [{"worker": w.worker_id, "reason": w.reason, "excluded": w.excluded, "blocked": w.blocked}
+                                      for w in worst]},
+        "events": [{"ts": e.ts, "level": e.level, "kind": e.kind, "message": e.message} for e in events],
+    }
+
+
+def collect_figures(store: Store) -> dict[str, Any]:
+    with store.session() as s:
+        names = [r for r in s.exec(select(CampaignRow.name).order_by(CampaignRow.name)).all()]
+    return {"campaigns": [campaign_figures(store, n) for n in names]}

@@ -1,0 +1,138 @@
+"""Operations on a campaign from the command line: they write the user's intent to the store and the
+daemon carries it out on its next tick, so they work whether or not the daemon is running now, and
+survive a restart (the intent is in the store, not in a process).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from pathlib import Path
+
+from sqlmodel import select
+
+from campaign.store import CampaignRow, EventRow, Store, WorkerRow
+
+
+def _open(args: argparse.Namespace) -> Store:
+    return Store.open(args.state, args.db)
+
+
+def _set_status(args: argparse.Namespace, allowed_from: tuple[str, ...], to: str, message: str) -> int:
+    store = _open(args)
+    with store.session() as s:
+        row = s.get(CampaignRow, args.name)
+        if row is None:
+            print(f"campaign: no campaign named {args.name!r} in {store.url}", file=sys.stderr)
+            return 2
+        if row.status not in allowed_from:
+            print(f"campaign: {args.name} is {row.status}; cannot {args.cmd} it", file=sys.stderr)
+            return 2
+        row.status = to
+        s.add(row)
+        store.event(args.name, args.cmd, message, session=s)
+    print(f"{args.name}: {message}")
+    return 0
+
+
+def pause(args: argparse.Namespace) -> int:
+    return _set_status(args, ("running",), "paused", "paused: no new HITs are posted and no work is reviewed")
+
+
+def resume(args: argparse.Namespace) -> int:
+    return _set_status(args, ("paused",), "running", "resumed")
+
+
+def cancel(args: argparse.Namespace) -> int:
+    return _set_status(args, ("running", "paused"), "cancelling",
+                       "cancelling: outstanding HITs will be expired and their reservations released by the daemon")
+
+
+def extend(args: argparse.Namespace) -> int:
+    if args.hours <= 0:
+        print("campaign extend: --hours must be positive", file=sys.stderr)
+        return 2
+    store = _open(args)
+    with store.session() as s:
+        if s.get(CampaignRow, args.name) is None:
+            print(f"campaign: no campaign named {args.name!r}", file=sys.stderr)
+            return 2
+    pending = float(store.get_kv(args.name, "extend_hours", "0") or 0) + args.hours
+    store.set_kv(args.name, "extend_hours", str(pending))
+    store.event(args.name, "extend", f"open HITs will be extended by {args.hours} h")
+    print(f"{args.name}: open HITs will be extended by {args.hours} h on the daemon's next tick")
+    return 0
+
+
+def export(args: argparse.Namespace) -> int:
+    from campaign.spec import load_spec  # noqa: F401  (kept light: scores come from the store)
+    from campaign.steps.finish import EXPORT_COLUMNS, compute_scores
+
+    store = _open(args)
+    with store.session() as s:
+        row = s.get(CampaignRow, args.name)
+        if row is None:
+            print(f"campaign: no campaign named {args.name!r}", file=sys.stderr)
+            return 2
+        spec = json.loads(row.spec_json)
+    last = spec["stages"][-1]
+    scores = compute_scores(store, args.name, last["name"], last["kind"])
+    if args.format == "csv":
+        import csv
+        import io
+
+        buf = io.StringIO()
+        w = csv.writer(buf, lineterminator="\n")
+        w.writerow(EXPORT_COLUMNS)
+        for r in scores:
+            w.writerow([r["rank"], r["item"], f"{r['score']:.6f}", r["n"], f"{r['sd']:.6f}", r["text"]])
+        text = buf.getvalue()
+    else:
+        text = "".join(json.dumps({k: r[k] for k in EXPORT_COLUMNS}, ensure_ascii=False) + "\n" for r in scores)
+    if args.out:
+        Path(args.out).write_text(text, encoding="utf-8")
+        print(f"{len(scores)} items written to {args.out}", file=sys.stderr)
+    else:
+        sys.stdout.write(text)
+    return 0
+
+
+def workers(args: argparse.Namespace) -> int:
+    store = _open(args)
+    with store.session() as s:
+        rows = s.exec(select(WorkerRow).where(WorkerRow.campaign == args.name).order_by(WorkerRow.worker_id)).all()
+    data = [{"worker": w.worker_id, "assignments": w.assignments, "excluded": w.excluded, "blocked": w.blocked,
+             "reason": w.reason, "evidence": json.loads(w.evidence) if w.evidence else None} for w in rows]
+    if args.json:
+        print(json.dumps(data, indent=2))
+        return 0
+    from rich.console import Console
+    from rich.markup import escape
+    from rich.table import Table
+
+    t = Table(title=f"workers of {args.name}")
+    for col in ("worker", "assignments", "excluded", "blocked", "reason", "evidence"):
+        t.add_column(col)
+    for d in data:
+        t.add_row(d["worker"], str(d["assignments"]), str(d["excluded"]), str(d["blocked"]), escape(str(d["reason"] or "")),
+                  escape(json.dumps(d["evidence"]) if d["evidence"] else ""))
+    Console().print(t)
+    return 0
+
+
+def events(args: argparse.Namespace) -> int:
+    store = _open(args)
+    with store.session() as s:
+        rows = s.exec(select(EventRow).where(EventRow.campaign == args.name).order_by(EventRow.id.desc()).limit(args.limit)).all()
+    rows = list(reversed(rows))
+    if args.json:
+        print(json.dumps([{"ts": e.ts, "level": e.level, "kind": e.kind, "subject": e.subject, "message": e.message,
+                           "data": json.loads(e.data) if e.data else None} for e in rows], indent=2))
+        return 0
+    for e in rows:
+        # worker-controlled text can carry terminal escapes: print it inert
+        msg = e.message.encode("unicode_escape").decode("ascii") if any(ord(ch) < 32 for ch in e.message) else e.message
+        print(f"{time.strftime('%Y-%m-%d %H:%M:%S', time.gmtime(e.ts))} {e.level:7} {e.kind:16} {msg}")
+    return 0

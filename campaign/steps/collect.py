@@ -1,0 +1,98 @@
+"""Collecting answers: every submitted assignment of every open HIT, paginated, stored once.
+
+An assignment and its judgments are written in one transaction keyed by the assignment id, so a crash
+mid-collect loses nothing the marketplace still holds (it is listed again next tick) and counts nothing
+twice (the second insert is skipped). Approvals that happened on the marketplace without us (auto-
+approval after the delay) are booked here, with the same once-only ledger refs as our own approvals.
+"""
+
+from __future__ import annotations
+
+from decimal import Decimal
+
+from botocore.exceptions import BotoCoreError, ClientError
+from sqlmodel import select
+
+from campaign.ledger import charge_assignment, release_assignment
+from campaign.market.answers import parse_answer_xml
+from campaign.steps.context import Context, crash_point
+from campaign.store import AssignmentRow, HitRow, JudgmentRow, WorkerRow
+from campaign.tasks import kind_module
+from campaign.tasks.base import InvalidAnswer
+
+REMOTE_STATUS = {"Submitted": "submitted", "Approved": "approved", "Rejected": "rejected"}
+
+
+def _ts(value) -> float | None:
+    if value is None:
+        return None
+    return value.timestamp() if hasattr(value, "timestamp") else float(value)
+
+
+def collect(ctx: Context) -> int:
+    """Fetch new assignments of open HITs; returns how many new ones were stored."""
+    with ctx.store.session() as s:
+        hits = s.exec(select(HitRow).where(HitRow.campaign == ctx.name, HitRow.status == "posted").order_by(HitRow.id)).all()
+    new = 0
+    for hit in hits:
+        try:
+            remote = list(ctx.market.paginate("list_assignments_for_hit", "Assignments", HITId=hit.hit_id,
+                                              AssignmentStatuses=["Submitted", "Approved", "Rejected"]))
+        except (ClientError, BotoCoreError) as exc:
+            ctx.store.event(ctx.name, "marketplace_error", f"collecting {hit.hit_key}: {exc}", level="warning", subject=hit.hit_key)
+            break
+        new += store_assignments(ctx, hit, remote)
+    return new
+
+
+def store_assignments(ctx: Context, hit: HitRow, remote: list[dict]) -> int:
+    stage = ctx.campaign.stage(hit.stage)
+    task = kind_module(stage.kind)
+    new = 0
+    for a in remote:
+        aid = a["AssignmentId"]
+        status = REMOTE_STATUS.get(a.get("AssignmentStatus", "Submitted"), "submitted")
+        with ctx.store.session() as s:
+            row = s.get(AssignmentRow, aid)
+            if row is None:
+                row = AssignmentRow(
+                    assignment_id=aid, campaign=ctx.name, stage=hit.stage, hit_key=hit.hit_key, hit_id=hit.hit_id,
+                    worker_id=a["WorkerId"], status="submitted", answer_xml=a.get("Answer", ""),
+                    accept_time=_ts(a.get("AcceptTime")), submit_time=_ts(a.get("SubmitTime")), collected_at=ctx.clock.now(),
+                )
+                try:
+                    judgments = task.parse(parse_answer_xml(row.answer_xml), hit.keys())
+                except (InvalidAnswer, ValueError) as exc:
+                    row.valid, row.error, judgments = False, str(exc)[:500], []
+                s.add(row)
+                for j in judgments:
+                    s.add(JudgmentRow(campaign=ctx.name, stage=hit.stage, assignment_id=aid, worker_id=row.worker_id,
+                                      item_key=j.item_key, value=j.value))
+                w = s.exec(select(WorkerRow).where(WorkerRow.campaign == ctx.name, WorkerRow.worker_id == row.worker_id)).first()
+                if w is None:
+                    w = WorkerRow(campaign=ctx.name, worker_id=row.worker_id, first_seen=ctx.clock.now())
+                w.assignments += 1
+                s.add(w)
+                new += 1
+                crash_point("collect.mid_transaction")
+            if status != row.status and row.status in ("submitted", "approving", "rejecting"):
+                _adopt_remote_status(ctx, s, hit, row, status)
+        crash_point("collect.after_assignment")
+    return new
+
+
+def _adopt_remote_status(ctx: Context, s, hit: HitRow, row: AssignmentRow, status: str) -> None:
+    """The marketplace decided first (auto-approval, or our own call whose answer we lost in a crash)."""
+    reward = Decimal(hit.reward)
+    if status == "approved":
+        charge_assignment(s, ctx.name, hit.hit_key, row.assignment_id, reward, hit.assignments)
+    elif status == "rejected":
+        release_assignment(s, ctx.name, hit.hit_key, row.assignment_id, reward, hit.assignments)
+    else:
+        return
+    if row.status == "submitted":
+        ctx.store.event(ctx.name, "auto_approved" if status == "approved" else "rejected_remotely",
+                        f"{row.assignment_id} was {status} on the marketplace", subject=row.assignment_id, session=s)
+    row.status = status
+    row.decided_at = ctx.clock.now()
+    s.add(row)

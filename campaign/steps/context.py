@@ -1,0 +1,68 @@
+"""What every daemon step needs, in one object: the store, the marketplace client, the spec, the clock.
+
+Also the test hook `CAMPAIGN_TEST_CRASH=point:N`, which kills the process with SIGKILL the N-th time a
+named point is reached (e.g. `post.after_call:3`), so a test can crash the daemon in the exact window
+between a remote call and its record in the store.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import os
+import signal
+import threading
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from campaign.clock import Clock
+from campaign.spec import Campaign
+from campaign.store import Store
+
+log = logging.getLogger("campaign")
+
+_crash_counts: dict[str, int] = {}
+_crash_lock = threading.Lock()
+
+
+def crash_point(name: str) -> None:
+    """Die here (SIGKILL, no cleanup) if CAMPAIGN_TEST_CRASH names this point and its count is reached."""
+    spec = os.environ.get("CAMPAIGN_TEST_CRASH")
+    if not spec:
+        return
+    point, _, count = spec.partition(":")
+    if point != name:
+        return
+    with _crash_lock:
+        _crash_counts[name] = _crash_counts.get(name, 0) + 1
+        if _crash_counts[name] >= int(count or 1):
+            os.kill(os.getpid(), signal.SIGKILL)
+
+
+@dataclass
+class Context:
+    store: Store
+    market: Any  # campaign.market.client.MarketClient
+    campaign: Campaign
+    seed: int
+    state_dir: Path
+    clock: Clock
+    instance: str  # stable per campaign instance: part of every request token
+    lock: threading.Lock = field(default_factory=threading.Lock)
+
+    @property
+    def name(self) -> str:
+        return self.campaign.name
+
+    def token(self, hit_key: str, attempt: int) -> str:
+        raw = f"{self.name}|{self.instance}|{hit_key}|{attempt}"
+        return hashlib.sha1(raw.encode("utf-8")).hexdigest()  # 40 chars, within MTurk's 64
+
+    def annotation(self, stage: str, hit_key: str) -> str:
+        return f"campaign={self.name};stage={stage};hit={hit_key};instance={self.instance}"
+
+    def out_dir(self) -> Path:
+        p = self.state_dir / self.name
+        p.mkdir(parents=True, exist_ok=True)
+        return p

@@ -1,0 +1,75 @@
+"""Carrying out the user's intents written by `campaign cancel` and `campaign extend`."""
+
+from __future__ import annotations
+
+from datetime import datetime, timezone
+
+from botocore.exceptions import BotoCoreError, ClientError
+from sqlmodel import select
+
+from campaign.ledger import release_hit_rest
+from campaign.steps.context import Context
+from campaign.steps.post import error_code
+from campaign.store import CampaignRow, HitRow
+
+
+def apply_extend(ctx: Context) -> None:
+    hours = float(ctx.store.get_kv(ctx.name, "extend_hours", "0") or 0)
+    if hours <= 0:
+        return
+    with ctx.store.session() as s:
+        hits = s.exec(select(HitRow).where(HitRow.campaign == ctx.name, HitRow.status == "posted")).all()
+    for hit in hits:
+        new = max(hit.expires_at or ctx.clock.now(), ctx.clock.now()) + hours * 3600
+        try:
+            ctx.market.call("update_expiration_for_hit", HITId=hit.hit_id, ExpireAt=datetime.fromtimestamp(int(new), timezone.utc))
+        except ClientError as exc:
+            code, turk, msg = error_code(exc)
+            if "already been processed" not in msg:  # MTurk's implicit token: the same extension twice is done
+                ctx.store.event(ctx.name, "extend_error", f"{hit.hit_key}: {code} {turk}: {msg}", level="warning")
+                return
+        with ctx.store.session() as s:
+            row = s.get(HitRow, hit.id)
+            row.expires_at = float(int(new))
+            s.add(row)
+    ctx.store.set_kv(ctx.name, "extend_hours", "0")
+    ctx.store.event(ctx.name, "extended", f"{len(hits)} open HITs extended by {hours} h")
+
+
+def apply_cancel(ctx: Context) -> bool:
+    """Expire every open HIT now, drop drafts, release reservations; True when the cancel is complete.
+
+    Work already submitted is still collected and reviewed (people did it); HITs close as their
+    assignments are decided, and the campaign turns `cancelled` when none is left open.
+    """
+    past = datetime.fromtimestamp(int(ctx.clock.now()) - 60, timezone.utc)
+    with ctx.store.session() as s:
+        for row in s.exec(select(HitRow).where(HitRow.campaign == ctx.name, HitRow.status == "draft")).all():
+            row.status = "cancelled"
+            s.add(row)
+        hits = s.exec(select(HitRow).where(HitRow.campaign == ctx.name, HitRow.status.in_(("posted", "posting")))).all()
+    for hit in hits:
+        if hit.status == "posting":
+            continue  # post_pending finishes or reconciles it first; cancelled on a later tick
+        if hit.expires_at is not None and hit.expires_at <= ctx.clock.now():
+            continue
+        try:
+            ctx.market.call("update_expiration_for_hit", HITId=hit.hit_id, ExpireAt=past)
+        except (ClientError, BotoCoreError) as exc:
+            ctx.store.event(ctx.name, "cancel_error", f"{hit.hit_key}: {exc}", level="warning")
+            return False
+        with ctx.store.session() as s:
+            row = s.get(HitRow, hit.id)
+            row.expires_at = past.timestamp()
+            s.add(row)
+    with ctx.store.session() as s:
+        still = s.exec(select(HitRow).where(HitRow.campaign == ctx.name, HitRow.status.in_(("posted", "posting")))).all()
+        if still:
+            return False
+        for row in s.exec(select(HitRow).where(HitRow.campaign == ctx.name)).all():
+            release_hit_rest(s, ctx.name, row.hit_key)
+        camp = s.get(CampaignRow, ctx.name)
+        camp.status = "cancelled"
+        s.add(camp)
+        ctx.store.event(ctx.name, "cancelled", "campaign cancelled; no HIT is left open and no money reserved", session=s)
+    return True

@@ -1,0 +1,96 @@
+"""Aggregating and exporting: scores from every counted judgment, written atomically, byte-stable.
+
+Scores are recomputed from the store each time (never updated incrementally), so a restart cannot
+double-count, and the export is sorted and formatted deterministically so that two runs with the same
+spec and seed write identical files.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import os
+from pathlib import Path
+
+from sqlmodel import func, select
+
+from campaign.steps.context import Context
+from campaign.store import CampaignRow, HitRow, ItemRow, JudgmentRow, AssignmentRow
+from campaign.tasks import kind_module
+from campaign.tasks.base import TRAP_PREFIX
+
+EXPORT_COLUMNS = ("rank", "item", "score", "n", "sd", "text")
+
+
+def compute_scores(store, campaign: str, stage_name: str, kind: str) -> list[dict]:
+    """Scores of one stage from judgments of approved assignments that quality control did not exclude."""
+    with store.session() as s:
+        rows = s.exec(
+            select(JudgmentRow.item_key, JudgmentRow.value)
+            .join(AssignmentRow, AssignmentRow.assignment_id == JudgmentRow.assignment_id)
+            .where(JudgmentRow.campaign == campaign, JudgmentRow.stage == stage_name, JudgmentRow.excluded == False,  # noqa: E712
+                   AssignmentRow.status == "approved")
+            .order_by(JudgmentRow.item_key, JudgmentRow.assignment_id)
+        ).all()
+        texts = dict(s.exec(select(ItemRow.item_key, ItemRow.text).where(ItemRow.campaign == campaign)).all())
+    by_item: dict[str, list[float]] = {}
+    for key, value in rows:
+        if key.startswith(TRAP_PREFIX):
+            continue  # traps check workers; they are never scored
+        by_item.setdefault(key, []).append(value)
+    scores = kind_module(kind).aggregate(by_item)
+    for r in scores:
+        r["text"] = texts.get(r["item"], "")
+    return scores
+
+
+def write_scores(out_dir: Path, scores: list[dict]) -> tuple[Path, Path]:
+    csv_path, jsonl_path = out_dir / "scores.csv", out_dir / "scores.jsonl"
+    buf = io.StringIO()
+    w = csv.writer(buf, lineterminator="\n")
+    w.writerow(EXPORT_COLUMNS)
+    for r in scores:
+        w.writerow([r["rank"], r["item"], f"{r['score']:.6f}", r["n"], f"{r['sd']:.6f}", r["text"]])
+    _atomic_write(csv_path, buf.getvalue())
+    lines = [json.dumps({k: r[k] for k in EXPORT_COLUMNS}, ensure_ascii=False, sort_keys=False) for r in scores]
+    _atomic_write(jsonl_path, "\n".join(lines) + ("\n" if lines else ""))
+    return csv_path, jsonl_path
+
+
+def _atomic_write(path: Path, text: str) -> None:
+    tmp = path.with_suffix(path.suffix + ".tmp")
+    with open(tmp, "w", encoding="utf-8", newline="") as fh:
+        fh.write(text)
+        fh.flush()
+        os.fsync(fh.fileno())
+    os.replace(tmp, path)
+
+
+def stage_done(ctx: Context, stage_name: str) -> bool:
+    with ctx.store.session() as s:
+        n_hits = s.exec(select(func.count()).select_from(HitRow).where(HitRow.campaign == ctx.name, HitRow.stage == stage_name)).one()
+        open_hits = s.exec(select(func.count()).select_from(HitRow).where(
+            HitRow.campaign == ctx.name, HitRow.stage == stage_name,
+            HitRow.status.in_(("draft", "posting", "posted")))).one()
+    return n_hits > 0 and open_hits == 0
+
+
+def finish_if_done(ctx: Context) -> bool:
+    """When every stage is done, write the scores and mark the campaign finished."""
+    with ctx.store.session() as s:
+        camp = s.get(CampaignRow, ctx.name)
+        if camp.status == "finished":
+            return True
+    if not all(stage_done(ctx, st.name) for st in ctx.campaign.stages):
+        return False
+    last = ctx.campaign.stages[-1]
+    scores = compute_scores(ctx.store, ctx.name, last.name, last.kind)
+    csv_path, _ = write_scores(ctx.out_dir(), scores)
+    with ctx.store.session() as s:
+        camp = s.get(CampaignRow, ctx.name)
+        camp.status = "finished"
+        camp.finished_at = ctx.clock.now()
+        s.add(camp)
+        ctx.store.event(ctx.name, "finished", f"{len(scores)} items scored; written to {csv_path}", session=s)
+    return True

@@ -1,0 +1,54 @@
+"""Planning: items into the store and HIT drafts for a stage, once, deterministically."""
+
+from __future__ import annotations
+
+import json
+
+from sqlmodel import func, select
+
+from campaign.inputs import load_propositions
+from campaign.spec import Stage
+from campaign.steps.context import Context
+from campaign.store import HitRow, ItemRow
+from campaign.tasks import likert
+from campaign.tasks.base import TRAP_PREFIX
+from campaign.money import fmt
+
+
+def load_items(ctx: Context) -> int:
+    """Copy the input's items (and the stage's trap sentences) into the store, once."""
+    with ctx.store.session() as s:
+        have = s.exec(select(func.count()).select_from(ItemRow).where(ItemRow.campaign == ctx.name)).one()
+        if have:
+            return int(have)
+        items = load_propositions(ctx.campaign.input_path)
+        for it in items:
+            s.add(ItemRow(campaign=ctx.name, item_key=it.key, text=it.text, position=it.position))
+        n = len(items)
+        for stage in ctx.campaign.stages:
+            for j, text in enumerate(stage.traps.texts if stage.traps.share > 0 else ()):
+                s.add(ItemRow(campaign=ctx.name, item_key=f"{TRAP_PREFIX}{stage.name}:{j}", text=text, position=n + j, is_trap=True))
+        ctx.store.event(ctx.name, "items_loaded", f"{n} items loaded from {ctx.campaign.input_path}", session=s)
+        return n
+
+
+def plan_stage(ctx: Context, stage: Stage) -> int:
+    """Write the stage's HIT drafts unless they exist; returns how many drafts the stage has."""
+    with ctx.store.session() as s:
+        have = s.exec(select(func.count()).select_from(HitRow).where(HitRow.campaign == ctx.name, HitRow.stage == stage.name)).one()
+        if have:
+            return int(have)
+        rows = s.exec(select(ItemRow).where(ItemRow.campaign == ctx.name)).all()
+        keys = [r.item_key for r in rows if not r.is_trap]
+        traps = [r.item_key for r in rows if r.is_trap and r.item_key.startswith(f"{TRAP_PREFIX}{stage.name}:")]
+        if stage.kind != "likert":
+            raise NotImplementedError(f"stage kind {stage.kind!r} cannot be planned from items yet")
+        drafts = likert.plan(keys, stage.name, stage.items_per_hit, ctx.seed, traps, stage.traps.share)
+        for d in drafts:
+            s.add(HitRow(
+                campaign=ctx.name, stage=stage.name, hit_key=d.hit_key, batch=d.batch,
+                item_keys=json.dumps(list(d.item_keys)), annotation=ctx.annotation(stage.name, d.hit_key),
+                token=ctx.token(d.hit_key, 0), reward=fmt(stage.reward), assignments=stage.assignments,
+            ))
+        ctx.store.event(ctx.name, "planned", f"stage {stage.name}: {len(drafts)} HITs planned", session=s)
+        return len(drafts)

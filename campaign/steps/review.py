@@ -1,0 +1,164 @@
+"""Reviewing: approve or reject each submitted assignment, exactly once, with the money booked once.
+
+The decision is written first (`approving` / `rejecting`), then the marketplace is called, then the
+outcome and the ledger entry are written together. After a crash, a row still `approving` is retried;
+MTurk answers a repeated approval with InvalidAssignmentState, so the assignment is read back with
+GetAssignment and its real status adopted. The charge's ledger ref is the assignment id, so however the
+approval is learned (our call, the retry, auto-approval seen by collect) it is booked once.
+"""
+
+from __future__ import annotations
+
+from decimal import Decimal
+
+from botocore.exceptions import BotoCoreError, ClientError
+from sqlmodel import select
+
+from campaign.ledger import charge_assignment, release_assignment, release_hit_rest
+from campaign.steps.context import Context, crash_point
+from campaign.steps.post import TRANSIENT_CODES, error_code
+from campaign.store import AssignmentRow, CampaignRow, HitRow
+
+INVALID_FEEDBACK = (
+    "Your answer could not be used because it did not fit the task ({why}). "
+    "If you think this is a mistake, please contact the requester."
+)
+
+
+def decide(ctx: Context, rows: list[AssignmentRow]) -> dict[str, tuple[str, str | None]]:
+    """Default policy: approve every well-formed answer; reject only answers that do not fit the HIT.
+
+    Poor but well-formed work is approved and left out of the scores by quality control instead:
+    rejections hurt a worker's standing, so they are kept for answers that cannot be used at all.
+    """
+    out: dict[str, tuple[str, str | None]] = {}
+    for r in rows:
+        if r.valid:
+            out[r.assignment_id] = ("approve", None)
+        else:
+            out[r.assignment_id] = ("reject", INVALID_FEEDBACK.format(why=r.error or "malformed answer"))
+    return out
+
+
+def review(ctx: Context, limit: int = 500) -> int:
+    """Decide and carry out approvals/rejections; returns how many were completed."""
+    with ctx.store.session() as s:
+        camp = s.get(CampaignRow, ctx.name)
+        if camp is not None and camp.status == "paused":
+            return 0
+        rows = s.exec(select(AssignmentRow).where(AssignmentRow.campaign == ctx.name,
+                                                  AssignmentRow.status.in_(("submitted", "approving", "rejecting")))
+                      .order_by(AssignmentRow.collected_at, AssignmentRow.assignment_id)).all()[:limit]
+    fresh = [r for r in rows if r.status == "submitted"]
+    decisions = decide(ctx, fresh)
+    done = 0
+    for r in rows:
+        if r.status == "submitted":
+            action, feedback = decisions[r.assignment_id]
+            with ctx.store.session() as s:  # the intent, before the remote call
+                row = s.get(AssignmentRow, r.assignment_id)
+                if row.status != "submitted":
+                    continue
+                row.status = "approving" if action == "approve" else "rejecting"
+                row.feedback = feedback
+                s.add(row)
+                r = row
+        crash_point("review.before_call")
+        try:
+            if r.status == "approving":
+                ctx.market.call("approve_assignment", AssignmentId=r.assignment_id, **({"RequesterFeedback": r.feedback} if r.feedback else {}))
+                outcome = "approved"
+            else:
+                ctx.market.call("reject_assignment", AssignmentId=r.assignment_id, RequesterFeedback=r.feedback or "Rejected.")
+                outcome = "rejected"
+        except ClientError as exc:
+            code, turk, message = error_code(exc)
+            if code in TRANSIENT_CODES:
+                ctx.store.event(ctx.name, "throttled" if "Throttl" in code else "marketplace_error",
+                                f"reviewing {r.assignment_id}: {code}", level="warning", subject=r.assignment_id)
+                break
+            if turk.endswith("InvalidAssignmentState"):
+                outcome = _read_back(ctx, r.assignment_id)
+                if outcome is None:
+                    continue  # still Submitted on the marketplace (eventual consistency): next tick
+            else:
+                ctx.store.event(ctx.name, "review_error", f"{r.assignment_id}: {code} {turk}: {message}",
+                                level="error", subject=r.assignment_id)
+                continue
+        except BotoCoreError as exc:
+            ctx.store.event(ctx.name, "marketplace_error", f"reviewing {r.assignment_id}: {exc}", level="warning")
+            break
+        crash_point("review.after_call")
+        _record(ctx, r.assignment_id, outcome)
+        done += 1
+    return done
+
+
+def _read_back(ctx: Context, assignment_id: str) -> str | None:
+    a = ctx.market.call("get_assignment", AssignmentId=assignment_id)["Assignment"]
+    return {"Approved": "approved", "Rejected": "rejected"}.get(a.get("AssignmentStatus"))
+
+
+def _record(ctx: Context, assignment_id: str, outcome: str) -> None:
+    with ctx.store.session() as s:
+        row = s.get(AssignmentRow, assignment_id)
+        hit = s.exec(select(HitRow).where(HitRow.campaign == ctx.name, HitRow.hit_key == row.hit_key)).one()
+        if outcome == "approved":
+            charge_assignment(s, ctx.name, hit.hit_key, row.assignment_id, Decimal(hit.reward), hit.assignments)
+        else:
+            release_assignment(s, ctx.name, hit.hit_key, row.assignment_id, Decimal(hit.reward), hit.assignments)
+        row.status = outcome
+        row.decided_at = ctx.clock.now()
+        s.add(row)
+
+
+def close_finished_hits(ctx: Context) -> int:
+    """Close HITs whose every slot is decided, or that expired with nothing pending; release the rest."""
+    closed = 0
+    with ctx.store.session() as s:
+        hits = s.exec(select(HitRow).where(HitRow.campaign == ctx.name, HitRow.status == "posted")).all()
+        decided: dict[str, int] = {}
+        open_: dict[str, int] = {}
+        for hk, st in s.exec(select(AssignmentRow.hit_key, AssignmentRow.status).where(AssignmentRow.campaign == ctx.name)).all():
+            if st in ("approved", "rejected"):
+                decided[hk] = decided.get(hk, 0) + 1
+            else:
+                open_[hk] = open_.get(hk, 0) + 1
+    now = ctx.clock.now()
+    for hit in hits:
+        full = decided.get(hit.hit_key, 0) >= hit.assignments
+        expired = hit.expires_at is not None and now >= hit.expires_at and not open_.get(hit.hit_key)
+        if expired and not full:
+            try:  # an expired HIT may still hold accepted work until its assignments' deadlines
+                remote = ctx.market.call("get_hit", HITId=hit.hit_id)["HIT"]
+            except (ClientError, BotoCoreError):
+                continue
+            if remote.get("HITStatus") not in ("Reviewable", "Reviewing", "Disposed"):
+                continue
+            if int(remote.get("NumberOfAssignmentsPending", 0)):
+                continue
+            # a last look: anything submitted since the last collect must be stored before closing
+            from campaign.steps.collect import store_assignments
+
+            try:
+                listed = list(ctx.market.paginate("list_assignments_for_hit", "Assignments", HITId=hit.hit_id,
+                                                  AssignmentStatuses=["Submitted", "Approved", "Rejected"]))
+            except (ClientError, BotoCoreError):
+                continue
+            store_assignments(ctx, hit, listed)
+            if any(a.get("AssignmentStatus") == "Submitted" for a in listed):
+                continue
+            with ctx.store.session() as s:
+                if s.exec(select(AssignmentRow.assignment_id).where(
+                        AssignmentRow.hit_key == hit.hit_key, AssignmentRow.campaign == ctx.name,
+                        AssignmentRow.status.in_(("submitted", "approving", "rejecting")))).first():
+                    continue
+        if full or expired:
+            with ctx.store.session() as s:
+                row = s.get(HitRow, hit.id)
+                row.status = "closed"
+                row.closed_at = now
+                s.add(row)
+                release_hit_rest(s, ctx.name, row.hit_key)
+            closed += 1
+    return closed

@@ -1,0 +1,110 @@
+"""The Likert task (seed 000 §4.1): five propositions per HIT rated from "Extremely important" (5) to
+"Not at all important" (1); importance is the mean rating with its count and standard deviation.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Mapping, Sequence
+
+from campaign.crowd.models import rng_for
+from campaign.tasks.base import (
+    TRAP_PREFIX,
+    HitDraft,
+    InvalidAnswer,
+    Judgment,
+    ShownItem,
+    answer_fields,
+    esc,
+    html_question,
+    render_template,
+    single,
+)
+
+KIND = "likert"
+SCALE = (
+    (5, "Extremely important"),
+    (4, "Very important"),
+    (3, "Moderately important"),
+    (2, "Slightly important"),
+    (1, "Not at all important"),
+)
+OPTIONAL_FIELDS = frozenset({"comment"})
+
+
+def plan(item_keys: Sequence[str], stage: str, items_per_hit: int, seed: int, trap_keys: Sequence[str] = (),
+         trap_share: float = 0.0) -> list[HitDraft]:
+    """Group items at random into HITs of `items_per_hit`; pure and deterministic in (items, seed).
+
+    The last group is topped up with other items (they get a few extra ratings) so every HIT looks the
+    same to workers. A `trap_share` of HITs gets one trap item added at a random position, so every
+    real item keeps the ratings planned for it.
+    """
+    keys = sorted(item_keys)
+    if not keys:
+        return []
+    rng = rng_for("likert-plan", stage, seed)
+    order = [keys[i] for i in rng.permutation(len(keys))]
+    size = min(items_per_hit, len(keys))
+    groups = [order[i:i + size] for i in range(0, len(order), size)]
+    if len(groups[-1]) < size:
+        last = groups[-1]
+        fill = [k for k in order if k not in last]
+        groups[-1] = last + fill[: size - len(last)]
+    drafts = []
+    n_traps = int(round(trap_share * len(groups))) if trap_keys else 0
+    trap_hits = set(int(i) for i in rng.choice(len(groups), size=n_traps, replace=False)) if n_traps else set()
+    for i, group in enumerate(groups):
+        if i in trap_hits:
+            pos = int(rng.integers(0, size))
+            group = list(group)
+            group.insert(pos, trap_keys[int(rng.integers(0, len(trap_keys)))])
+        drafts.append(HitDraft(hit_key=f"{stage}-{i:05d}", stage=stage, item_keys=tuple(group)))
+    return drafts
+
+
+def render(items: Sequence[ShownItem], topic: str, title: str) -> str:
+    """The HIT's HTMLQuestion XML: every data value escaped, one radio group per item."""
+    rows = []
+    for i, item in enumerate(items):
+        options = "".join(
+            f'<label><input type="radio" name="rating-{i}" value="{v}" required> {esc(label)}</label>' for v, label in SCALE
+        )
+        rows.append(
+            f'<fieldset data-slot="{i}"><legend>Statement {i + 1}</legend>'
+            f'<p class="statement">{esc(item.text)}</p><div class="scale">{options}</div></fieldset>'
+        )
+    page = render_template("likert.html", title=esc(title), topic=esc(topic), rows="\n".join(rows), count=str(len(items)))
+    return html_question(page)
+
+
+def parse(fields: Sequence[tuple[str, str]], item_keys: Sequence[str]) -> list[Judgment]:
+    """Validate a submitted form against the HIT's own items; one judgment per item, or InvalidAnswer."""
+    got = answer_fields(fields)
+    expected = {f"rating-{i}" for i in range(len(item_keys))}
+    unknown = sorted(set(got) - expected - OPTIONAL_FIELDS)
+    if unknown:
+        raise InvalidAnswer(f"unexpected fields: {', '.join(unknown[:5])}")
+    out = []
+    for i, key in enumerate(item_keys):
+        raw = single(got, f"rating-{i}").strip()
+        if raw not in {"1", "2", "3", "4", "5"}:
+            raise InvalidAnswer(f"rating-{i} must be 1..5, got {raw[:20]!r}")
+        out.append(Judgment(item_key=key, value=float(raw)))
+    return out
+
+
+def aggregate(values_by_item: Mapping[str, Sequence[float]]) -> list[dict]:
+    """Mean, count and sample standard deviation per item, ranked by mean (ties by key, for stable output)."""
+    rows = []
+    for key, values in values_by_item.items():
+        if key.startswith(TRAP_PREFIX) or not values:
+            continue
+        n = len(values)
+        mean = sum(values) / n
+        sd = math.sqrt(sum((v - mean) ** 2 for v in values) / (n - 1)) if n > 1 else 0.0
+        rows.append({"item": key, "score": round(mean, 6), "n": n, "sd": round(sd, 6)})
+    rows.sort(key=lambda r: (-r["score"], r["item"]))
+    for rank, r in enumerate(rows, start=1):
+        r["rank"] = rank
+    return rows

@@ -1,0 +1,37 @@
+from decimal import Decimal
+
+import pytest
+
+from campaign.money import MoneyError, assignment_fee, bonus_fee, hit_cost, parse_amount
+
+
+def test_fee_is_twenty_percent_with_a_one_cent_minimum():
+    assert assignment_fee(Decimal("0.06"), 5) == Decimal("0.01")  # 0.012 rounds to 0.01
+    assert assignment_fee(Decimal("0.50"), 5) == Decimal("0.10")
+    assert assignment_fee(Decimal("0.01"), 1) == Decimal("0.01")
+
+
+def test_ten_or_more_assignments_pay_forty_percent_on_the_reward():
+    assert assignment_fee(Decimal("0.50"), 9) == Decimal("0.10")
+    assert assignment_fee(Decimal("0.50"), 10) == Decimal("0.20")
+    assert bonus_fee(Decimal("1.00")) == Decimal("0.20")
+
+
+def test_rounding_is_half_up_to_the_cent():
+    assert assignment_fee(Decimal("0.52"), 1) == Decimal("0.10")  # 0.104
+    assert assignment_fee(Decimal("0.53"), 1) == Decimal("0.11")  # 0.106
+    assert assignment_fee(Decimal("0.525"), 1) == Decimal("0.11")  # 0.105 -> half up
+
+
+def test_hit_cost_reserves_every_assignment():
+    assert hit_cost(Decimal("0.06"), 5) == Decimal("0.35")
+    assert hit_cost(Decimal("0.07"), 7) == Decimal("0.56")
+
+
+@pytest.mark.parametrize("bad", ["0.065", "-1", "abc", "1.", "", "1e3"])
+def test_parse_amount_refuses_bad_money(bad):
+    if bad == "1.":
+        assert parse_amount(bad) == Decimal("1.00")  # MTurk's own pattern accepts a trailing dot
+        return
+    with pytest.raises(MoneyError):
+        parse_amount(bad)
