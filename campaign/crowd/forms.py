@@ -45,7 +45,7 @@ class _FormParser(HTMLParser):
         self.form = Form()
         self._slot: Slot | None = None
         self._in_statement = False
-        self._depth_fieldset = 0
+        self._slot_tag = ""
 
     def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
         a = {k: (v or "") for k, v in attrs}
@@ -54,8 +54,9 @@ class _FormParser(HTMLParser):
             self.form.data = {k[5:]: v for k, v in a.items() if k.startswith("data-")}
         elif "data-slot" in a:
             self._slot = Slot(index=int(a["data-slot"]), attrs={k[5:]: v for k, v in a.items() if k.startswith("data-")})
+            self._slot_tag = tag
             self.form.slots.append(self._slot)
-        elif tag in ("p", "span", "div", "li") and "statement" in a.get("class", "").split():
+        elif tag in ("p", "span", "div", "li") and {"statement", "tok"} & set(a.get("class", "").split()):
             self._in_statement = True
         elif tag == "input":
             kind = a.get("type", "text").lower()
@@ -75,7 +76,9 @@ class _FormParser(HTMLParser):
     def handle_endtag(self, tag: str) -> None:
         if tag in ("p", "span", "div", "li") and self._in_statement:
             self._in_statement = False
-        if tag in ("fieldset", "li") and self._slot is not None and tag == "fieldset":
+            if self._slot is not None:
+                self._slot.text += " "
+        if self._slot is not None and tag == self._slot_tag:
             self._slot = None
 
     def handle_data(self, data: str) -> None:

@@ -126,3 +126,41 @@ def ranking_answer(worker: SimWorker, truths: Sequence[float], rng: np.random.Ge
         return [int(i) for i in rng.permutation(n)]
     perceived = np.asarray(truths, dtype=float) + rng.normal(0.0, worker.noise, size=n)
     return [int(i) for i in np.argsort(-perceived, kind="stable")]
+
+
+def true_nugget(tokens: Sequence[str], min_tokens: int = 3) -> tuple[int, int] | None:
+    """The simulation's hidden nugget of a sentence: the sentence without its closing punctuation."""
+    end = len(tokens) - 1
+    while end >= 0 and all(not ch.isalnum() for ch in tokens[end]):
+        end -= 1
+    return (0, end) if end + 1 >= min_tokens else None
+
+
+def nugget_answer(worker: SimWorker, sentences: Sequence[str], truths: Sequence[float], min_tokens: int,
+                  rng: np.random.Generator) -> list[list[int]]:
+    """Spans [sentence, first, last] a worker marks in a window.
+
+    A sentence of hidden importance p holds one true nugget; a worker marks it with probability
+    p ** (1 + noise * 4) (diligent workers find more of the important ones), with a boundary shifted by
+    up to one token. Spammers mark random spans of the minimum length or more.
+    """
+    spans: list[list[int]] = []
+    for s, (text, p) in enumerate(zip(sentences, truths)):
+        toks = text.split()
+        if len(toks) < min_tokens:
+            continue
+        if worker.is_spammer:
+            if rng.random() < 0.5:
+                a = int(rng.integers(0, len(toks) - min_tokens + 1))
+                b = int(rng.integers(a + min_tokens - 1, len(toks)))
+                spans.append([s, a, b])
+            continue
+        nug = true_nugget(toks, min_tokens)
+        if nug is None:
+            continue
+        if rng.random() < float(np.clip(p + worker.bias, 0.0, 1.0)) ** (1 + worker.noise * 4):
+            a = int(np.clip(nug[0] + rng.integers(0, 2), 0, len(toks) - 1))
+            b = int(np.clip(nug[1] - rng.integers(0, 2), 0, len(toks) - 1))
+            if b - a + 1 >= min_tokens:
+                spans.append([s, a, b])
+    return spans

@@ -10,6 +10,7 @@ skipped, so the schedule of threads cannot change who answers what.
 from __future__ import annotations
 
 import hashlib
+import json
 import logging
 import threading
 import urllib.parse
@@ -19,7 +20,7 @@ from typing import Callable, Mapping, Sequence
 
 from campaign.clock import Clock
 from campaign.crowd.forms import Form, norm_text, parse_form
-from campaign.crowd.models import SimWorker, likert_answer, ranking_answer, rng_for, stable_seed
+from campaign.crowd.models import SimWorker, likert_answer, nugget_answer, ranking_answer, rng_for, stable_seed
 from campaign.market.worker_client import WorkerAPIError, WorkerClient
 
 log = logging.getLogger(__name__)
@@ -162,6 +163,12 @@ class SimulatedCrowd:
     def answer(self, w: SimWorker, form: Form, rng) -> list[tuple[str, str]]:
         fields: list[tuple[str, str]] = [("assignmentId", form.hidden.get("assignmentId", ""))]
         kind = form.data.get("task", "likert")
+        if kind == "nuggets":
+            spans = nugget_answer(w, [s.text for s in form.slots], [self.truth_of(s.text) for s in form.slots],
+                                  int(form.data.get("min-tokens", "3")), rng)
+            fields.append(("nuggets", json.dumps(spans)))
+            fields.append(("keywords", "" if spans else "summary topic"))
+            return fields
         if kind == "ranking":
             truths = [self.truth_of(s.text) for s in form.slots]
             order = ranking_answer(w, truths, rng)

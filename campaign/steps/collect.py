@@ -8,6 +8,7 @@ approval after the delay) are booked here, with the same once-only ledger refs a
 
 from __future__ import annotations
 
+import json
 from decimal import Decimal
 
 from botocore.exceptions import BotoCoreError, ClientError
@@ -16,9 +17,9 @@ from sqlmodel import select
 from campaign.ledger import charge_assignment, release_assignment
 from campaign.market.answers import parse_answer_xml
 from campaign.steps.context import Context, crash_point
-from campaign.store import AssignmentRow, HitRow, JudgmentRow, WorkerRow
-from campaign.tasks import kind_module
-from campaign.tasks.base import InvalidAnswer
+from campaign.store import AssignmentRow, HitRow, ItemRow, JudgmentRow, WorkerRow
+from campaign.tasks import parse_answer
+from campaign.tasks.base import InvalidAnswer, ShownItem
 
 REMOTE_STATUS = {"Submitted": "submitted", "Approved": "approved", "Rejected": "rejected"}
 
@@ -47,7 +48,7 @@ def collect(ctx: Context) -> int:
 
 def store_assignments(ctx: Context, hit: HitRow, remote: list[dict]) -> int:
     stage = ctx.campaign.stage(hit.stage)
-    task = kind_module(stage.kind)
+    items: list[ShownItem] | None = None
     new = 0
     for a in remote:
         aid = a["AssignmentId"]
@@ -60,14 +61,19 @@ def store_assignments(ctx: Context, hit: HitRow, remote: list[dict]) -> int:
                     worker_id=a["WorkerId"], status="submitted", answer_xml=a.get("Answer", ""),
                     accept_time=_ts(a.get("AcceptTime")), submit_time=_ts(a.get("SubmitTime")), collected_at=ctx.clock.now(),
                 )
+                if items is None:
+                    texts = dict(s.exec(select(ItemRow.item_key, ItemRow.text).where(
+                        ItemRow.campaign == ctx.name, ItemRow.item_key.in_(hit.keys()))).all())
+                    items = [ShownItem(key=k, text=texts.get(k, "")) for k in hit.keys()]
                 try:
-                    judgments = task.parse(parse_answer_xml(row.answer_xml), hit.keys())
+                    judgments = parse_answer(stage, parse_answer_xml(row.answer_xml), items)
                 except (InvalidAnswer, ValueError) as exc:
                     row.valid, row.error, judgments = False, str(exc)[:500], []
                 s.add(row)
                 for j in judgments:
                     s.add(JudgmentRow(campaign=ctx.name, stage=hit.stage, assignment_id=aid, worker_id=row.worker_id,
-                                      item_key=j.item_key, value=j.value))
+                                      item_key=j.item_key, value=j.value,
+                                      extra=json.dumps(dict(j.extra), sort_keys=True) if j.extra else None))
                 w = s.exec(select(WorkerRow).where(WorkerRow.campaign == ctx.name, WorkerRow.worker_id == row.worker_id)).first()
                 if w is None:
                     w = WorkerRow(campaign=ctx.name, worker_id=row.worker_id, first_seen=ctx.clock.now())

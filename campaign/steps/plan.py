@@ -6,11 +6,11 @@ import json
 
 from sqlmodel import func, select
 
-from campaign.inputs import load_propositions
+from campaign.inputs import load_items as read_input
 from campaign.spec import Stage
 from campaign.steps.context import Context
 from campaign.store import HitRow, ItemRow
-from campaign.tasks import likert
+from campaign.tasks import likert, nuggets
 from campaign.tasks.base import TRAP_PREFIX
 from campaign.money import fmt
 
@@ -21,9 +21,9 @@ def load_items(ctx: Context) -> int:
         have = s.exec(select(func.count()).select_from(ItemRow).where(ItemRow.campaign == ctx.name)).one()
         if have:
             return int(have)
-        items = load_propositions(ctx.campaign.input_path)
+        items = read_input(ctx.campaign.input_kind, ctx.campaign.input_path)
         for it in items:
-            s.add(ItemRow(campaign=ctx.name, item_key=it.key, text=it.text, position=it.position))
+            s.add(ItemRow(campaign=ctx.name, item_key=it.key, text=it.text, doc=it.doc, position=it.position))
         n = len(items)
         for stage in ctx.campaign.stages:
             for j, text in enumerate(stage.traps.texts if stage.traps.share > 0 else ()):
@@ -38,12 +38,15 @@ def plan_stage(ctx: Context, stage: Stage) -> int:
         have = s.exec(select(func.count()).select_from(HitRow).where(HitRow.campaign == ctx.name, HitRow.stage == stage.name)).one()
         if have:
             return int(have)
-        rows = s.exec(select(ItemRow).where(ItemRow.campaign == ctx.name)).all()
+        rows = s.exec(select(ItemRow).where(ItemRow.campaign == ctx.name).order_by(ItemRow.position)).all()
         keys = [r.item_key for r in rows if not r.is_trap]
         traps = [r.item_key for r in rows if r.is_trap and r.item_key.startswith(f"{TRAP_PREFIX}{stage.name}:")]
-        if stage.kind != "likert":
-            raise NotImplementedError(f"stage kind {stage.kind!r} cannot be planned from items yet")
-        drafts = likert.plan(keys, stage.name, stage.items_per_hit, ctx.seed, traps, stage.traps.share)
+        if stage.kind == "likert":
+            drafts = likert.plan(keys, stage.name, stage.items_per_hit, ctx.seed, traps, stage.traps.share)
+        elif stage.kind == "nuggets":
+            drafts = nuggets.plan([(r.doc or "", r.item_key) for r in rows if not r.is_trap], stage.name, stage.window)
+        else:
+            raise NotImplementedError(f"a {stage.kind} stage is planned in batches, not from items")
         for d in drafts:
             s.add(HitRow(
                 campaign=ctx.name, stage=stage.name, hit_key=d.hit_key, batch=d.batch,

@@ -19,7 +19,7 @@ from campaign.ledger import BudgetExceeded, release_hit_rest, reserve_hit
 from campaign.spec import Stage
 from campaign.steps.context import Context, crash_point, log
 from campaign.store import CampaignRow, HitRow, ItemRow
-from campaign.tasks import kind_module
+from campaign.tasks import render_hit
 from campaign.tasks.base import ShownItem
 
 HIT_ID_RE = re.compile(r"\b([A-Z0-9]{30})\b")
@@ -56,7 +56,7 @@ def _question(ctx: Context, stage: Stage, hit: HitRow) -> str:
     with ctx.store.session() as s:
         rows = {r.item_key: r for r in s.exec(select(ItemRow).where(ItemRow.campaign == ctx.name, ItemRow.item_key.in_(hit.keys()))).all()}
     items = [ShownItem(key=k, text=rows[k].text) for k in hit.keys()]
-    return kind_module(stage.kind).render(items, ctx.campaign.topic, stage.title)
+    return render_hit(stage, items, ctx.campaign.topic)
 
 
 def _campaign_status(ctx: Context) -> str:

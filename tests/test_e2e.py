@@ -1,0 +1,197 @@
+"""End to end: the daemon against the built-in marketplace and the simulated crowd, including SIGKILL
+at chosen points of a run, then a restart, then an audit of the store against the marketplace.
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections import defaultdict
+from decimal import Decimal
+from pathlib import Path
+
+import boto3
+import pytest
+from sqlmodel import select
+
+from campaign.market.answers import parse_answer_xml
+from campaign.market.server import start_market
+from campaign.store import AssignmentRow, HitRow, LedgerRow, Store
+from campaign.tasks import likert
+
+ROOT = Path(__file__).resolve().parent.parent
+EXAMPLE = ROOT / "examples" / "ukpconvarg1-water"
+BALANCE = Decimal("10000.00")
+
+SPEC = """\
+campaigns:
+  - name: e2e
+    topic: Should plastic water bottles be banned?
+    input:
+      propositions: {props}
+    task:
+      kind: likert
+      reward: "0.06"
+      auto_approval_delay: 2d
+    budget: "{budget}"
+    crowd:
+      kind: simulated
+      workers: 25
+      speed: 3600
+      arrival_span: 30m
+      truth: {truth}
+    schedule:
+      poll_interval: 0.2
+"""
+
+
+def write_spec(tmp: Path, budget: str = "30.00") -> Path:
+    p = tmp / "campaigns.yaml"
+    p.write_text(SPEC.format(props=EXAMPLE / "propositions.tsv", truth=EXAMPLE / "truth.tsv", budget=budget), encoding="utf-8")
+    return p
+
+
+def run_cli(config: Path, state: Path, seed: int = 3, env_extra: dict | None = None, timeout: float = 240) -> subprocess.CompletedProcess:
+    env = {k: v for k, v in os.environ.items() if k != "CAMPAIGN_TEST_CRASH"}
+    env.update(env_extra or {})
+    return subprocess.run(
+        [sys.executable, "-m", "campaign", "run", "--config", str(config), "--state", str(state), "--seed", str(seed), "--quiet"],
+        cwd=ROOT, env=env, capture_output=True, text=True, timeout=timeout,
+    )
+
+
+def audit(state: Path) -> dict:
+    """Compare the store with what the marketplace holds; return the facts the tests assert on."""
+    market = start_market(state / "market", mode="prod", balance=BALANCE)
+    try:
+        client = boto3.client("mturk", region_name="us-east-1", endpoint_url=market.endpoint_url,
+                              aws_access_key_id="LOCALREQUESTER", aws_secret_access_key="local")
+        hits = []
+        for page in client.get_paginator("list_hits").paginate(PaginationConfig={"PageSize": 100}):
+            hits.extend(page["HITs"])
+        remote_assignments = {}
+        for h in hits:
+            for page in client.get_paginator("list_assignments_for_hit").paginate(
+                    HITId=h["HITId"], AssignmentStatuses=["Submitted", "Approved", "Rejected"], PaginationConfig={"PageSize": 100}):
+                for a in page["Assignments"]:
+                    remote_assignments[a["AssignmentId"]] = (h, a)
+        balance = Decimal(client.get_account_balance()["AvailableBalance"])
+    finally:
+        market.stop()
+    store = Store.open(state)
+    with store.session() as s:
+        local_hits = s.exec(select(HitRow)).all()
+        local_assignments = {a.assignment_id: a for a in s.exec(select(AssignmentRow)).all()}
+        ledger = s.exec(select(LedgerRow)).all()
+    store.close()
+    return {"hits": hits, "remote": remote_assignments, "balance": balance, "local_hits": local_hits,
+            "local": local_assignments, "ledger": ledger}
+
+
+def recompute_scores(facts: dict) -> list[dict]:
+    keys_by_annotation = {h.annotation: h.keys() for h in facts["local_hits"]}
+    values = defaultdict(list)
+    for hit, a in facts["remote"].values():
+        if a["AssignmentStatus"] != "Approved":
+            continue
+        for j in likert.parse(parse_answer_xml(a["Answer"]), keys_by_annotation[hit["RequesterAnnotation"]]):
+            values[j.item_key].append(j.value)
+    return likert.aggregate(values)
+
+
+def check_consistent(state: Path) -> dict:
+    facts = audit(state)
+    annotations = [h["RequesterAnnotation"] for h in facts["hits"]]
+    assert len(annotations) == len(set(annotations)), "a HIT was posted twice"
+    assert len(facts["hits"]) == len(facts["local_hits"]) == len({h.hit_id for h in facts["local_hits"]})
+    assert set(facts["remote"]) == set(facts["local"]), "an assignment was lost (or invented)"
+    for aid, (_, a) in facts["remote"].items():
+        assert facts["local"][aid].status == a["AssignmentStatus"].lower()
+    charges = [e for e in facts["ledger"] if e.kind == "charge"]
+    assert len(charges) == len({e.assignment_id for e in charges}), "an approval was booked twice"
+    approved = [aid for aid, (_, a) in facts["remote"].items() if a["AssignmentStatus"] == "Approved"]
+    assert sorted(e.assignment_id for e in charges) == sorted(approved)
+    spent = sum(Decimal(e.amount) for e in charges)
+    assert BALANCE - facts["balance"] == spent, "ledger and marketplace disagree"
+    reserved = sum(Decimal(e.amount) * (1 if e.kind == "reserve" else -1) for e in facts["ledger"] if e.kind in ("reserve", "charge", "release"))
+    assert reserved == 0, "money still reserved after the campaign finished"
+    with open(state / "e2e" / "scores.jsonl", encoding="utf-8") as fh:
+        written = [json.loads(line) for line in fh]
+    expected = recompute_scores(facts)
+    assert [(r["item"], r["score"], r["n"]) for r in written] == [(r["item"], r["score"], r["n"]) for r in expected]
+    return facts
+
+
+@pytest.mark.slow
+def test_demo_campaign_runs_to_completion_and_matches_the_marketplace(tmp_path):
+    config = write_spec(tmp_path)
+    t0 = time.monotonic()
+    proc = run_cli(config, tmp_path / "state")
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    facts = check_consistent(tmp_path / "state")
+    assert len(facts["hits"]) == 12
+    rows = list(csv.DictReader(open(tmp_path / "state" / "e2e" / "scores.csv", encoding="utf-8")))
+    assert len(rows) == 60 and rows[0]["rank"] == "1"
+    assert time.monotonic() - t0 < 120
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("point", ["post.after_call:4", "collect.mid_transaction:7", "review.after_call:11", "review.before_call:20"])
+def test_sigkill_then_restart_loses_nothing_and_pays_once(tmp_path, point):
+    config = write_spec(tmp_path)
+    state = tmp_path / "state"
+    proc = run_cli(config, state, env_extra={"CAMPAIGN_TEST_CRASH": point})
+    assert proc.returncode == -signal.SIGKILL, f"expected a crash at {point}; rc={proc.returncode}\n{proc.stderr[-2000:]}"
+    proc = run_cli(config, state)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    check_consistent(state)
+
+
+@pytest.mark.slow
+def test_sigkill_at_random_instants(tmp_path):
+    config = write_spec(tmp_path)
+    state = tmp_path / "state"
+    cmd = [sys.executable, "-m", "campaign", "run", "--config", str(config), "--state", str(state), "--seed", "3", "--quiet"]
+    for delay in (1.5, 2.5, 3.5):
+        p = subprocess.Popen(cmd, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        time.sleep(delay)
+        p.send_signal(signal.SIGKILL)
+        p.wait()
+    proc = run_cli(config, state)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    check_consistent(state)
+
+
+@pytest.mark.slow
+def test_same_seed_same_scores_byte_for_byte(tmp_path):
+    config = write_spec(tmp_path)
+    outs = []
+    for run in ("a", "b"):
+        proc = run_cli(config, tmp_path / run, seed=11)
+        assert proc.returncode == 0, proc.stderr[-3000:]
+        outs.append(((tmp_path / run / "e2e" / "scores.csv").read_bytes(), (tmp_path / run / "e2e" / "scores.jsonl").read_bytes()))
+    assert outs[0] == outs[1]
+    proc = run_cli(config, tmp_path / "c", seed=12)
+    assert (tmp_path / "c" / "e2e" / "scores.csv").read_bytes() != outs[0][0]
+
+
+def test_bad_spec_posts_nothing(tmp_path):
+    config = write_spec(tmp_path, budget="0.10")
+    proc = run_cli(config, tmp_path / "state")
+    assert proc.returncode == 2
+    assert "below the cost of one HIT" in proc.stderr
+    assert not (tmp_path / "state" / "market").exists()
+
+
+def test_production_needs_explicit_opt_in(tmp_path):
+    p = tmp_path / "prod.yaml"
+    p.write_text(SPEC.format(props=EXAMPLE / "propositions.tsv", truth=EXAMPLE / "truth.tsv", budget="30.00")
+                 .replace("    crowd:\n      kind: simulated\n      workers: 25\n      speed: 3600\n      arrival_span: 30m\n"
+                          f"      truth: {EXAMPLE / 'truth.tsv'}\n", "    marketplace: mturk\n    crowd:\n      kind: none\n"), encoding="utf-8")
+    proc = run_cli(p, tmp_path / "state")
+    assert proc.returncode == 2 and "--production" in proc.stderr
