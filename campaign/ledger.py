@@ -38,18 +38,22 @@ class Totals:
 
 
 def totals(session: Session, campaign: str, budget: Decimal) -> Totals:
+    # grouped by amount in SQL (there are few distinct amounts), summed exactly as Decimal here:
+    # SQL's SUM over text would go through floating point
     rows = session.exec(
-        select(LedgerRow.kind, LedgerRow.amount, LedgerRow.fee).where(LedgerRow.campaign == campaign)
+        select(LedgerRow.kind, LedgerRow.amount, LedgerRow.fee, func.count())
+        .where(LedgerRow.campaign == campaign).group_by(LedgerRow.kind, LedgerRow.amount, LedgerRow.fee)
     ).all()
     reserved = spent = fees = ZERO
-    for kind, amount, fee in rows:
-        a = Decimal(amount)
+    for kind, amount, fee, n in rows:
+        a = Decimal(amount) * n
+        fee = Decimal(fee) * n
         if kind in ("reserve", "bonus_reserve"):
             reserved += a
         elif kind in ("charge", "bonus_charge"):
             reserved -= a
             spent += a
-            fees += Decimal(fee)
+            fees += fee
         elif kind in ("release", "bonus_release"):
             reserved -= a
     return Totals(reserved=reserved, spent=spent, fees=fees, budget=budget)

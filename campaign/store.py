@@ -15,7 +15,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, Iterator, Optional
 
-from sqlalchemy import UniqueConstraint, event
+from sqlalchemy import Index, UniqueConstraint, event
 from sqlalchemy.engine import Engine
 from sqlmodel import Field, Session, SQLModel, create_engine, select
 
@@ -48,7 +48,7 @@ class HitRow(SQLModel, table=True):
     """One planned HIT. `status`: draft -> posting -> posted -> closed | failed | cancelled."""
 
     __tablename__ = "hits"
-    __table_args__ = (UniqueConstraint("campaign", "hit_key"),)
+    __table_args__ = (UniqueConstraint("campaign", "hit_key"), Index("ix_hits_campaign_status", "campaign", "status", "stage"))
     id: Optional[int] = Field(default=None, primary_key=True)
     campaign: str = Field(index=True)
     stage: str
@@ -78,6 +78,8 @@ class AssignmentRow(SQLModel, table=True):
     """A submitted assignment. `status`: submitted -> approving -> approved | rejecting -> rejected."""
 
     __tablename__ = "assignments"
+    __table_args__ = (Index("ix_assignments_campaign_status", "campaign", "status", "valid"),
+                      Index("ix_assignments_campaign_collected", "campaign", "collected_at"))
     assignment_id: str = Field(primary_key=True)
     campaign: str = Field(index=True)
     stage: str
@@ -99,7 +101,7 @@ class JudgmentRow(SQLModel, table=True):
     """One label: a worker's value for one item (Likert score, rank position, ...)."""
 
     __tablename__ = "judgments"
-    __table_args__ = (UniqueConstraint("assignment_id", "item_key"),)
+    __table_args__ = (UniqueConstraint("assignment_id", "item_key"), Index("ix_judgments_campaign_excluded", "campaign", "excluded"))
     id: Optional[int] = Field(default=None, primary_key=True)
     campaign: str = Field(index=True)
     stage: str
@@ -133,7 +135,8 @@ class LedgerRow(SQLModel, table=True):
     """
 
     __tablename__ = "ledger"
-    __table_args__ = (UniqueConstraint("campaign", "ref"),)
+    __table_args__ = (UniqueConstraint("campaign", "ref"), Index("ix_ledger_campaign_kind", "campaign", "kind", "amount", "fee"),
+                      Index("ix_ledger_campaign_hit", "campaign", "hit_key"))
     id: Optional[int] = Field(default=None, primary_key=True)
     campaign: str = Field(index=True)
     ref: str

@@ -26,21 +26,26 @@ def campaign_figures(store: Store, name: str, now: float | None = None) -> dict[
         camp = s.get(CampaignRow, name)
         if camp is None:
             raise KeyError(name)
-        hit_counts = dict(s.exec(select(HitRow.status, func.count()).where(HitRow.campaign == name).group_by(HitRow.status)).all())
         stage_rows = s.exec(select(HitRow.stage, HitRow.status, func.count()).where(HitRow.campaign == name)
                             .group_by(HitRow.stage, HitRow.status)).all()
         slots = s.exec(select(func.coalesce(func.sum(HitRow.assignments), 0)).where(
             HitRow.campaign == name, HitRow.status.notin_(("failed", "cancelled")))).one()
-        a_counts = dict(s.exec(select(AssignmentRow.status, func.count()).where(AssignmentRow.campaign == name)
-                               .group_by(AssignmentRow.status)).all())
-        invalid = s.exec(select(func.count()).select_from(AssignmentRow).where(AssignmentRow.campaign == name,
-                                                                              AssignmentRow.valid == False)).one()  # noqa: E712
+        hit_counts: dict[str, int] = {}
+        for _stage, status, n in stage_rows:
+            hit_counts[status] = hit_counts.get(status, 0) + n
+        a_counts: dict[str, int] = {}
+        invalid = 0
+        for status, valid, n in s.exec(select(AssignmentRow.status, AssignmentRow.valid, func.count())
+                                       .where(AssignmentRow.campaign == name).group_by(AssignmentRow.status, AssignmentRow.valid)).all():
+            a_counts[status] = a_counts.get(status, 0) + n
+            invalid += 0 if valid else n
         t = totals(s, name, Decimal(camp.budget))
         w_total = s.exec(select(func.count()).select_from(WorkerRow).where(WorkerRow.campaign == name)).one()
         w_excluded = s.exec(select(func.count()).select_from(WorkerRow).where(WorkerRow.campaign == name, WorkerRow.excluded == True)).one()  # noqa: E712
         w_blocked = s.exec(select(func.count()).select_from(WorkerRow).where(WorkerRow.campaign == name, WorkerRow.blocked == True)).one()  # noqa: E712
-        labels = s.exec(select(func.count()).select_from(JudgmentRow).where(JudgmentRow.campaign == name)).one()
-        labels_excluded = s.exec(select(func.count()).select_from(JudgmentRow).where(JudgmentRow.campaign == name, JudgmentRow.excluded == True)).one()  # noqa: E712
+        by_excluded = dict(s.exec(select(JudgmentRow.excluded, func.count()).where(JudgmentRow.campaign == name)
+                                  .group_by(JudgmentRow.excluded)).all())
+        labels, labels_excluded = sum(by_excluded.values()), by_excluded.get(True, 0)
         recent = s.exec(select(func.count()).select_from(AssignmentRow).where(
             AssignmentRow.campaign == name, AssignmentRow.collected_at >= now - 600)).one()
         events = s.exec(select(EventRow).where(EventRow.campaign == name).order_by(EventRow.id.desc()).limit(8)).all()
