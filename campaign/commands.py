@@ -69,7 +69,27 @@ def _parser() -> argparse.ArgumentParser:
     ev.add_argument("--json", action="store_true")
     ev.add_argument("--limit", type=int, default=50)
     common(ev)
+    rp = sub.add_parser("report", help="write an HTML report with plots")
+    rp.add_argument("name")
+    rp.add_argument("--out", default=None, help="default: <state>/<name>/report.html")
+    common(rp)
     return p
+
+
+def cmd_report(args: argparse.Namespace) -> int:
+    from campaign.report import write_report
+    from campaign.store import Store
+
+    store = Store.open(args.state, args.db)
+    out = Path(args.out) if args.out else Path(args.state) / args.name / "report.html"
+    out.parent.mkdir(parents=True, exist_ok=True)
+    try:
+        write_report(store, args.name, out)
+    except KeyError as exc:
+        print(f"campaign report: {exc.args[0]}", file=sys.stderr)
+        return 2
+    print(f"report written to {out}")
+    return 0
 
 
 def cmd_validate(args: argparse.Namespace) -> int:
@@ -93,6 +113,8 @@ def cmd_run(args: argparse.Namespace) -> int:
     from campaign.progress import make_progress
 
     logging.basicConfig(level=logging.WARNING if args.quiet else logging.INFO, format="%(asctime)s %(levelname)s %(message)s")
+    logging.getLogger("apscheduler").setLevel(logging.ERROR)  # "skipped: instance still running" is normal here
+    logging.getLogger("botocore").setLevel(logging.WARNING)
     try:
         spec = load_spec(args.config)
     except SpecError as exc:
@@ -149,5 +171,5 @@ def cmd_ops(args: argparse.Namespace) -> int:
 
 def main(argv: Sequence[str]) -> int:
     args = _parser().parse_args(list(argv))
-    handlers = {"validate": cmd_validate, "run": cmd_run, "status": cmd_status, "export": cmd_export}
+    handlers = {"validate": cmd_validate, "run": cmd_run, "status": cmd_status, "export": cmd_export, "report": cmd_report}
     return handlers.get(args.cmd, cmd_ops)(args)
