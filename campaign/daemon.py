@@ -84,6 +84,16 @@ def make_clock(spec_campaigns: list[Campaign], state_dir: Path) -> Clock:
     return ScaledClock(speed=speed, start=start)
 
 
+def saved_clock(state_dir: Path) -> Clock:
+    """The simulation clock a finished or interrupted run left behind (the wall clock if none):
+    what a tool reading the built-in marketplace's state afterwards must use to see what the run saw."""
+    f = _clock_file(state_dir)
+    if not f.is_file():
+        return WallClock()
+    saved = json.loads(f.read_text())
+    return ScaledClock(speed=float(saved["speed"]), start=float(saved["now"]))
+
+
 def save_clock(clock: Clock, state_dir: Path) -> None:
     if isinstance(clock, ScaledClock):
         f = _clock_file(state_dir)

@@ -20,6 +20,7 @@ import pytest
 from sqlmodel import select
 
 from campaign.market.answers import parse_answer_xml
+from campaign.daemon import saved_clock
 from campaign.market.server import start_market
 from campaign.store import AssignmentRow, HitRow, LedgerRow, Store
 from campaign.tasks import likert
@@ -67,7 +68,7 @@ def run_cli(config: Path, state: Path, seed: int = 3, env_extra: dict | None = N
 
 def audit(state: Path) -> dict:
     """Compare the store with what the marketplace holds; return the facts the tests assert on."""
-    market = start_market(state / "market", mode="prod", balance=BALANCE)
+    market = start_market(state / "market", clock=saved_clock(state), mode="prod", balance=BALANCE)
     try:
         client = boto3.client("mturk", region_name="us-east-1", endpoint_url=market.endpoint_url,
                               aws_access_key_id="LOCALREQUESTER", aws_secret_access_key="local")
