@@ -209,11 +209,11 @@ def start_runtime(spec: Spec, opts: RunOptions) -> Runtime:
 def _start_crowd(ctx: Context, endpoint: str):
     from campaign.crowd.models import make_pool
     from campaign.crowd.runner import SimulatedCrowd
-    from campaign.inputs import load_propositions, load_truth
+    from campaign.inputs import load_items, load_truth
 
     c = ctx.campaign
     truth = load_truth(c.crowd.truth) if c.crowd.truth else {}
-    items = load_propositions(c.input_path)
+    items = load_items(c.input_kind, c.input_path)
     by_text = {it.text: truth.get(it.key, 0.5) for it in items}
     workers = make_pool(c.crowd.workers, ctx.seed, dict(c.crowd.mix), arrival_span=c.crowd.arrival_span)
     crowd = SimulatedCrowd(endpoint, workers, by_text, seed=ctx.seed, clock=ctx.clock, poll=0.05)

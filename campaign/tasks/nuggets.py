@@ -116,3 +116,23 @@ def parse(fields: Sequence[tuple[str, str]], item_keys: Sequence[str], texts: Se
     return [Judgment(item_key=key, value=float(len(per_sentence[i])),
                      extra={"spans": sorted(per_sentence[i]), **({"keywords": keywords} if not spans else {})})
             for i, key in enumerate(item_keys)]
+
+
+def aggregate(values_by_item: dict[str, Sequence[float]]) -> list[dict]:
+    """Per sentence: the share of workers who marked at least one nugget in it (its importance), with the
+    number of workers who saw it. Gold nugget spans are extracted separately (campaign.aggregate.gold_nuggets)."""
+    import math
+
+    rows = []
+    for key, values in values_by_item.items():
+        if not values:
+            continue
+        marks = [1.0 if v > 0 else 0.0 for v in values]
+        n = len(marks)
+        mean = sum(marks) / n
+        sd = math.sqrt(sum((m - mean) ** 2 for m in marks) / (n - 1)) if n > 1 else 0.0
+        rows.append({"item": key, "score": round(mean, 6), "n": n, "sd": round(sd, 6)})
+    rows.sort(key=lambda r: (-r["score"], r["item"]))
+    for rank, r in enumerate(rows, start=1):
+        r["rank"] = rank
+    return rows

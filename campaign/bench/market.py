@@ -1,0 +1,143 @@
+"""`campaign bench market`: throughput, latency and memory of the built-in marketplace under a campaign's
+load: post HITs through boto3, let workers accept and submit through the worker API, collect through
+paginated ListAssignmentsForHIT and approve everything.
+
+The server runs as a subprocess so its peak memory (VmHWM) is its own, not the benchmark's.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import Any, Callable, Sequence
+
+from campaign.market.client import make_client
+from campaign.market.worker_client import WorkerClient
+
+QUESTION = ('<HTMLQuestion xmlns="http://mechanicalturk.amazonaws.com/AWSMechanicalTurkDataSchemas/2011-11-11/HTMLQuestion.xsd">'
+            '<HTMLContent><![CDATA[<!DOCTYPE html><html><body><form method="post" action="https://www.mturk.com/mturk/externalSubmit">'
+            '<input type="hidden" name="assignmentId" value=""><p>Statement {i}</p><input name="score"></form></body></html>]]>'
+            '</HTMLContent><FrameHeight>0</FrameHeight></HTMLQuestion>')
+
+
+def _start_server(state: Path) -> tuple[subprocess.Popen, str]:
+    proc = subprocess.Popen([sys.executable, "-m", "campaign", "market", "serve", "--port", "0", "--state", str(state)],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    line = proc.stdout.readline().strip() if proc.stdout else ""
+    if not line.startswith("http://"):
+        proc.kill()
+        raise RuntimeError(f"marketplace did not start: {line!r} {proc.stderr.read() if proc.stderr else ''}")
+    return proc, line
+
+
+def _peak_rss_kib(pid: int) -> int | None:
+    try:
+        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1])
+    except OSError:
+        return None
+    return None
+
+
+def _phase(name: str, jobs: Sequence[Any], fn: Callable[[Any], int], threads: int) -> dict[str, Any]:
+    """Run fn over jobs on a thread pool; fn returns how many requests it made. Latency is per job call."""
+    lat: list[float] = []
+
+    def timed(job: Any) -> int:
+        t = time.perf_counter()
+        n = fn(job)
+        lat.append((time.perf_counter() - t) / max(1, n))
+        return n
+
+    t0 = time.perf_counter()
+    with ThreadPoolExecutor(max_workers=threads) as pool:
+        requests = sum(pool.map(timed, jobs))
+    wall = time.perf_counter() - t0
+    lat.sort()
+    q = (lambda p: lat[min(len(lat) - 1, int(p * len(lat)))] * 1000) if lat else (lambda p: 0.0)
+    return {"phase": name, "requests": requests, "seconds": round(wall, 3), "rps": round(requests / wall, 1) if wall else 0.0,
+            "p50_ms": round(q(0.50), 2), "p99_ms": round(q(0.99), 2)}
+
+
+def run(hits: int, per_hit: int, threads: int = 8) -> dict[str, Any]:
+    with tempfile.TemporaryDirectory(prefix="bench-market-") as tmp:
+        proc, url = _start_server(Path(tmp) / "state")
+        try:
+            client = make_client("local", url, max_rps=0, max_attempts=3)
+            workers = WorkerClient(url)
+            names = [f"ABENCH{i:03d}" for i in range(per_hit)]
+            for w in names:
+                workers.register(w)
+            type_id = client.call("create_hit_type", Title="Bench", Description="bench", Reward="0.05",
+                                  AssignmentDurationInSeconds=3600, AutoApprovalDelayInSeconds=86400)["HITTypeId"]
+            hit_ids: list[str] = []
+
+            def post(i: int) -> int:
+                h = client.call("create_hit_with_hit_type", HITTypeId=type_id, MaxAssignments=per_hit,
+                                LifetimeInSeconds=86400, Question=QUESTION.format(i=i), UniqueRequestToken=f"bench-{i}")
+                hit_ids.append(h["HIT"]["HITId"])
+                return 1
+
+            phases = [_phase("post", range(hits), post, threads)]
+
+            def work(job: tuple[str, str]) -> int:
+                hit_id, w = job
+                aid = workers.accept(w, hit_id)["AssignmentId"]
+                workers.submit(aid, [("score", "3")])
+                return 2
+
+            jobs = [(h, w) for h in hit_ids for w in names]
+            phases.append(_phase("work", jobs, work, threads))
+            collected: list[str] = []
+
+            def collect(hit_id: str) -> int:
+                got = list(client.paginate("list_assignments_for_hit", "Assignments", HITId=hit_id))
+                collected.extend(a["AssignmentId"] for a in got)
+                return max(1, -(-len(got) // 100))  # pages of 100 requested
+
+            phases.append(_phase("collect", hit_ids, collect, threads))
+            phases.append(_phase("approve", list(collected), lambda aid: (client.call("approve_assignment", AssignmentId=aid), 1)[1], threads))
+            peak = _peak_rss_kib(proc.pid)
+        finally:
+            proc.terminate()
+            try:
+                proc.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+    total_req = sum(p["requests"] for p in phases)
+    total_s = sum(p["seconds"] for p in phases)
+    return {"hits": hits, "assignments": len(collected), "threads": threads, "phases": phases,
+            "requests": total_req, "seconds": round(total_s, 2), "rps": round(total_req / total_s, 1) if total_s else 0.0,
+            "server_peak_rss_mib": round(peak / 1024, 1) if peak else None}
+
+
+def main(argv: list[str]) -> int:
+    ap = argparse.ArgumentParser(prog="campaign bench market")
+    ap.add_argument("--hits", type=int, default=2000)
+    ap.add_argument("--assignments", type=int, default=10000, help="total assignments (per HIT = assignments / hits)")
+    ap.add_argument("--threads", type=int, default=8)
+    ap.add_argument("--quick", action="store_true", help="50 HITs x 5 assignments")
+    ap.add_argument("--json", action="store_true")
+    args = ap.parse_args(argv)
+    hits, total = (50, 250) if args.quick else (args.hits, args.assignments)
+    per_hit = max(1, total // max(1, hits))
+    result = run(hits, per_hit, args.threads)
+    if args.json:
+        print(json.dumps(result))
+        return 0
+    print(f"marketplace bench: {result['hits']} HITs, {result['assignments']} assignments, {args.threads} client threads")
+    for p in result["phases"]:
+        print(f"  {p['phase']:<8} {p['requests']:>6} req  {p['seconds']:>7.2f} s  {p['rps']:>8.1f} req/s  "
+              f"p50 {p['p50_ms']:.2f} ms  p99 {p['p99_ms']:.2f} ms")
+    print(f"  total    {result['requests']} req in {result['seconds']} s = {result['rps']} req/s; "
+          f"server peak RSS {result['server_peak_rss_mib']} MiB")
+    return 0

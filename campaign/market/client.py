@@ -1,0 +1,108 @@
+"""The campaign's only way to talk to a marketplace: a boto3 `mturk` client with retries, a client-side
+rate limit and paginators at 100 per page.
+
+The built-in marketplace, the MTurk sandbox and production differ only in endpoint and credentials here;
+production must be asked for explicitly, because a mistake there spends real money.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from typing import Any, Iterator
+
+import boto3
+from botocore.config import Config
+
+SANDBOX_ENDPOINT = "https://mturk-requester-sandbox.us-east-1.amazonaws.com"
+PRODUCTION_ENDPOINT = "https://mturk-requester.us-east-1.amazonaws.com"
+LOCAL_ACCESS_KEY = "LOCALREQUESTER"
+LOCAL_SECRET = "local-marketplace-secret"  # the built-in marketplace does not check signatures
+MARKETPLACES = ("local", "mturk-sandbox", "mturk")
+
+
+class ProductionNotAllowed(RuntimeError):
+    """Refusing to talk to real MTurk without an explicit go-ahead."""
+
+
+class RateLimiter:
+    """Token bucket on the caller's side: stays under the service's (unpublished) velocity limit."""
+
+    def __init__(self, rate: float, burst: float | None = None) -> None:
+        self.rate = float(rate)
+        self.burst = float(burst if burst is not None else max(1.0, rate))
+        self._tokens = self.burst
+        self._last = time.monotonic()
+        self._lock = threading.Lock()
+
+    def acquire(self) -> None:
+        if self.rate <= 0:
+            return
+        while True:
+            with self._lock:
+                t = time.monotonic()
+                self._tokens = min(self.burst, self._tokens + (t - self._last) * self.rate)
+                self._last = t
+                if self._tokens >= 1:
+                    self._tokens -= 1
+                    return
+                wait = (1 - self._tokens) / self.rate
+            time.sleep(wait)
+
+
+class MarketClient:
+    def __init__(self, raw: Any, marketplace: str, endpoint_url: str | None, max_rps: float) -> None:
+        self.raw = raw
+        self.marketplace = marketplace
+        self.endpoint_url = endpoint_url
+        self.limiter = RateLimiter(max_rps)
+
+    @property
+    def exceptions(self) -> Any:
+        return self.raw.exceptions
+
+    def __repr__(self) -> str:  # never show credentials
+        return f"MarketClient(marketplace={self.marketplace!r}, endpoint_url={self.endpoint_url!r})"
+
+    def call(self, op: str, **params: Any) -> dict[str, Any]:
+        """`op` is the boto3 method name, e.g. "create_hit_with_hit_type"."""
+        self.limiter.acquire()
+        return getattr(self.raw, op)(**params)
+
+    def paginate(self, op: str, result_key: str, **params: Any) -> Iterator[dict[str, Any]]:
+        paginator = self.raw.get_paginator(op)
+        pages = iter(paginator.paginate(PaginationConfig={"PageSize": 100}, **params))
+        while True:
+            self.limiter.acquire()
+            try:
+                page = next(pages)
+            except StopIteration:
+                return
+            yield from page.get(result_key, [])
+
+
+def make_client(marketplace: str, endpoint_url: str | None = None, *, production_ok: bool = False,
+                max_rps: float = 20.0, retry_mode: str = "standard", max_attempts: int = 10,
+                access_key: str | None = None) -> MarketClient:
+    if marketplace not in MARKETPLACES:
+        raise ValueError(f"marketplace must be one of {', '.join(MARKETPLACES)}, got {marketplace!r}")
+    if marketplace == "mturk" and not production_ok:
+        raise ProductionNotAllowed("marketplace 'mturk' is real MTurk and spends real money; pass production_ok=True "
+                                   "(the --production flag) to use it")
+    config = Config(retries={"mode": retry_mode, "max_attempts": max_attempts}, max_pool_connections=20,
+                    connect_timeout=10, read_timeout=60)
+    kwargs: dict[str, Any] = {"region_name": "us-east-1", "config": config}
+    if marketplace == "local":
+        if not endpoint_url:
+            raise ValueError("marketplace 'local' needs endpoint_url (the built-in marketplace's address)")
+        kwargs["endpoint_url"] = endpoint_url
+        session = boto3.session.Session()
+        creds = session.get_credentials() if access_key is None else None
+        if access_key is not None or creds is None:
+            kwargs["aws_access_key_id"] = access_key or LOCAL_ACCESS_KEY
+            kwargs["aws_secret_access_key"] = LOCAL_SECRET
+        raw = session.client("mturk", **kwargs)
+    else:
+        kwargs["endpoint_url"] = endpoint_url or (SANDBOX_ENDPOINT if marketplace == "mturk-sandbox" else PRODUCTION_ENDPOINT)
+        raw = boto3.session.Session().client("mturk", **kwargs)
+    return MarketClient(raw, marketplace, kwargs.get("endpoint_url"), max_rps)

@@ -1,0 +1,98 @@
+"""The marketplace's state: one SQLite file (WAL) under the state directory.
+
+One connection guarded by one lock: every operation runs as a single transaction, so a failing
+operation rolls back completely and a restart finds exactly what the last committed request left.
+Money is stored as integer cents (SQLite has no decimal type and sums must be exact).
+"""
+
+from __future__ import annotations
+
+import sqlite3
+import threading
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Iterator
+
+SCHEMA = """
+CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS accounts (
+  requester TEXT PRIMARY KEY, spent_cents INTEGER NOT NULL DEFAULT 0);
+CREATE TABLE IF NOT EXISTS hit_types (
+  id TEXT PRIMARY KEY, requester TEXT NOT NULL, title TEXT NOT NULL, description TEXT NOT NULL,
+  reward_cents INTEGER NOT NULL, duration INTEGER NOT NULL, auto_approval INTEGER NOT NULL,
+  keywords TEXT, quals TEXT NOT NULL, masters INTEGER NOT NULL DEFAULT 0);
+CREATE TABLE IF NOT EXISTS hits (
+  seq INTEGER PRIMARY KEY AUTOINCREMENT, id TEXT UNIQUE NOT NULL, requester TEXT NOT NULL,
+  hit_type_id TEXT NOT NULL, creation REAL NOT NULL, expiration REAL NOT NULL,
+  max_assignments INTEGER NOT NULL, question TEXT, annotation TEXT,
+  reviewing INTEGER NOT NULL DEFAULT 0, disposed INTEGER NOT NULL DEFAULT 0,
+  n_accepted INTEGER NOT NULL DEFAULT 0, n_submitted INTEGER NOT NULL DEFAULT 0,
+  n_approved INTEGER NOT NULL DEFAULT 0, n_rejected INTEGER NOT NULL DEFAULT 0,
+  unit_cost_cents INTEGER NOT NULL);
+CREATE INDEX IF NOT EXISTS hits_req ON hits (requester, disposed, seq);
+CREATE TABLE IF NOT EXISTS assignments (
+  seq INTEGER PRIMARY KEY AUTOINCREMENT, id TEXT UNIQUE NOT NULL, hit_id TEXT NOT NULL,
+  worker_id TEXT NOT NULL, status TEXT NOT NULL, accept_time REAL NOT NULL, deadline REAL NOT NULL,
+  submit_time REAL, auto_approval_time REAL, approval_time REAL, rejection_time REAL,
+  answer TEXT, feedback TEXT);
+CREATE INDEX IF NOT EXISTS asg_hit ON assignments (hit_id, seq);
+CREATE INDEX IF NOT EXISTS asg_worker ON assignments (worker_id, hit_id);
+CREATE INDEX IF NOT EXISTS asg_deadline ON assignments (status, deadline);
+CREATE INDEX IF NOT EXISTS asg_auto ON assignments (status, auto_approval_time);
+CREATE TABLE IF NOT EXISTS tokens (
+  requester TEXT NOT NULL, kind TEXT NOT NULL, token TEXT NOT NULL, created REAL NOT NULL, ref TEXT NOT NULL,
+  PRIMARY KEY (requester, kind, token));
+CREATE TABLE IF NOT EXISTS bonuses (
+  seq INTEGER PRIMARY KEY AUTOINCREMENT, requester TEXT NOT NULL, worker_id TEXT NOT NULL,
+  assignment_id TEXT NOT NULL, hit_id TEXT NOT NULL, amount_cents INTEGER NOT NULL, reason TEXT NOT NULL,
+  grant_time REAL NOT NULL);
+CREATE TABLE IF NOT EXISTS blocks (
+  seq INTEGER PRIMARY KEY AUTOINCREMENT, requester TEXT NOT NULL, worker_id TEXT NOT NULL, reason TEXT NOT NULL,
+  UNIQUE (requester, worker_id));
+CREATE TABLE IF NOT EXISTS qual_types (
+  seq INTEGER PRIMARY KEY AUTOINCREMENT, id TEXT UNIQUE NOT NULL, requester TEXT NOT NULL, name TEXT NOT NULL,
+  description TEXT NOT NULL, keywords TEXT, status TEXT NOT NULL, creation REAL NOT NULL,
+  retry_delay INTEGER, auto_granted INTEGER NOT NULL DEFAULT 0, auto_value INTEGER NOT NULL DEFAULT 1,
+  UNIQUE (requester, name));
+CREATE TABLE IF NOT EXISTS quals (
+  seq INTEGER PRIMARY KEY AUTOINCREMENT, qual_type_id TEXT NOT NULL, worker_id TEXT NOT NULL,
+  value INTEGER NOT NULL, granted REAL NOT NULL, UNIQUE (qual_type_id, worker_id));
+CREATE TABLE IF NOT EXISTS workers (
+  id TEXT PRIMARY KEY, country TEXT NOT NULL DEFAULT 'US', subdivision TEXT,
+  prior_pct INTEGER NOT NULL DEFAULT 100, prior_approved INTEGER NOT NULL DEFAULT 0,
+  masters INTEGER NOT NULL DEFAULT 0, approved_here INTEGER NOT NULL DEFAULT 0,
+  rejected_here INTEGER NOT NULL DEFAULT 0);
+CREATE TABLE IF NOT EXISTS notifications (
+  seq INTEGER PRIMARY KEY AUTOINCREMENT, requester TEXT NOT NULL, worker_id TEXT NOT NULL,
+  subject TEXT NOT NULL, message TEXT NOT NULL, sent REAL NOT NULL);
+"""
+
+
+class Database:
+    def __init__(self, state_dir: Path) -> None:
+        state_dir = Path(state_dir)
+        state_dir.mkdir(parents=True, exist_ok=True)
+        self.path = state_dir / "market.db"
+        self.lock = threading.RLock()
+        self.conn = sqlite3.connect(str(self.path), check_same_thread=False, isolation_level=None)
+        self.conn.row_factory = sqlite3.Row
+        self.conn.execute("PRAGMA journal_mode=WAL")
+        self.conn.execute("PRAGMA synchronous=NORMAL")
+        self.conn.executescript(SCHEMA)
+
+    @contextmanager
+    def transaction(self) -> Iterator[sqlite3.Connection]:
+        """Serialized and atomic: any exception inside rolls everything back."""
+        with self.lock:
+            self.conn.execute("BEGIN IMMEDIATE")
+            try:
+                yield self.conn
+            except BaseException:
+                self.conn.execute("ROLLBACK")
+                raise
+            else:
+                self.conn.execute("COMMIT")
+
+    def close(self) -> None:
+        with self.lock:
+            self.conn.close()

@@ -1,0 +1,236 @@
+"""The requester API's wire protocol: botocore's own MTurk model as the validator, MTurk's error shapes.
+
+botocore checks only required members, types and `min` on the client side; the real service enforces
+the rest (`max`, `pattern`, `enum`) and answers with a `ValidationException` whose member paths are
+camelCase. Validating against the very model boto3 serializes from keeps the emulator and the client
+in lock step: any request boto3 can build is understood here, and anything the real service would
+refuse on shape grounds is refused here with the same text.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import time
+import uuid
+from dataclasses import dataclass
+from datetime import datetime
+from functools import lru_cache
+from typing import Any
+
+import botocore.session
+
+TARGET_PREFIX = "MTurkRequesterServiceV20170117."
+CONTENT_TYPE = "application/x-amz-json-1.1"
+TURK_PREFIX = "AWS.MechanicalTurk."
+
+
+@lru_cache(maxsize=1)
+def service_model():
+    """Loaded once: building the model takes tens of milliseconds."""
+    return botocore.session.get_session().get_service_model("mturk")
+
+
+def operation_names() -> frozenset[str]:
+    return frozenset(service_model().operation_names)
+
+
+# -- errors ---------------------------------------------------------------------------------------------
+@dataclass
+class ApiError(Exception):
+    """An error answer: HTTP status plus the JSON body the real service would send."""
+
+    status: int
+    body: dict[str, Any]
+
+    def __str__(self) -> str:  # pragma: no cover - debugging aid
+        return f"{self.status} {self.body}"
+
+
+class TurkError(Exception):
+    """A `RequestError` with a TurkErrorCode; raised by the engine, rendered by `request_error`."""
+
+    def __init__(self, code: str, message: str, status: int = 400) -> None:
+        super().__init__(message)
+        self.code = code
+        self.message = message
+        self.status = status
+
+
+def _stamp(message: str) -> str:
+    # MTurk ends messages with the server's epoch milliseconds; wall time, because clients read it as such.
+    return f"{message} ({int(time.time() * 1000)})"
+
+
+def request_error(code: str, message: str) -> ApiError:
+    return ApiError(400, {"__type": "RequestError", "Message": _stamp(message), "TurkErrorCode": TURK_PREFIX + code})
+
+
+def service_fault(message: str = "The service is temporarily unable to process your request.") -> ApiError:
+    return ApiError(500, {"__type": "ServiceFault", "Message": _stamp(message), "TurkErrorCode": TURK_PREFIX + "ServiceFault"})
+
+
+def throttling() -> ApiError:
+    return ApiError(400, {"__type": "com.amazon.coral.availability#ThrottlingException", "message": "Rate exceeded"})
+
+
+def validation_error(problems: list[str]) -> ApiError:
+    n = len(problems)
+    noun = "validation error" if n == 1 else "validation errors"
+    return ApiError(400, {"__type": "ValidationException", "message": f"{n} {noun} detected: " + "; ".join(problems)})
+
+
+def serialization_error(message: str) -> ApiError:
+    return ApiError(400, {"__type": "com.amazon.coral.service#SerializationException", "Message": message})
+
+
+def unknown_operation(target: str) -> ApiError:
+    return ApiError(400, {"__type": "com.amazon.coral.service#UnknownOperationException",
+                          "message": f"Unknown operation {target!r}" if target else "Missing X-Amz-Target header"})
+
+
+def new_request_id() -> str:
+    return str(uuid.uuid4())
+
+
+# -- request parsing and validation ---------------------------------------------------------------------
+def operation_for(target: str | None) -> str:
+    if not target or not target.startswith(TARGET_PREFIX):
+        raise unknown_operation(target or "")
+    op = target[len(TARGET_PREFIX):]
+    if op not in operation_names():
+        raise unknown_operation(target)
+    return op
+
+
+def parse_body(raw: bytes) -> dict[str, Any]:
+    if not raw.strip():
+        return {}
+    try:
+        body = json.loads(raw.decode("utf-8"))
+    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise serialization_error(f"Malformed JSON request body: {exc.__class__.__name__}") from None
+    if not isinstance(body, dict):
+        raise serialization_error("Request body must be a JSON object")
+    return body
+
+
+def _camel(name: str) -> str:
+    # AWS's own paths lower only the first letter: "Reward" -> "reward", "HITId" -> "hITId".
+    return name[:1].lower() + name[1:]
+
+
+def _render(value: Any) -> str:
+    if isinstance(value, (dict, list)):
+        return json.dumps(value, separators=(",", ":"))
+    return str(value)
+
+
+def validate(op: str, params: dict[str, Any]) -> dict[str, Any]:
+    """Check `params` against the operation's input shape; return them with timestamps as epoch floats.
+
+    Wrong JSON types and unknown members are serialization errors (the request cannot be read as the
+    shape); constraint violations are collected into one ValidationException, as AWS does.
+    """
+    shape = service_model().operation_model(op).input_shape
+    problems: list[str] = []
+    if shape is None:
+        return {}
+    out = _check(shape, params, "", problems)
+    if problems:
+        raise validation_error(problems)
+    return out
+
+
+def _check(shape, value: Any, path: str, problems: list[str]) -> Any:
+    t = shape.type_name
+    meta = shape.metadata
+    where = path or shape.name
+    if t == "structure":
+        if not isinstance(value, dict):
+            raise serialization_error(f"Expected an object at '{where}'")
+        out: dict[str, Any] = {}
+        for key in value:
+            if key not in shape.members:
+                raise serialization_error(f"Unknown member '{key}' at '{where}'")
+        for req in shape.required_members:
+            if value.get(req) is None:
+                problems.append(f"Value null at '{_join(path, req)}' failed to satisfy constraint: Member must not be null")
+        for key, v in value.items():
+            if v is None:
+                continue
+            out[key] = _check(shape.members[key], v, _join(path, key), problems)
+        return out
+    if t == "list":
+        if not isinstance(value, list):
+            raise serialization_error(f"Expected a list at '{where}'")
+        _length(len(value), meta, value, where, problems)
+        return [_check(shape.member, v, f"{where}.{i + 1}.member", problems) for i, v in enumerate(value)]
+    if t == "map":
+        if not isinstance(value, dict):
+            raise serialization_error(f"Expected a map at '{where}'")
+        return {k: _check(shape.value, v, f"{where}.{k}", problems) for k, v in value.items()}
+    if t == "string":
+        if not isinstance(value, str):
+            raise serialization_error(f"Expected a string at '{where}'")
+        _length(len(value), meta, value, where, problems)
+        if "pattern" in meta and not re.search(meta["pattern"], value):
+            problems.append(f"Value '{value}' at '{where}' failed to satisfy constraint: "
+                            f"Member must satisfy regular expression pattern: {meta['pattern']}")
+        if shape.enum and value not in shape.enum:
+            problems.append(f"Value '{value}' at '{where}' failed to satisfy constraint: "
+                            f"Member must satisfy enum value set: [{', '.join(shape.enum)}]")
+        return value
+    if t in ("integer", "long"):
+        if isinstance(value, bool) or not isinstance(value, int):
+            if isinstance(value, float) and value.is_integer():
+                value = int(value)
+            else:
+                raise serialization_error(f"Expected an integer at '{where}'")
+        if "min" in meta and value < meta["min"]:
+            problems.append(f"Value '{value}' at '{where}' failed to satisfy constraint: Member must have value greater than or equal to {meta['min']}")
+        if "max" in meta and value > meta["max"]:
+            problems.append(f"Value '{value}' at '{where}' failed to satisfy constraint: Member must have value less than or equal to {meta['max']}")
+        return value
+    if t == "boolean":
+        if not isinstance(value, bool):
+            raise serialization_error(f"Expected a boolean at '{where}'")
+        return value
+    if t == "timestamp":
+        if isinstance(value, bool):
+            raise serialization_error(f"Expected a timestamp at '{where}'")
+        if isinstance(value, (int, float)):
+            return float(value)
+        if isinstance(value, str):
+            try:
+                return datetime.fromisoformat(value.replace("Z", "+00:00")).timestamp()
+            except ValueError:
+                pass
+        raise serialization_error(f"Expected a timestamp at '{where}'")
+    if t in ("double", "float"):
+        if isinstance(value, bool) or not isinstance(value, (int, float)):
+            raise serialization_error(f"Expected a number at '{where}'")
+        return float(value)
+    return value
+
+
+def _join(path: str, member: str) -> str:
+    return f"{path}.{_camel(member)}" if path else _camel(member)
+
+
+def _length(n: int, meta: dict, value: Any, where: str, problems: list[str]) -> None:
+    if "min" in meta and n < meta["min"]:
+        problems.append(f"Value '{_render(value)}' at '{where}' failed to satisfy constraint: Member must have length greater than or equal to {meta['min']}")
+    if "max" in meta and n > meta["max"]:
+        problems.append(f"Value '{_render(value)}' at '{where}' failed to satisfy constraint: Member must have length less than or equal to {meta['max']}")
+
+
+def range_problem(member: str, value: Any, lo: int | None, hi: int | None, *, length: bool = False) -> str | None:
+    """MTurk's documented limits that the model does not carry (durations, title length...)."""
+    what = "length" if length else "value"
+    n = len(value) if length else value
+    if lo is not None and n < lo:
+        return f"Value '{value}' at '{_camel(member)}' failed to satisfy constraint: Member must have {what} greater than or equal to {lo}"
+    if hi is not None and n > hi:
+        return f"Value '{value}' at '{_camel(member)}' failed to satisfy constraint: Member must have {what} less than or equal to {hi}"
+    return None

@@ -1,0 +1,16 @@
+"""The benchmark's quick run works end to end and reports the promised shape."""
+
+from __future__ import annotations
+
+import json
+
+from campaign.bench import market as bench
+
+
+def test_quick_bench_json_shape(capsys):
+    assert bench.main(["--quick", "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["hits"] == 50 and out["assignments"] == 250
+    assert [p["phase"] for p in out["phases"]] == ["post", "work", "collect", "approve"]
+    assert all(p["rps"] > 0 and p["p99_ms"] >= p["p50_ms"] for p in out["phases"])
+    assert out["server_peak_rss_mib"] is None or out["server_peak_rss_mib"] > 1
