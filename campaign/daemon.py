@@ -29,7 +29,8 @@ from campaign.spec import Campaign, Spec
 from campaign.steps.collect import collect
 from campaign.steps.context import Context, log
 from campaign.steps.control import apply_cancel, apply_extend
-from campaign.steps.finish import finish_if_done
+from campaign.steps.batches import plan_next_batch
+from campaign.steps.finish import finish_if_done, stage_done
 from campaign.steps.plan import load_items, plan_stage
 from campaign.steps.post import post_pending
 from campaign.steps.review import close_finished_hits, review
@@ -134,8 +135,14 @@ def tick(ctx: Context) -> None:
         if status in ("finished", "cancelled"):
             return
         load_items(ctx)
-        for stage in ctx.campaign.stages[:1]:
-            plan_stage(ctx, stage)
+        for i, stage in enumerate(ctx.campaign.stages):
+            if i > 0 and not stage_done(ctx, ctx.campaign.stages[i - 1].name):
+                break  # a stage starts when the one before it is complete
+            if stage.kind == "ranking":
+                if status == "running":
+                    plan_next_batch(ctx, stage)
+            else:
+                plan_stage(ctx, stage)
         if status == "running":
             post_pending(ctx)
         apply_extend(ctx)

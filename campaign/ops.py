@@ -67,8 +67,7 @@ def extend(args: argparse.Namespace) -> int:
 
 
 def export(args: argparse.Namespace) -> int:
-    from campaign.spec import load_spec  # noqa: F401  (kept light: scores come from the store)
-    from campaign.steps.finish import EXPORT_COLUMNS, compute_scores
+    from campaign.steps.finish import EXPORT_COLUMNS, compute_scores, scores_csv, scores_jsonl
 
     store = _open(args)
     with store.session() as s:
@@ -76,24 +75,17 @@ def export(args: argparse.Namespace) -> int:
         if row is None:
             print(f"campaign: no campaign named {args.name!r}", file=sys.stderr)
             return 2
-        spec = json.loads(row.spec_json)
-    last = spec["stages"][-1]
-    scores = compute_scores(store, args.name, last["name"], last["kind"])
-    if args.format == "csv":
-        import csv
-        import io
-
-        buf = io.StringIO()
-        w = csv.writer(buf, lineterminator="\n")
-        w.writerow(EXPORT_COLUMNS)
-        for r in scores:
-            w.writerow([r["rank"], r["item"], f"{r['score']:.6f}", r["n"], f"{r['sd']:.6f}", r["text"]])
-        text = buf.getvalue()
-    else:
-        text = "".join(json.dumps({k: r[k] for k in EXPORT_COLUMNS}, ensure_ascii=False) + "\n" for r in scores)
+    out_dir = Path(args.state) / args.name
+    written = out_dir / ("scores.csv" if args.format == "csv" else "scores.jsonl")
+    if row.status == "finished" and written.is_file():
+        text = written.read_text(encoding="utf-8")  # the final export, ranking stage included
+    else:  # a running campaign: scores so far from the first stage
+        last = json.loads(row.spec_json)["stages"][0]
+        scores = compute_scores(store, args.name, last["name"], last["kind"])
+        text = scores_csv(scores, EXPORT_COLUMNS) if args.format == "csv" else scores_jsonl(scores, EXPORT_COLUMNS)
     if args.out:
         Path(args.out).write_text(text, encoding="utf-8")
-        print(f"{len(scores)} items written to {args.out}", file=sys.stderr)
+        print(f"{max(text.count(chr(10)) - (args.format == 'csv'), 0)} items written to {args.out}", file=sys.stderr)
     else:
         sys.stdout.write(text)
     return 0

@@ -196,3 +196,68 @@ def test_production_needs_explicit_opt_in(tmp_path):
                           f"      truth: {EXAMPLE / 'truth.tsv'}\n", "    marketplace: mturk\n    crowd:\n      kind: none\n"), encoding="utf-8")
     proc = run_cli(p, tmp_path / "state")
     assert proc.returncode == 2 and "--production" in proc.stderr
+
+
+TWO_STAGE = """\
+campaigns:
+  - name: e2e
+    topic: Should plastic water bottles be banned?
+    input:
+      propositions: {props}
+    stages:
+      - name: likert
+        kind: likert
+      - name: ranking
+        kind: ranking
+        source: likert
+        shortlist: 30
+        keep: 15
+        batch_pairs: 40
+        pair_budget: 0.2
+    budget: "40.00"
+    crowd:
+      kind: simulated
+      workers: 30
+      speed: 3600
+      arrival_span: 30m
+      truth: {truth}
+    schedule:
+      poll_interval: 0.2
+"""
+
+
+@pytest.mark.slow
+def test_two_stage_ranking_survives_a_crash_mid_batch(tmp_path):
+    config = tmp_path / "two.yaml"
+    config.write_text(TWO_STAGE.format(props=EXAMPLE / "propositions.tsv", truth=EXAMPLE / "truth.tsv"), encoding="utf-8")
+    state = tmp_path / "state"
+    # the Likert stage has 60 assignments; the 75th approval falls inside the first ranking batch
+    proc = run_cli(config, state, env_extra={"CAMPAIGN_TEST_CRASH": "review.after_call:75"})
+    assert proc.returncode == -signal.SIGKILL, proc.stderr[-2000:]
+    proc = run_cli(config, state)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    facts = audit(state)
+    annotations = [h["RequesterAnnotation"] for h in facts["hits"]]
+    assert len(annotations) == len(set(annotations)) == len(facts["local_hits"])
+    assert set(facts["remote"]) == set(facts["local"])
+    charges = [e for e in facts["ledger"] if e.kind == "charge"]
+    assert BALANCE - facts["balance"] == sum(Decimal(e.amount) for e in charges)
+    # every comparison the marketplace holds is counted once in the export, none twice
+    keys_by_annotation = {h.annotation: (h.stage, h.keys()) for h in facts["local_hits"]}
+    wins, comparisons = defaultdict(int), defaultdict(int)
+    for hit, a in facts["remote"].values():
+        stage, keys = keys_by_annotation[hit["RequesterAnnotation"]]
+        if stage != "ranking" or a["AssignmentStatus"] != "Approved":
+            continue
+        from campaign.tasks import ranking
+
+        for w, l in ranking.pairs(ranking.parse(parse_answer_xml(a["Answer"]), keys)):
+            wins[w] += 1
+            comparisons[w] += 1
+            comparisons[l] += 1
+    rows = {r["item"]: r for r in map(json.loads, open(state / "e2e" / "scores.jsonl", encoding="utf-8"))}
+    ranked = [r for r in rows.values() if r["score"] is not None]
+    assert len(ranked) >= 30
+    for r in ranked:
+        assert (r["comparisons"], r["wins"]) == (comparisons[r["item"]], wins[r["item"]]), r["item"]
+    assert sum(r["kept"] for r in rows.values()) == 15

@@ -21,6 +21,8 @@ from campaign.tasks import kind_module
 from campaign.tasks.base import TRAP_PREFIX
 
 EXPORT_COLUMNS = ("rank", "item", "score", "n", "sd", "text")
+RANKING_COLUMNS = ("rank", "item", "score", "uncertainty", "comparisons", "wins", "kept",
+                   "likert_score", "likert_n", "likert_sd", "text")
 
 
 def compute_scores(store, campaign: str, stage_name: str, kind: str) -> list[dict]:
@@ -45,17 +47,33 @@ def compute_scores(store, campaign: str, stage_name: str, kind: str) -> list[dic
     return scores
 
 
-def write_scores(out_dir: Path, scores: list[dict]) -> tuple[Path, Path]:
-    csv_path, jsonl_path = out_dir / "scores.csv", out_dir / "scores.jsonl"
+def _cell(value: object) -> str:
+    if value is None:
+        return ""
+    if isinstance(value, float):
+        return f"{value:.6f}"
+    return str(value)
+
+
+def scores_csv(scores: list[dict], columns: tuple[str, ...] = EXPORT_COLUMNS) -> str:
     buf = io.StringIO()
     w = csv.writer(buf, lineterminator="\n")
-    w.writerow(EXPORT_COLUMNS)
+    w.writerow(columns)
     for r in scores:
-        w.writerow([r["rank"], r["item"], f"{r['score']:.6f}", r["n"], f"{r['sd']:.6f}", r["text"]])
-    _atomic_write(csv_path, buf.getvalue())
-    lines = [json.dumps({k: r[k] for k in EXPORT_COLUMNS}, ensure_ascii=False, sort_keys=False) for r in scores]
-    _atomic_write(jsonl_path, "\n".join(lines) + ("\n" if lines else ""))
+        w.writerow([_cell(r.get(c)) for c in columns])
+    return buf.getvalue()
+
+
+def scores_jsonl(scores: list[dict], columns: tuple[str, ...] = EXPORT_COLUMNS) -> str:
+    return "".join(json.dumps({k: r.get(k) for k in columns}, ensure_ascii=False) + "\n" for r in scores)
+
+
+def write_scores(out_dir: Path, scores: list[dict], columns: tuple[str, ...] = EXPORT_COLUMNS) -> tuple[Path, Path]:
+    csv_path, jsonl_path = out_dir / "scores.csv", out_dir / "scores.jsonl"
+    _atomic_write(csv_path, scores_csv(scores, columns))
+    _atomic_write(jsonl_path, scores_jsonl(scores, columns))
     return csv_path, jsonl_path
+
 
 
 def _atomic_write(path: Path, text: str) -> None:
@@ -73,6 +91,8 @@ def stage_done(ctx: Context, stage_name: str) -> bool:
         open_hits = s.exec(select(func.count()).select_from(HitRow).where(
             HitRow.campaign == ctx.name, HitRow.stage == stage_name,
             HitRow.status.in_(("draft", "posting", "posted")))).one()
+    if ctx.campaign.stage(stage_name).kind == "ranking":
+        return open_hits == 0 and ctx.store.get_kv(ctx.name, f"stage_complete:{stage_name}") == "1"
     return n_hits > 0 and open_hits == 0
 
 
@@ -85,8 +105,15 @@ def finish_if_done(ctx: Context) -> bool:
     if not all(stage_done(ctx, st.name) for st in ctx.campaign.stages):
         return False
     last = ctx.campaign.stages[-1]
-    scores = compute_scores(ctx.store, ctx.name, last.name, last.kind)
-    csv_path, _ = write_scores(ctx.out_dir(), scores)
+    if last.kind == "ranking":
+        from campaign.steps.ranking_export import ranking_scores
+
+        scores = ranking_scores(ctx, last)
+        columns = RANKING_COLUMNS
+    else:
+        scores = compute_scores(ctx.store, ctx.name, last.name, last.kind)
+        columns = EXPORT_COLUMNS
+    csv_path, _ = write_scores(ctx.out_dir(), scores, columns)
     with ctx.store.session() as s:
         camp = s.get(CampaignRow, ctx.name)
         camp.status = "finished"
