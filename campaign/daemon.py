@@ -206,24 +206,29 @@ def start_runtime(spec: Spec, opts: RunOptions) -> Runtime:
                              production_ok=opts.production)
         rt.contexts.append(Context(store=store, market=client, campaign=c, seed=opts.seed, state_dir=opts.state_dir,
                                    clock=clock, instance=instance))
-    for ctx in rt.contexts:
-        c = ctx.campaign
-        if c.crowd.kind == "simulated" and endpoint is not None:
-            rt.crowds.append(_start_crowd(ctx, endpoint))
+    sims = [ctx for ctx in rt.contexts if ctx.campaign.crowd.kind == "simulated"]
+    if sims and endpoint is not None:
+        rt.crowds.append(_start_crowd(sims, endpoint))
     return rt
 
 
-def _start_crowd(ctx: Context, endpoint: str):
-    from campaign.crowd.models import make_pool
+def _start_crowd(contexts: list[Context], endpoint: str):
+    """One crowd works the whole marketplace, as real workers do: it sees every campaign's HITs, so it
+    knows the hidden truth of every campaign's items; each campaign brings its own workers."""
+    from campaign.crowd.models import make_pool, stable_seed
     from campaign.crowd.runner import SimulatedCrowd
     from campaign.inputs import load_items, load_truth
 
-    c = ctx.campaign
-    truth = load_truth(c.crowd.truth) if c.crowd.truth else {}
-    items = load_items(c.input_kind, c.input_path)
-    by_text = {it.text: truth.get(it.key, 0.5) for it in items}
-    workers = make_pool(c.crowd.workers, ctx.seed, dict(c.crowd.mix), arrival_span=c.crowd.arrival_span)
-    crowd = SimulatedCrowd(endpoint, workers, by_text, seed=ctx.seed, clock=ctx.clock, poll=0.05)
+    by_text: dict[str, float] = {}
+    workers = []
+    for ctx in contexts:
+        c = ctx.campaign
+        truth = load_truth(c.crowd.truth) if c.crowd.truth else {}
+        for it in load_items(c.input_kind, c.input_path):
+            by_text[it.text] = truth.get(it.key, 0.5)
+        pool_seed = ctx.seed if len(contexts) == 1 else stable_seed(ctx.seed, c.name) % 2**31
+        workers += make_pool(c.crowd.workers, pool_seed, dict(c.crowd.mix), arrival_span=c.crowd.arrival_span)
+    crowd = SimulatedCrowd(endpoint, workers, by_text, seed=contexts[0].seed, clock=contexts[0].clock, poll=0.05)
     crowd.start()
     return crowd
 
