@@ -33,6 +33,7 @@ from campaign.steps.batches import plan_next_batch
 from campaign.steps.finish import finish_if_done, stage_done
 from campaign.steps.plan import load_items, plan_stage
 from campaign.steps.post import post_pending
+from campaign.steps.quality_pass import block_workers, pay_bonuses, quality_pass, sync_shared_blocks
 from campaign.steps.review import close_finished_hits, review
 from campaign.store import CampaignRow, Store
 
@@ -150,11 +151,19 @@ def tick(ctx: Context) -> None:
             post_pending(ctx, only_interrupted=True)
             apply_cancel(ctx)
         collect(ctx)
-        review(ctx)
+        quality = quality_pass(ctx)
+        if quality is not None and status != "paused":
+            block_workers(ctx, quality)
+        if status != "paused":
+            sync_shared_blocks(ctx)
+        review(ctx, quality=quality)
         close_finished_hits(ctx)
         if status == "cancelling":
             apply_cancel(ctx)
         else:
+            if quality is not None and all(stage_done(ctx, s.name) for s in ctx.campaign.stages):
+                quality = quality_pass(ctx)  # the final evidence: after the last review, before the export
+                pay_bonuses(ctx, quality)
             finish_if_done(ctx)
 
 

@@ -136,3 +136,9 @@ def charge_bonus(session: Session, campaign: str, ref: str, amount: Decimal, ass
 
 def spent_count(session: Session, campaign: str) -> int:
     return int(session.exec(select(func.count()).select_from(LedgerRow).where(LedgerRow.campaign == campaign, LedgerRow.kind == "charge")).one())
+
+
+def release_bonus(session: Session, campaign: str, ref: str, amount: Decimal, assignment_id: str) -> bool:
+    """A bonus that the marketplace refused will not be paid: free its reservation."""
+    return _book(session, LedgerRow(campaign=campaign, ref=f"bonus_release:{ref}", kind="bonus_release",
+                                    amount=fmt(amount + bonus_fee(amount)), assignment_id=assignment_id))

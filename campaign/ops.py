@@ -105,11 +105,14 @@ def workers(args: argparse.Namespace) -> int:
     from rich.table import Table
 
     t = Table(title=f"workers of {args.name}")
-    for col in ("worker", "assignments", "excluded", "blocked", "reason", "evidence"):
-        t.add_column(col)
+    for col in ("worker", "assignments", "labels", "r (vs rest)", "shared", "traps passed", "excluded", "blocked", "reason"):
+        t.add_column(col, no_wrap=col == "worker")
     for d in data:
-        t.add_row(d["worker"], str(d["assignments"]), str(d["excluded"]), str(d["blocked"]), escape(str(d["reason"] or "")),
-                  escape(json.dumps(d["evidence"]) if d["evidence"] else ""))
+        e = d["evidence"] or {}
+        r = e.get("correlation")
+        t.add_row(d["worker"], str(d["assignments"]), str(e.get("labels", "")), "" if r is None else f"{r:.2f}",
+                  str(e.get("shared_items", "")), f"{e.get('traps_passed', 0)}/{e.get('traps_seen', 0)}" if e else "",
+                  "yes" if d["excluded"] else "", "yes" if d["blocked"] else "", escape(str(d["reason"] or "")))
     Console().print(t)
     return 0
 

@@ -22,7 +22,9 @@ from sqlmodel import select
 from campaign.market.answers import parse_answer_xml
 from campaign.daemon import saved_clock
 from campaign.market.server import start_market
-from campaign.store import AssignmentRow, HitRow, LedgerRow, Store
+from campaign.quality.evidence import Label
+from campaign.quality.review import PolicyConfig, review
+from campaign.store import AssignmentRow, HitRow, LedgerRow, Store, WorkerRow
 from campaign.tasks import likert
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -89,19 +91,27 @@ def audit(state: Path) -> dict:
         local_hits = s.exec(select(HitRow)).all()
         local_assignments = {a.assignment_id: a for a in s.exec(select(AssignmentRow)).all()}
         ledger = s.exec(select(LedgerRow)).all()
+        excluded = {w.worker_id for w in s.exec(select(WorkerRow).where(WorkerRow.excluded == True)).all()}  # noqa: E712
     store.close()
     return {"hits": hits, "remote": remote_assignments, "balance": balance, "local_hits": local_hits,
-            "local": local_assignments, "ledger": ledger}
+            "local": local_assignments, "ledger": ledger, "excluded": excluded}
 
 
 def recompute_scores(facts: dict) -> list[dict]:
+    """Scores from the marketplace's answers alone, with the quality policy re-run on them."""
     keys_by_annotation = {h.annotation: h.keys() for h in facts["local_hits"]}
-    values = defaultdict(list)
+    labels = []
     for hit, a in facts["remote"].values():
         if a["AssignmentStatus"] != "Approved":
             continue
         for j in likert.parse(parse_answer_xml(a["Answer"]), keys_by_annotation[hit["RequesterAnnotation"]]):
-            values[j.item_key].append(j.value)
+            labels.append(Label(item=j.item_key, worker=a["WorkerId"], assignment=a["AssignmentId"], value=j.value))
+    excluded = review(labels, [], PolicyConfig()).excluded
+    assert excluded == facts["excluded"], "the store's exclusions differ from the policy applied to the marketplace's answers"
+    values = defaultdict(list)
+    for lab in labels:
+        if lab.worker not in excluded:
+            values[lab.item].append(lab.value)
     return likert.aggregate(values)
 
 

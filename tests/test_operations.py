@@ -112,7 +112,7 @@ def test_pause_freezes_review_survives_restart_and_resume_finishes(tmp_path, con
         if daemon.poll() is None:
             stop(daemon)
     f = figures(state)
-    assert f["assignments"]["approved"] == 60 and f["money"]["reserved"] == "0.00"
+    assert f["assignments"]["approved"] + f["assignments"]["rejected"] == 60 and f["money"]["reserved"] == "0.00"
 
 
 @pytest.mark.slow

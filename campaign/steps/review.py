@@ -25,22 +25,43 @@ INVALID_FEEDBACK = (
 )
 
 
-def decide(ctx: Context, rows: list[AssignmentRow]) -> dict[str, tuple[str, str | None]]:
-    """Default policy: approve every well-formed answer; reject only answers that do not fit the HIT.
+def decide(ctx: Context, rows: list[AssignmentRow], quality=None) -> dict[str, tuple[str, str | None]]:
+    """approve / reject / hold for each fresh assignment.
 
-    Poor but well-formed work is approved and left out of the scores by quality control instead:
-    rejections hurt a worker's standing, so they are kept for answers that cannot be used at all.
+    Well-formed work is approved, even when quality control leaves its labels out of the scores: a
+    rejection hurts a worker's standing, so it is kept for answers that do not fit the HIT and for work
+    the policy marks as clear spam on two kinds of evidence. Work whose worker cannot be judged yet is
+    held (not decided) until their evidence is in, the stage is fully collected, or half of the
+    auto-approval delay has passed, so spam is not paid for just because it arrived early.
     """
+    from campaign.quality.review import feedback
+    from campaign.steps.quality_pass import policy_stage, stage_collected
+
     out: dict[str, tuple[str, str | None]] = {}
+    qstage = policy_stage(ctx) if quality is not None else None
+    collected: dict[str, bool] = {}
+    now = ctx.clock.now()
     for r in rows:
-        if r.valid:
-            out[r.assignment_id] = ("approve", None)
-        else:
+        if not r.valid:
             out[r.assignment_id] = ("reject", INVALID_FEEDBACK.format(why=r.error or "malformed answer"))
+            continue
+        if qstage is None or r.stage != qstage.name:
+            out[r.assignment_id] = ("approve", None)
+            continue
+        if r.worker_id in quality.workers("reject"):
+            out[r.assignment_id] = ("reject", feedback(quality.reason(r.worker_id) or "clear spam"))
+            continue
+        e = quality.evidence.get(r.worker_id)
+        settled = e is not None and (e.shared_items >= 2 * ctx.campaign.quality.min_shared or e.traps_seen >= 2)
+        if r.stage not in collected:
+            collected[r.stage] = stage_collected(ctx, r.stage)
+        late = r.submit_time is not None and now - r.submit_time > qstage.auto_approval_delay / 2
+        if settled or collected[r.stage] or late:
+            out[r.assignment_id] = ("approve", None)
     return out
 
 
-def review(ctx: Context, limit: int = 500) -> int:
+def review(ctx: Context, limit: int = 500, quality=None) -> int:
     """Decide and carry out approvals/rejections; returns how many were completed."""
     with ctx.store.session() as s:
         camp = s.get(CampaignRow, ctx.name)
@@ -50,10 +71,12 @@ def review(ctx: Context, limit: int = 500) -> int:
                                                   AssignmentRow.status.in_(("submitted", "approving", "rejecting")))
                       .order_by(AssignmentRow.collected_at, AssignmentRow.assignment_id)).all()[:limit]
     fresh = [r for r in rows if r.status == "submitted"]
-    decisions = decide(ctx, fresh)
+    decisions = decide(ctx, fresh, quality)
     done = 0
     for r in rows:
         if r.status == "submitted":
+            if r.assignment_id not in decisions:
+                continue  # held: the worker cannot be judged yet
             action, feedback = decisions[r.assignment_id]
             with ctx.store.session() as s:  # the intent, before the remote call
                 row = s.get(AssignmentRow, r.assignment_id)

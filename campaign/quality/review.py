@@ -1,0 +1,128 @@
+"""The review policy: from evidence about workers to decisions, each with its reason and evidence.
+
+Two kinds of bad labels are told apart, because they deserve different treatment:
+
+* **Clear spam** (failed every trap seen, at least two; or, over at least twice `min_shared` shared
+  items, a correlation with the rest below `spam_correlation` or constant answers). These labels are
+  excluded whatever their number: with 25% spammers a 5% cap would keep most of them in the scores.
+  Work is *rejected* only when the evidence is of two kinds at once (no agreement with the rest *and*
+  a failed trap or constant answers), since a rejection hurts a worker's standing.
+* **Weak but plausible work** (correlation below `min_correlation`): excluded from the scores worst
+  first, up to `max_excluded_share` of all labels (seed 000: "the worst workers, at most 5% of all
+  labels"), and always approved and paid.
+
+Everything else is kept. Bonuses (if the spec sets an amount) go to workers with strong agreement over
+enough items and no failed trap.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from decimal import Decimal
+from typing import Any, Mapping, Sequence
+
+from campaign.quality.evidence import Label, TrapResult, WorkerEvidence, gather
+
+REJECT_FEEDBACK = (
+    "Thank you for your work. We could not accept this assignment: {why}. The task asks for a careful "
+    "judgment of each statement; if you believe this is a mistake, please contact us."
+)
+
+
+@dataclass(frozen=True)
+class PolicyConfig:
+    min_shared: int = 5
+    min_correlation: float = 0.2
+    spam_correlation: float = 0.1
+    max_excluded_share: float = 0.05
+    reject_spam: bool = True
+    block: bool = False
+    bonus: Decimal | None = None
+    bonus_correlation: float = 0.7
+
+    @classmethod
+    def from_spec(cls, q: Any) -> "PolicyConfig":
+        """From `campaign.spec.QualityPolicy`."""
+        return cls(min_shared=q.min_shared, min_correlation=q.min_correlation, max_excluded_share=q.max_excluded_share,
+                   reject_spam=q.reject_spam, block=q.block, bonus=Decimal(q.bonus) if q.bonus else None)
+
+
+@dataclass(frozen=True)
+class Decision:
+    kind: str  # exclude | reject | block | bonus
+    worker: str
+    reason: str
+    evidence: Mapping[str, Any] = field(default_factory=dict)
+
+
+@dataclass
+class ReviewResult:
+    evidence: dict[str, WorkerEvidence]
+    decisions: list[Decision]
+
+    def workers(self, kind: str) -> set[str]:
+        return {d.worker for d in self.decisions if d.kind == kind}
+
+    @property
+    def excluded(self) -> set[str]:
+        return self.workers("exclude")
+
+    def reason(self, worker: str) -> str | None:
+        reasons = [d.reason for d in self.decisions if d.worker == worker]
+        return "; ".join(dict.fromkeys(reasons)) if reasons else None
+
+
+def _spam_reasons(e: WorkerEvidence, c: PolicyConfig) -> tuple[list[str], bool]:
+    """Why a worker is clear spam (empty if not), and whether the evidence is strong enough to reject."""
+    why = []
+    failed_traps = e.traps_seen - e.traps_passed
+    if e.traps_seen >= 2 and e.traps_passed == 0:
+        why.append(f"failed all {e.traps_seen} check statements")
+    enough = e.shared_items >= 2 * c.min_shared
+    disagree = enough and e.correlation is not None and e.correlation < c.spam_correlation
+    if disagree:
+        why.append(f"ratings unrelated to other workers' (r={e.correlation:.2f} over {e.shared_items} items)")
+    if e.constant and enough:
+        why.append(f"the same answer for all {e.labels} statements")
+    strong = disagree and (failed_traps >= 1 or e.constant)
+    return why, strong
+
+
+def review(labels: Sequence[Label], traps: Sequence[TrapResult], config: PolicyConfig,
+           competence: Mapping[str, float] | None = None) -> ReviewResult:
+    """Decide, for every worker, from all labels so far. Deterministic: ties broken by worker id."""
+    ev = gather(labels, traps, config.min_shared, competence)
+    decisions: list[Decision] = []
+    spam: set[str] = set()
+    for w, e in ev.items():
+        why, strong = _spam_reasons(e, config)
+        if not why:
+            continue
+        spam.add(w)
+        reason = "; ".join(why)
+        decisions.append(Decision("exclude", w, reason, e.as_dict()))
+        if config.reject_spam and strong:
+            decisions.append(Decision("reject", w, reason, e.as_dict()))
+        if config.block and strong:
+            decisions.append(Decision("block", w, reason, e.as_dict()))
+    total = sum(e.labels for e in ev.values())
+    room = int(config.max_excluded_share * total)
+    weak = sorted((e for w, e in ev.items() if w not in spam and e.correlation is not None and e.correlation < config.min_correlation),
+                  key=lambda e: (e.correlation, e.worker))
+    used = 0
+    for e in weak:
+        if used + e.labels > room:
+            continue  # a smaller, slightly better worker may still fit under the cap
+        used += e.labels
+        decisions.append(Decision("exclude", e.worker, f"low agreement with other workers (r={e.correlation:.2f} over "
+                                                       f"{e.shared_items} items)", e.as_dict()))
+    if config.bonus is not None:
+        for w, e in ev.items():
+            if (w not in spam and e.correlation is not None and e.correlation >= config.bonus_correlation
+                    and e.shared_items >= 2 * config.min_shared and e.traps_seen == e.traps_passed):
+                decisions.append(Decision("bonus", w, f"consistently good work (r={e.correlation:.2f})", e.as_dict()))
+    return ReviewResult(evidence=ev, decisions=decisions)
+
+
+def feedback(reason: str) -> str:
+    return REJECT_FEEDBACK.format(why=reason)

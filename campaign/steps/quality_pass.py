@@ -1,0 +1,196 @@
+"""Applying the review policy on every pass: evidence from the store, decisions back into the store.
+
+Exclusion is recomputed from all labels each time (a worker can be cleared as evidence grows), so the
+final scores always reflect the final evidence. Every change of a worker's standing is an event with
+its evidence. Blocks and bonuses are remote actions and get the same intent-call-record care as
+approvals: a bonus has a deterministic UniqueRequestToken and a ledger ref, so it is paid once.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from decimal import Decimal
+
+from botocore.exceptions import BotoCoreError, ClientError
+from sqlmodel import func, select
+
+from campaign.ledger import BudgetExceeded, charge_bonus, release_bonus, reserve_bonus
+from campaign.money import fmt
+from campaign.quality.evidence import Label, TrapResult
+from campaign.quality.review import PolicyConfig, ReviewResult, review
+from campaign.spec import Stage
+from campaign.steps.context import Context, crash_point
+from campaign.steps.post import error_code
+from campaign.store import AssignmentRow, HitRow, JudgmentRow, WorkerRow
+from campaign.tasks.base import TRAP_PREFIX
+
+COUNTED = ("submitted", "approving", "approved")
+
+
+def policy_stage(ctx: Context) -> Stage | None:
+    """The stage quality control reads: the campaign's Likert stage (its labels are numeric ratings)."""
+    if not ctx.campaign.quality.enabled:
+        return None
+    return next((s for s in ctx.campaign.stages if s.kind == "likert"), None)
+
+
+def evaluate(ctx: Context, stage: Stage) -> ReviewResult:
+    with ctx.store.session() as s:
+        rows = s.exec(
+            select(JudgmentRow.item_key, JudgmentRow.worker_id, JudgmentRow.assignment_id, JudgmentRow.value)
+            .join(AssignmentRow, AssignmentRow.assignment_id == JudgmentRow.assignment_id)
+            .where(JudgmentRow.campaign == ctx.name, JudgmentRow.stage == stage.name, AssignmentRow.valid == True,  # noqa: E712
+                   AssignmentRow.status.in_(COUNTED))
+            .order_by(JudgmentRow.assignment_id, JudgmentRow.item_key)
+        ).all()
+    labels, traps = [], []
+    for item, worker, aid, value in rows:
+        if item.startswith(TRAP_PREFIX):
+            traps.append(TrapResult(worker=worker, assignment=aid, item=item, value=value, passed=value <= stage.traps.max_rating))
+        else:
+            labels.append(Label(item=item, worker=worker, assignment=aid, value=value))
+    return review(labels, traps, PolicyConfig.from_spec(ctx.campaign.quality))
+
+
+def apply(ctx: Context, stage: Stage, result: ReviewResult) -> None:
+    """Write exclusions and each worker's evidence; an event for every change of standing."""
+    excluded = result.excluded
+    with ctx.store.session() as s:
+        for w in s.exec(select(WorkerRow).where(WorkerRow.campaign == ctx.name)).all():
+            e = result.evidence.get(w.worker_id)
+            now_excluded = w.worker_id in excluded
+            reason = result.reason(w.worker_id)
+            evidence = json.dumps(e.as_dict(), sort_keys=True) if e else None
+            if now_excluded != w.excluded:
+                ctx.store.event(ctx.name, "worker_excluded" if now_excluded else "worker_included",
+                                f"{w.worker_id}: {reason or 'evidence improved'}", subject=w.worker_id,
+                                data=e.as_dict() if e else None, session=s)
+            if (w.excluded, w.reason, w.evidence) != (now_excluded, reason, evidence):
+                w.excluded, w.reason, w.evidence = now_excluded, reason, evidence
+                s.add(w)
+        for j in s.exec(select(JudgmentRow).where(JudgmentRow.campaign == ctx.name, JudgmentRow.stage == stage.name)).all():
+            want = j.worker_id in excluded
+            if j.excluded != want:
+                j.excluded = want
+                s.add(j)
+
+
+def quality_pass(ctx: Context) -> ReviewResult | None:
+    """Recompute decisions when new labels arrived since the last pass (cached on the context)."""
+    stage = policy_stage(ctx)
+    if stage is None:
+        return None
+    with ctx.store.session() as s:
+        n = s.exec(select(func.count()).select_from(AssignmentRow).where(
+            AssignmentRow.campaign == ctx.name, AssignmentRow.stage == stage.name, AssignmentRow.status.in_(COUNTED))).one()
+    cached = getattr(ctx, "_quality", None)
+    if cached is not None and cached[0] == n:
+        return cached[1]
+    result = evaluate(ctx, stage)
+    apply(ctx, stage, result)
+    ctx._quality = (n, result)  # type: ignore[attr-defined]
+    return result
+
+
+def stage_collected(ctx: Context, stage_name: str) -> bool:
+    """True when every planned slot of the stage has an answer or can no longer get one."""
+    now = ctx.clock.now()
+    with ctx.store.session() as s:
+        hits = s.exec(select(HitRow).where(HitRow.campaign == ctx.name, HitRow.stage == stage_name)).all()
+        got = dict(s.exec(select(AssignmentRow.hit_key, func.count()).where(AssignmentRow.campaign == ctx.name,
+                                                                            AssignmentRow.stage == stage_name)
+                          .group_by(AssignmentRow.hit_key)).all())
+    for h in hits:
+        if h.status in ("draft", "posting"):
+            return False
+        if h.status == "posted" and got.get(h.hit_key, 0) < h.assignments and not (h.expires_at and now >= h.expires_at):
+            return False
+    return True
+
+
+def block_workers(ctx: Context, result: ReviewResult) -> None:
+    for w in sorted(result.workers("block")):
+        with ctx.store.session() as s:
+            row = s.exec(select(WorkerRow).where(WorkerRow.campaign == ctx.name, WorkerRow.worker_id == w)).first()
+            if row is None or row.blocked:
+                continue
+        try:
+            ctx.market.call("create_worker_block", WorkerId=w, Reason=(result.reason(w) or "quality")[:1000])
+        except (ClientError, BotoCoreError) as exc:
+            ctx.store.event(ctx.name, "block_error", f"{w}: {exc}", level="warning", subject=w)
+            continue
+        with ctx.store.session() as s:
+            row = s.exec(select(WorkerRow).where(WorkerRow.campaign == ctx.name, WorkerRow.worker_id == w)).first()
+            row.blocked = True
+            s.add(row)
+            block_list = ctx.campaign.quality.block_list
+            ctx.store.event(ctx.name, "worker_blocked", f"{w}: {result.reason(w)}", subject=w,
+                            data={"block_list": block_list, **result.evidence[w].as_dict()}, session=s)
+
+
+def sync_shared_blocks(ctx: Context) -> None:
+    """Workers blocked by any campaign that names the same block list are blocked here too."""
+    name = ctx.campaign.quality.block_list
+    if not name:
+        return
+    from campaign.store import EventRow
+
+    with ctx.store.session() as s:
+        events = s.exec(select(EventRow).where(EventRow.kind == "worker_blocked")).all()
+        mine = {r.worker_id for r in s.exec(select(WorkerRow).where(WorkerRow.campaign == ctx.name, WorkerRow.blocked == True)).all()}  # noqa: E712
+        done = set(json.loads(ctx.store.get_kv(ctx.name, "shared_blocks", "[]") or "[]"))
+    wanted = {e.subject for e in events if e.data and json.loads(e.data).get("block_list") == name and e.campaign != ctx.name}
+    for w in sorted(wanted - mine - done):
+        try:
+            ctx.market.call("create_worker_block", WorkerId=w, Reason=f"blocked in block list {name}")
+        except (ClientError, BotoCoreError) as exc:
+            ctx.store.event(ctx.name, "block_error", f"{w}: {exc}", level="warning", subject=w)
+            return
+        done.add(w)
+        ctx.store.set_kv(ctx.name, "shared_blocks", json.dumps(sorted(done)))
+        ctx.store.event(ctx.name, "worker_blocked", f"{w}: shared block list {name}", subject=w, data={"block_list": name})
+
+
+def pay_bonuses(ctx: Context, result: ReviewResult) -> None:
+    """One bonus per deserving worker per campaign, on their latest approved assignment."""
+    amount = Decimal(ctx.campaign.quality.bonus) if ctx.campaign.quality.bonus else None
+    if amount is None:
+        return
+    for w in sorted(result.workers("bonus")):
+        key = f"bonus:{w}"
+        state = ctx.store.get_kv(ctx.name, key)
+        if state == "paid":
+            continue
+        with ctx.store.session() as s:
+            aid = s.exec(select(AssignmentRow.assignment_id).where(AssignmentRow.campaign == ctx.name, AssignmentRow.worker_id == w,
+                                                                   AssignmentRow.status == "approved")
+                         .order_by(AssignmentRow.assignment_id.desc())).first()
+            if aid is None:
+                continue
+            try:
+                reserve_bonus(s, ctx.name, ctx.campaign.budget, w, amount, aid)
+            except BudgetExceeded as exc:
+                ctx.store.event(ctx.name, "budget_stop", f"bonus for {w}: {exc}", level="warning", subject=w, session=s)
+                return
+            ctx.store.set_kv(ctx.name, key, "sending", session=s)
+        token = hashlib.sha1(f"{ctx.name}|{ctx.instance}|bonus|{w}".encode()).hexdigest()
+        try:
+            ctx.market.call("send_bonus", WorkerId=w, AssignmentId=aid, BonusAmount=fmt(amount), UniqueRequestToken=token,
+                            Reason=result.reason(w) or "Thank you for consistently careful work.")
+        except ClientError as exc:
+            code, turk, msg = error_code(exc)
+            if "already been processed" not in msg:
+                with ctx.store.session() as s:
+                    release_bonus(s, ctx.name, w, amount, aid)
+                    ctx.store.set_kv(ctx.name, key, "paid", session=s)  # refused for good: never retried
+                    ctx.store.event(ctx.name, "bonus_error", f"{w}: {code} {turk}: {msg}", level="warning", subject=w, session=s)
+                continue
+        except BotoCoreError as exc:
+            ctx.store.event(ctx.name, "bonus_error", f"{w}: {exc}", level="warning", subject=w)
+            continue
+        crash_point("bonus.after_call")
+        with ctx.store.session() as s:
+            charge_bonus(s, ctx.name, w, amount, aid)
+            ctx.store.set_kv(ctx.name, key, "paid", session=s)
+            ctx.store.event(ctx.name, "bonus", f"{w}: ${fmt(amount)} bonus ({result.reason(w)})", subject=w, session=s)
