@@ -135,7 +135,7 @@ def select_pairs(
     if n < 2 or batch_pairs <= 0:
         return []
     if max_per_item is None:
-        max_per_item = max(4, math.ceil(4 * batch_pairs / max(keep, 1)))
+        max_per_item = max(4, math.ceil(batch_pairs / 5))
     value = pair_scores(means, sigmas, keep, counts, explore, repeat_penalty)
     iu, ju = np.triu_indices(n, k=1)
     v = value[iu, ju]
