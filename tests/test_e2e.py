@@ -22,7 +22,7 @@ from sqlmodel import select
 from campaign.market.answers import parse_answer_xml
 from campaign.daemon import saved_clock
 from campaign.market.server import start_market
-from campaign.quality.evidence import Label
+from campaign.quality.evidence import Label, TrapResult
 from campaign.quality.review import PolicyConfig, review
 from campaign.store import AssignmentRow, HitRow, LedgerRow, Store, WorkerRow
 from campaign.tasks import likert
@@ -41,6 +41,9 @@ campaigns:
       kind: likert
       reward: "0.06"
       auto_approval_delay: 2d
+      traps:
+        share: 0.25
+        texts: ["This sentence is not important.", "Barack Obama graduated from Harvard Law."]
     budget: "{budget}"
     crowd:
       kind: simulated
@@ -100,13 +103,16 @@ def audit(state: Path) -> dict:
 def recompute_scores(facts: dict) -> list[dict]:
     """Scores from the marketplace's answers alone, with the quality policy re-run on them."""
     keys_by_annotation = {h.annotation: h.keys() for h in facts["local_hits"]}
-    labels = []
+    labels, traps = [], []
     for hit, a in facts["remote"].values():
         if a["AssignmentStatus"] != "Approved":
             continue
         for j in likert.parse(parse_answer_xml(a["Answer"]), keys_by_annotation[hit["RequesterAnnotation"]]):
-            labels.append(Label(item=j.item_key, worker=a["WorkerId"], assignment=a["AssignmentId"], value=j.value))
-    excluded = review(labels, [], PolicyConfig()).excluded
+            if j.item_key.startswith("trap:"):
+                traps.append(TrapResult(a["WorkerId"], a["AssignmentId"], j.item_key, j.value, j.value <= 2))
+            else:
+                labels.append(Label(item=j.item_key, worker=a["WorkerId"], assignment=a["AssignmentId"], value=j.value))
+    excluded = review(labels, traps, PolicyConfig()).excluded
     assert excluded == facts["excluded"], "the store's exclusions differ from the policy applied to the marketplace's answers"
     values = defaultdict(list)
     for lab in labels:
@@ -146,8 +152,10 @@ def test_demo_campaign_runs_to_completion_and_matches_the_marketplace(tmp_path):
     assert proc.returncode == 0, proc.stderr[-3000:]
     facts = check_consistent(tmp_path / "state")
     assert len(facts["hits"]) == 12
+    assert sum("trap:" in h.item_keys for h in facts["local_hits"]) == 3  # a quarter of the HITs carry a trap
     rows = list(csv.DictReader(open(tmp_path / "state" / "e2e" / "scores.csv", encoding="utf-8")))
     assert len(rows) == 60 and rows[0]["rank"] == "1"
+    assert not any(r["item"].startswith("trap:") or "not important" in r["text"] for r in rows)
     assert time.monotonic() - t0 < 120
 
 

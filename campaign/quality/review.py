@@ -2,8 +2,9 @@
 
 Two kinds of bad labels are told apart, because they deserve different treatment:
 
-* **Clear spam** (failed every trap seen, at least two; or, over at least twice `min_shared` shared
-  items, a correlation with the rest below `spam_correlation` or constant answers). These labels are
+* **Clear spam** (failed at least three in four of two or more traps; or, over at least twice
+  `min_shared` shared items, a correlation with the rest below `spam_correlation`, constant answers,
+  or a correlation below `min_correlation` together with failing most traps). These labels are
   excluded whatever their number: with 25% spammers a 5% cap would keep most of them in the scores.
   Work is *rejected* only when the evidence is of two kinds at once (no agreement with the rest *and*
   a failed trap or constant answers), since a rejection hurts a worker's standing.
@@ -76,12 +77,15 @@ def _spam_reasons(e: WorkerEvidence, c: PolicyConfig) -> tuple[list[str], bool]:
     """Why a worker is clear spam (empty if not), and whether the evidence is strong enough to reject."""
     why = []
     failed_traps = e.traps_seen - e.traps_passed
-    if e.traps_seen >= 2 and e.traps_passed == 0:
-        why.append(f"failed all {e.traps_seen} check statements")
+    if e.traps_seen >= 2 and e.traps_passed <= 0.25 * e.traps_seen:
+        why.append(f"failed {failed_traps} of {e.traps_seen} check statements")
     enough = e.shared_items >= 2 * c.min_shared
     disagree = enough and e.correlation is not None and e.correlation < c.spam_correlation
     if disagree:
         why.append(f"ratings unrelated to other workers' (r={e.correlation:.2f} over {e.shared_items} items)")
+    elif (enough and e.correlation is not None and e.correlation < c.min_correlation and failed_traps >= 1
+          and e.traps_passed < 0.5 * e.traps_seen):
+        why.append(f"weak agreement (r={e.correlation:.2f}) and failed {failed_traps} of {e.traps_seen} check statements")
     if e.constant and enough:
         why.append(f"the same answer for all {e.labels} statements")
     strong = disagree and (failed_traps >= 1 or e.constant)
