@@ -103,10 +103,10 @@ def audit(state: Path) -> dict:
 def recompute_scores(facts: dict) -> list[dict]:
     """Scores from the marketplace's answers alone, with the quality policy re-run on them."""
     keys_by_annotation = {h.annotation: h.keys() for h in facts["local_hits"]}
-    labels, traps = [], []
+    labels, traps, approved = [], [], set()
     for hit, a in facts["remote"].values():
-        if a["AssignmentStatus"] != "Approved":
-            continue
+        if a["AssignmentStatus"] == "Approved":
+            approved.add(a["AssignmentId"])
         for j in likert.parse(parse_answer_xml(a["Answer"]), keys_by_annotation[hit["RequesterAnnotation"]]):
             if j.item_key.startswith("trap:"):
                 traps.append(TrapResult(a["WorkerId"], a["AssignmentId"], j.item_key, j.value, j.value <= 2))
@@ -116,7 +116,7 @@ def recompute_scores(facts: dict) -> list[dict]:
     assert excluded == facts["excluded"], "the store's exclusions differ from the policy applied to the marketplace's answers"
     values = defaultdict(list)
     for lab in labels:
-        if lab.worker not in excluded:
+        if lab.worker not in excluded and lab.assignment in approved:
             values[lab.item].append(lab.value)
     return likert.aggregate(values)
 

@@ -6,6 +6,7 @@ summarised without loading its rows; the dashboard never writes.
 
 from __future__ import annotations
 
+import json
 import time
 from decimal import Decimal
 from typing import Any
@@ -51,6 +52,12 @@ def campaign_figures(store: Store, name: str, now: float | None = None) -> dict[
         events = s.exec(select(EventRow).where(EventRow.campaign == name).order_by(EventRow.id.desc()).limit(8)).all()
         worst = s.exec(select(WorkerRow).where(WorkerRow.campaign == name, WorkerRow.reason != None)  # noqa: E711
                        .order_by(WorkerRow.excluded.desc(), WorkerRow.blocked.desc(), WorkerRow.worker_id).limit(5)).all()
+        evidence = [json.loads(e) for e in s.exec(select(WorkerRow.evidence).where(
+            WorkerRow.campaign == name, WorkerRow.evidence != None)).all()]  # noqa: E711
+    traps_seen = sum(e.get("traps_seen", 0) for e in evidence)
+    traps_passed = sum(e.get("traps_passed", 0) for e in evidence)
+    weighted = [(e["correlation"], e["labels"]) for e in evidence if e.get("correlation") is not None]
+    agreement = (sum(r * n for r, n in weighted) / sum(n for _, n in weighted)) if weighted and sum(n for _, n in weighted) else None
     posted = sum(v for k, v in hit_counts.items() if k in ("posted", "closed"))
     submitted = sum(a_counts.values())
     stages: dict[str, dict[str, int]] = {}
@@ -68,11 +75,14 @@ def campaign_figures(store: Store, name: str, now: float | None = None) -> dict[
                  "draft": hit_counts.get("draft", 0) + hit_counts.get("posting", 0)},
         "assignments": {"expected": int(slots), "submitted": submitted, "approved": approved, "rejected": rejected,
                         "pending_review": submitted - approved - rejected, "invalid": int(invalid)},
-        "progress": {"fraction": round(min(done_fraction, 1.0), 4), "recent_per_minute": round(recent / 10.0, 2)},
+        "progress": {"fraction": round(min(done_fraction, 1.0), 4), "recent_per_minute": round(recent / 10.0, 2),
+                     "eta_seconds": (round((int(slots) - submitted) / (recent / 600.0)) if recent and int(slots) > submitted else None)},
         "money": {"spent": fmt(t.spent), "reserved": fmt(t.reserved), "fees": fmt(t.fees), "budget": fmt(t.budget),
                   "remaining": fmt(t.remaining),
                   "projected": fmt(t.spent + charged_each * max(int(slots) - approved - rejected, 0))},
-        "quality": {"workers": int(w_total), "workers_excluded": int(w_excluded), "workers_blocked": int(w_blocked),
+        "quality": {"agreement": None if agreement is None else round(agreement, 4),
+                    "trap_pass_rate": round(traps_passed / traps_seen, 4) if traps_seen else None,
+                    "workers": int(w_total), "workers_excluded": int(w_excluded), "workers_blocked": int(w_blocked),
                     "labels": int(labels), "labels_excluded": int(labels_excluded),
                     "worst_workers": [{"worker": w.worker_id, "reason": w.reason, "excluded": w.excluded, "blocked": w.blocked}
                                       for w in worst]},

@@ -31,6 +31,10 @@ def build(figures: dict) -> Group:
         t = Table(title=f"{escape(c['name'])}: quality and events", expand=True)
         t.add_column("what")
         t.add_column("value")
+        t.add_row("agreement (worker vs rest, label-weighted r)", "-" if q["agreement"] is None else f"{q['agreement']:.2f}")
+        t.add_row("trap pass rate", "-" if q["trap_pass_rate"] is None else f"{q['trap_pass_rate']:.0%}")
+        eta = c["progress"]["eta_seconds"]
+        t.add_row("ETA at the recent rate", "-" if eta is None else f"{eta // 60} min {eta % 60} s")
         t.add_row("workers (active / excluded / blocked)", f"{q['workers']} / {q['workers_excluded']} / {q['workers_blocked']}")
         t.add_row("labels excluded", f"{q['labels_excluded']} of {q['labels']}")
         for w in q["worst_workers"]:

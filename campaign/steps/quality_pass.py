@@ -25,7 +25,8 @@ from campaign.steps.post import error_code
 from campaign.store import AssignmentRow, HitRow, JudgmentRow, WorkerRow
 from campaign.tasks.base import TRAP_PREFIX
 
-COUNTED = ("submitted", "approving", "approved")
+# Rejected work stays evidence: a spammer whose work was rejected must not look clean afterwards.
+COUNTED = ("submitted", "approving", "approved", "rejecting", "rejected")
 
 
 def policy_stage(ctx: Context) -> Stage | None:
