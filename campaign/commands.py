@@ -92,14 +92,18 @@ def cmd_report(args: argparse.Namespace) -> int:
     return 0
 
 
+def _refuse(exc: SpecError) -> int:
+    for line in exc.problems:
+        print(line, file=sys.stderr)
+    print(f"{len(exc.problems)} problem(s) found; nothing was posted.", file=sys.stderr)
+    return 2
+
+
 def cmd_validate(args: argparse.Namespace) -> int:
     try:
         spec = load_spec(args.file)
     except SpecError as exc:
-        for line in exc.problems:
-            print(line, file=sys.stderr)
-        print(f"{len(exc.problems)} problem(s) found; nothing was posted.", file=sys.stderr)
-        return 2
+        return _refuse(exc)
     for c in spec.campaigns:
         stages = ", ".join(f"{s.name} ({s.kind}, {s.assignments} x ${s.reward})" for s in c.stages)
         print(f"{args.file}: campaign {c.name}: {stages}; budget ${c.budget}; marketplace {c.marketplace}; crowd {c.crowd.kind}")
@@ -118,10 +122,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     try:
         spec = load_spec(args.config)
     except SpecError as exc:
-        for line in exc.problems:
-            print(line, file=sys.stderr)
-        print(f"{len(exc.problems)} problem(s) found; nothing was posted.", file=sys.stderr)
-        return 2
+        return _refuse(exc)
     opts = RunOptions(state_dir=Path(args.state), db=args.db, seed=args.seed, forever=args.forever,
                       production=args.production, campaigns=tuple(args.campaign), max_seconds=args.max_seconds)
     progress = None if args.quiet else make_progress(sys.stdout)

@@ -86,3 +86,22 @@ def single(fields: dict[str, list[str]], name: str) -> str:
     if len(values) > 1:
         raise InvalidAnswer(f"field {name!r} given {len(values)} times")
     return values[0]
+
+
+def summarise(values_by_item: Mapping[str, Sequence[float]]) -> list[dict]:
+    """Mean, count and sample standard deviation per item, ranked by mean (ties by key, so output is
+    stable); trap items are never scored."""
+    import math
+
+    rows = []
+    for key, values in values_by_item.items():
+        if key.startswith(TRAP_PREFIX) or not values:
+            continue
+        n = len(values)
+        mean = sum(values) / n
+        sd = math.sqrt(sum((v - mean) ** 2 for v in values) / (n - 1)) if n > 1 else 0.0
+        rows.append({"item": key, "score": round(mean, 6), "n": n, "sd": round(sd, 6)})
+    rows.sort(key=lambda r: (-r["score"], r["item"]))
+    for rank, r in enumerate(rows, start=1):
+        r["rank"] = rank
+    return rows

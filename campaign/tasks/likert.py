@@ -4,7 +4,6 @@
 
 from __future__ import annotations
 
-import math
 from typing import Mapping, Sequence
 
 from campaign.crowd.models import rng_for
@@ -19,6 +18,7 @@ from campaign.tasks.base import (
     html_question,
     render_template,
     single,
+    summarise,
 )
 
 KIND = "likert"
@@ -95,16 +95,5 @@ def parse(fields: Sequence[tuple[str, str]], item_keys: Sequence[str]) -> list[J
 
 
 def aggregate(values_by_item: Mapping[str, Sequence[float]]) -> list[dict]:
-    """Mean, count and sample standard deviation per item, ranked by mean (ties by key, for stable output)."""
-    rows = []
-    for key, values in values_by_item.items():
-        if key.startswith(TRAP_PREFIX) or not values:
-            continue
-        n = len(values)
-        mean = sum(values) / n
-        sd = math.sqrt(sum((v - mean) ** 2 for v in values) / (n - 1)) if n > 1 else 0.0
-        rows.append({"item": key, "score": round(mean, 6), "n": n, "sd": round(sd, 6)})
-    rows.sort(key=lambda r: (-r["score"], r["item"]))
-    for rank, r in enumerate(rows, start=1):
-        r["rank"] = rank
-    return rows
+    """Importance = mean rating (5..1), with its count and standard deviation."""
+    return summarise(values_by_item)

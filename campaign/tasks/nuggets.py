@@ -23,6 +23,7 @@ from campaign.tasks.base import (
     esc,
     html_question,
     render_template,
+    summarise,
 )
 
 KIND = "nuggets"
@@ -120,19 +121,5 @@ def parse(fields: Sequence[tuple[str, str]], item_keys: Sequence[str], texts: Se
 
 def aggregate(values_by_item: dict[str, Sequence[float]]) -> list[dict]:
     """Per sentence: the share of workers who marked at least one nugget in it (its importance), with the
-    number of workers who saw it. Gold nugget spans are extracted separately (campaign.aggregate.gold_nuggets)."""
-    import math
-
-    rows = []
-    for key, values in values_by_item.items():
-        if not values:
-            continue
-        marks = [1.0 if v > 0 else 0.0 for v in values]
-        n = len(marks)
-        mean = sum(marks) / n
-        sd = math.sqrt(sum((m - mean) ** 2 for m in marks) / (n - 1)) if n > 1 else 0.0
-        rows.append({"item": key, "score": round(mean, 6), "n": n, "sd": round(sd, 6)})
-    rows.sort(key=lambda r: (-r["score"], r["item"]))
-    for rank, r in enumerate(rows, start=1):
-        r["rank"] = rank
-    return rows
+    number of workers who saw it. Gold nugget spans are extracted separately."""
+    return summarise({k: [1.0 if v > 0 else 0.0 for v in vs] for k, vs in values_by_item.items()})
