@@ -1,0 +1,33 @@
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from campaign.paths import shared_data_dir
+
+pytestmark = pytest.mark.skipif(shared_data_dir() is None, reason="needs ../shared/data (real crowd data), absent on a fresh clone")
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def test_rebuilt_hits_hold_every_row_in_order():
+    from campaign.datasets import hiersumm
+
+    hits, spans, lost = hiersumm.load_topic("1002")
+    assert all(len(h.sentences) <= 7 for h in hits)
+    assert lost < 0.01 * (len(spans) + lost)
+    s = spans[0]
+    assert hiersumm.norm(" ".join(hits[s.hit].tokens[s.first:s.last + 1])).find(hiersumm.norm(s.text)) >= 0
+
+
+def test_bench_nuggets_close_to_the_published_figures():
+    out = subprocess.run([sys.executable, "-m", "campaign", "bench", "nuggets", "--json"], cwd=ROOT, capture_output=True,
+                         text=True, timeout=300, check=True).stdout
+    data = json.loads(out)
+    assert data["rebuild"]["hits"] == 5119 and data["rebuild"]["rows"] == 68234
+    assert abs(data["gold_nuggets"]["count"] - 4983) / 4983 < 0.05
+    assert data["gold_nuggets"]["match_rate"] >= 0.95
+    a = data["agreement"]
+    assert abs(a["ao"] - 0.664) < 0.03 and abs(a["kappa"] - 0.149) < 0.03 and abs(a["alpha_u"] - 0.201) < 0.05
+    assert len(data["differences"]) >= 3
