@@ -279,3 +279,27 @@ def test_two_stage_ranking_survives_a_crash_mid_batch(tmp_path):
     for r in ranked:
         assert (r["comparisons"], r["wins"]) == (comparisons[r["item"]], wins[r["item"]]), r["item"]
     assert sum(r["kept"] for r in rows.values()) == 15
+
+
+@pytest.mark.slow
+def test_nugget_campaign_runs_end_to_end_with_explicit_empty_answers(tmp_path):
+    state = tmp_path / "state"
+    proc = subprocess.run([sys.executable, "-m", "campaign", "run", "--config", str(ROOT / "campaigns.yaml"), "--campaign",
+                           "water-nuggets", "--state", str(state), "--quiet"], cwd=ROOT, capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    gold = [json.loads(line) for line in open(state / "water-nuggets" / "gold_nuggets.jsonl", encoding="utf-8")]
+    assert gold and all(g["workers"] >= 3 and g["last"] - g["first"] + 1 >= 3 for g in gold)
+    store = Store.open(state)
+    from campaign.store import ItemRow, JudgmentRow
+
+    with store.session() as s:
+        texts = dict(s.exec(select(ItemRow.item_key, ItemRow.text)).all())
+        hits = {h.hit_key: h.keys() for h in s.exec(select(HitRow)).all()}
+        assignments = s.exec(select(AssignmentRow).where(AssignmentRow.valid == True)).all()  # noqa: E712
+        judgments = s.exec(select(JudgmentRow)).all()
+    store.close()
+    for g in gold:
+        assert g["text"] == " ".join(texts[g["item"]].split()[g["first"]:g["last"] + 1])
+    # one judgment per sentence shown per answer, the empty ones included
+    assert len(judgments) == sum(len(hits[a.hit_key]) for a in assignments)
+    assert any(j.value == 0 for j in judgments) and any(j.value > 0 for j in judgments)

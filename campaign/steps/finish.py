@@ -114,10 +114,31 @@ def finish_if_done(ctx: Context) -> bool:
         scores = compute_scores(ctx.store, ctx.name, last.name, last.kind)
         columns = EXPORT_COLUMNS
     csv_path, _ = write_scores(ctx.out_dir(), scores, columns)
+    extra = ""
+    if last.kind == "nuggets":
+        from campaign.steps.nugget_export import nugget_gold, write_gold
+
+        gold, competence = nugget_gold(ctx, last)
+        write_gold(ctx.out_dir(), gold)
+        extra = f"; {len(gold)} gold nuggets"
+        _record_competence(ctx, competence)
     with ctx.store.session() as s:
         camp = s.get(CampaignRow, ctx.name)
         camp.status = "finished"
         camp.finished_at = ctx.clock.now()
         s.add(camp)
-        ctx.store.event(ctx.name, "finished", f"{len(scores)} items scored; written to {csv_path}", session=s)
+        ctx.store.event(ctx.name, "finished", f"{len(scores)} items scored{extra}; written to {csv_path}", session=s)
     return True
+
+
+def _record_competence(ctx: Context, competence: dict[str, float]) -> None:
+    """MACE competence joins the other evidence shown by `campaign workers`."""
+    from campaign.store import WorkerRow
+
+    with ctx.store.session() as s:
+        for w in s.exec(select(WorkerRow).where(WorkerRow.campaign == ctx.name)).all():
+            if w.worker_id in competence:
+                ev = json.loads(w.evidence) if w.evidence else {}
+                ev["competence"] = round(competence[w.worker_id], 4)
+                w.evidence = json.dumps(ev, sort_keys=True)
+                s.add(w)
