@@ -33,7 +33,7 @@ from campaign.steps.batches import plan_next_batch
 from campaign.steps.finish import finish_if_done, stage_done
 from campaign.steps.plan import load_items, plan_stage
 from campaign.steps.post import post_pending
-from campaign.steps.quality_pass import block_workers, pay_bonuses, quality_pass, sync_shared_blocks
+from campaign.steps.quality_pass import block_workers, pay_bonuses, quality_pass, ranking_quality_pass, sync_shared_blocks
 from campaign.steps.review import close_finished_hits, review
 from campaign.store import CampaignRow, Store
 
@@ -152,6 +152,7 @@ def tick(ctx: Context) -> None:
             apply_cancel(ctx)
         collect(ctx)
         quality = quality_pass(ctx)
+        ranking_quality_pass(ctx)
         if quality is not None and status != "paused":
             block_workers(ctx, quality)
         if status != "paused":

@@ -261,15 +261,31 @@ def test_two_stage_ranking_survives_a_crash_mid_batch(tmp_path):
     charges = [e for e in facts["ledger"] if e.kind == "charge"]
     assert BALANCE - facts["balance"] == sum(Decimal(e.amount) for e in charges)
     # every comparison the marketplace holds is counted once in the export, none twice
-    keys_by_annotation = {h.annotation: (h.stage, h.keys()) for h in facts["local_hits"]}
-    wins, comparisons = defaultdict(int), defaultdict(int)
-    for hit, a in facts["remote"].values():
-        stage, keys = keys_by_annotation[hit["RequesterAnnotation"]]
-        if stage != "ranking" or a["AssignmentStatus"] != "Approved":
-            continue
-        from campaign.tasks import ranking
+    from campaign.tasks import ranking
 
-        for w, l in ranking.pairs(ranking.parse(parse_answer_xml(a["Answer"]), keys)):
+    keys_by_annotation = {h.annotation: (h.stage, h.keys(), h.hit_key) for h in facts["local_hits"]}
+    answers = []
+    for hit, a in facts["remote"].values():
+        stage, keys, hit_key = keys_by_annotation[hit["RequesterAnnotation"]]
+        if stage == "ranking":
+            answers.append((a, hit_key, ranking.parse(parse_answer_xml(a["Answer"]), keys)))
+    # the ranking-stage policy re-run on the marketplace's answers names the workers the store left out
+    labels = [Label(item=f"{hk}|{j.item_key}", worker=a["WorkerId"], assignment=a["AssignmentId"], value=-j.value)
+              for a, hk, js in answers for j in js]
+    excluded = review(labels, [], PolicyConfig()).excluded
+    store = Store.open(state)
+    from campaign.store import JudgmentRow
+
+    with store.session() as s:
+        stored = {w for w, in [(r,) for r in s.exec(select(JudgmentRow.worker_id).where(
+            JudgmentRow.stage == "ranking", JudgmentRow.excluded == True)).all()]}  # noqa: E712
+    store.close()
+    assert stored == excluded
+    wins, comparisons = defaultdict(int), defaultdict(int)
+    for a, _, js in answers:
+        if a["AssignmentStatus"] != "Approved" or a["WorkerId"] in excluded:
+            continue
+        for w, l in ranking.pairs(js):
             wins[w] += 1
             comparisons[w] += 1
             comparisons[l] += 1

@@ -73,6 +73,26 @@ def online_model(items: list[str], ranks: list[list[str]]) -> OnlineRanker:
     return model
 
 
+def with_traps(ctx: Context, stage: Stage, hits: list[tuple], batch: int) -> list[tuple]:
+    """A `traps.share` of the batch's HITs get one trap sentence at a random position (it must end up
+    last, or near it); deterministic in the seed and batch."""
+    if stage.traps.share <= 0 or not hits:
+        return hits
+    from campaign.crowd.models import rng_for
+
+    traps = [f"{TRAP_PREFIX}{stage.name}:{j}" for j in range(len(stage.traps.texts))]
+    rng = rng_for("ranking-traps", ctx.name, stage.name, ctx.seed, batch)
+    n = int(round(stage.traps.share * len(hits)))
+    chosen = set(int(i) for i in rng.choice(len(hits), size=n, replace=False)) if n else set()
+    out = []
+    for k, group in enumerate(hits):
+        group = list(group)
+        if k in chosen:
+            group.insert(int(rng.integers(0, len(group) + 1)), traps[int(rng.integers(0, len(traps)))])
+        out.append(tuple(group))
+    return out
+
+
 def stage_complete(ctx: Context, stage: Stage) -> bool:
     return ctx.store.get_kv(ctx.name, f"stage_complete:{stage.name}") == "1"
 
@@ -114,7 +134,7 @@ def plan_next_batch(ctx: Context, stage: Stage) -> int:
         ctx.store.set_kv(ctx.name, f"stage_complete:{stage.name}", "1")
         return 0
     by_sigma = [i for _, i in sorted(zip((-s for s in sigmas), items))]
-    hits = pack_pairs(pairs, size=stage.items_per_hit, fill=by_sigma)
+    hits = with_traps(ctx, stage, pack_pairs(pairs, size=stage.items_per_hit, fill=by_sigma), batch)
     with ctx.store.session() as s:
         for k, group in enumerate(hits):
             hit_key = f"{stage.name}-b{batch:03d}-{k:04d}"

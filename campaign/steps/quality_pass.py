@@ -54,19 +54,35 @@ def evaluate(ctx: Context, stage: Stage) -> ReviewResult:
     return review(labels, traps, PolicyConfig.from_spec(ctx.campaign.quality))
 
 
-def apply(ctx: Context, stage: Stage, result: ReviewResult) -> None:
-    """Write exclusions and each worker's evidence; an event for every change of standing."""
+def apply(ctx: Context, stage: Stage, result: ReviewResult, primary: bool = True) -> None:
+    """Write one stage's exclusions and each worker's evidence; an event for every change of standing.
+
+    A worker's row keeps the evidence of every policed stage under "stages"; the primary (Likert)
+    stage's evidence also sits at the top, where the dashboard reads it. A worker is excluded when any
+    stage excludes them, but their labels are left out only in the stage that excluded them.
+    """
     excluded = result.excluded
     with ctx.store.session() as s:
         for w in s.exec(select(WorkerRow).where(WorkerRow.campaign == ctx.name)).all():
             e = result.evidence.get(w.worker_id)
-            now_excluded = w.worker_id in excluded
-            reason = result.reason(w.worker_id)
-            evidence = json.dumps(e.as_dict(), sort_keys=True) if e else None
+            old = json.loads(w.evidence) if w.evidence else {}
+            stages = dict(old.get("stages", {}))
+            if e is None and stage.name not in stages:
+                continue
+            stages[stage.name] = {**(e.as_dict() if e else {}), "excluded": w.worker_id in excluded,
+                                  "reason": result.reason(w.worker_id)}
+            top = (e.as_dict() if e else {}) if primary else {k: v for k, v in old.items() if k != "stages"}
+            if "competence" in old and "competence" not in top:
+                top["competence"] = old["competence"]
+            now_excluded = any(v.get("excluded") for v in stages.values())
+            reasons = [f"{name}: {v['reason']}" if len(stages) > 1 else v["reason"]
+                       for name, v in sorted(stages.items()) if v.get("excluded") and v.get("reason")]
+            reason = "; ".join(reasons) or result.reason(w.worker_id)
+            evidence = json.dumps({**top, "stages": stages}, sort_keys=True)
             if now_excluded != w.excluded:
                 ctx.store.event(ctx.name, "worker_excluded" if now_excluded else "worker_included",
                                 f"{w.worker_id}: {reason or 'evidence improved'}", subject=w.worker_id,
-                                data=e.as_dict() if e else None, session=s)
+                                data=stages, session=s)
             if (w.excluded, w.reason, w.evidence) != (now_excluded, reason, evidence):
                 w.excluded, w.reason, w.evidence = now_excluded, reason, evidence
                 s.add(w)
@@ -75,6 +91,47 @@ def apply(ctx: Context, stage: Stage, result: ReviewResult) -> None:
             if j.excluded != want:
                 j.excluded = want
                 s.add(j)
+
+
+def evaluate_ranking(ctx: Context, stage: Stage) -> ReviewResult:
+    """The ranking analogue: a worker's order of a HIT's items against the mean position the other
+    workers gave the same items in the same HIT (labels keyed by HIT and item), and trap items that
+    must be placed last or within `tolerance` of last."""
+    with ctx.store.session() as s:
+        rows = s.exec(
+            select(JudgmentRow.item_key, JudgmentRow.worker_id, JudgmentRow.assignment_id, JudgmentRow.value, AssignmentRow.hit_key)
+            .join(AssignmentRow, AssignmentRow.assignment_id == JudgmentRow.assignment_id)
+            .where(JudgmentRow.campaign == ctx.name, JudgmentRow.stage == stage.name, AssignmentRow.valid == True,  # noqa: E712
+                   AssignmentRow.status.in_(COUNTED))
+            .order_by(JudgmentRow.assignment_id, JudgmentRow.item_key)
+        ).all()
+    shown: dict[str, int] = {}
+    for _, _, aid, _, _ in rows:
+        shown[aid] = shown.get(aid, 0) + 1
+    labels, traps = [], []
+    for item, worker, aid, position, hit_key in rows:
+        if item.startswith(TRAP_PREFIX):
+            traps.append(TrapResult(worker=worker, assignment=aid, item=item, value=position,
+                                    passed=position >= shown[aid] - stage.traps.tolerance))
+        else:
+            labels.append(Label(item=f"{hit_key}|{item}", worker=worker, assignment=aid, value=-position))
+    return review(labels, traps, PolicyConfig.from_spec(ctx.campaign.quality))
+
+
+def ranking_quality_pass(ctx: Context) -> None:
+    """Police every ranking stage when new rankings arrived (cached per stage on the context)."""
+    if not ctx.campaign.quality.enabled:
+        return
+    for stage in (s for s in ctx.campaign.stages if s.kind == "ranking"):
+        with ctx.store.session() as s:
+            n = s.exec(select(func.count()).select_from(AssignmentRow).where(
+                AssignmentRow.campaign == ctx.name, AssignmentRow.stage == stage.name, AssignmentRow.status.in_(COUNTED))).one()
+        cache = getattr(ctx, "_ranking_quality", {})
+        if cache.get(stage.name) == n:
+            continue
+        apply(ctx, stage, evaluate_ranking(ctx, stage), primary=False)
+        cache[stage.name] = n
+        ctx._ranking_quality = cache  # type: ignore[attr-defined]
 
 
 def quality_pass(ctx: Context) -> ReviewResult | None:
@@ -89,7 +146,7 @@ def quality_pass(ctx: Context) -> ReviewResult | None:
     if cached is not None and cached[0] == n:
         return cached[1]
     result = evaluate(ctx, stage)
-    apply(ctx, stage, result)
+    apply(ctx, stage, result, primary=True)
     ctx._quality = (n, result)  # type: ignore[attr-defined]
     return result
 
