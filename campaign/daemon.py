@@ -15,7 +15,7 @@ import signal
 import threading
 import time
 import uuid
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from decimal import Decimal
 from pathlib import Path
 from typing import Callable
@@ -111,7 +111,7 @@ def ensure_campaign_row(store: Store, c: Campaign, seed: int) -> str:
         row = s.get(CampaignRow, c.name)
         if row is None:
             instance = uuid.uuid4().hex[:12]
-            spec = json.loads(json.dumps(c.__dict__, default=str))
+            spec = json.loads(json.dumps(asdict(c), default=str))
             spec["instance"] = instance
             s.add(CampaignRow(name=c.name, fingerprint=c.fingerprint(), spec_json=json.dumps(spec, default=str),
                               seed=seed, budget=fmt(c.budget)))

@@ -28,6 +28,7 @@ class GoldNugget:
     end: int
     workers: int
     weight: float
+    sentence: Hashable = None  # where the span starts, when the votes said so (see gold_from_records)
 
 
 def gold_nuggets(votes: Iterable[SpanVote], min_workers: int = 3, min_tokens: int = 3,
@@ -59,3 +60,27 @@ def gold_nuggets(votes: Iterable[SpanVote], min_workers: int = 3, min_tokens: in
                 chosen.append(c)
         kept.extend(sorted(chosen, key=lambda c: c.start))
     return kept
+
+
+SpanRecord = tuple[Hashable, Hashable, Hashable, int, int]  # (hit_id, worker_id, sentence_id, start_token, end_token)
+
+
+def gold_from_records(records: Iterable[SpanRecord], min_workers: int = 3, min_tokens: int = 3,
+                      competence: Mapping[Hashable, float] | None = None,
+                      min_weight: float | None = None) -> list[GoldNugget]:
+    """`gold_nuggets` over plain span records, the shape the nugget task and the data loaders produce.
+
+    Token offsets are within the HIT with `end_token` exclusive, so a span's length in tokens is
+    end - start and spans in different sentences of one HIT still compare for overlap; `sentence_id`
+    (where the span starts) is carried through to the nugget.
+    """
+    records = list(records)
+    sentence_of = {(r[0], r[3], r[4]): r[2] for r in records}
+    votes = []
+    for hit, worker, _sentence, start, end in records:
+        if end <= start:
+            raise ValueError(f"empty or reversed span {start}..{end} in HIT {hit!r}")
+        votes.append(SpanVote(hit=hit, worker=worker, start=start, end=end, tokens=end - start))
+    return [GoldNugget(hit=g.hit, start=g.start, end=g.end, workers=g.workers, weight=g.weight,
+                       sentence=sentence_of[(g.hit, g.start, g.end)])
+            for g in gold_nuggets(votes, min_workers, min_tokens, competence, min_weight)]

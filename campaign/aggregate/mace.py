@@ -16,16 +16,32 @@ Same contract as crowd-kit's aggregators: `fit(labels)`, `predict()`, fitted val
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Hashable, Iterable, Mapping, Sequence
+from typing import Hashable, Iterable, Mapping
 
 import numpy as np
 from scipy.special import digamma
+
+from campaign.aggregate.majority import accuracy, majority_vote  # noqa: F401  (re-exported: older imports)
 
 
 def _lse(x: np.ndarray) -> np.ndarray:
     """Row-wise log-sum-exp, kept dims (scipy's is general and, at this size, mostly overhead)."""
     m = x.max(axis=1, keepdims=True)
     return m + np.log(np.exp(x - m).sum(axis=1, keepdims=True))
+
+
+def dense_to_triples(matrix: np.ndarray) -> list[tuple[int, int, Hashable]]:
+    """(row, column, value) for every filled cell; NaN, None and "" mean "this annotator did not label"."""
+    m = np.asarray(matrix)
+    if m.ndim != 2:
+        raise ValueError("a dense label matrix must be 2-D (items x workers)")
+    out = []
+    for i, row in enumerate(m.tolist()):
+        for j, v in enumerate(row):
+            if v is None or v == "" or (isinstance(v, float) and v != v):
+                continue
+            out.append((i, j, v))
+    return out
 
 
 @dataclass
@@ -50,11 +66,13 @@ class MACE:
     entropy_: np.ndarray | None = field(default=None, init=False)
     log_likelihood_: float = field(default=float("-inf"), init=False)
 
-    def fit(self, labels: Iterable[tuple[Hashable, Hashable, Hashable]]) -> "MACE":
-        """`labels`: (item, worker, label) triples; any hashables."""
+    def fit(self, labels: Iterable[tuple[Hashable, Hashable, Hashable]] | np.ndarray) -> "MACE":
+        """`labels`: (item, worker, label) triples of any hashables, or a dense items x workers NumPy
+        matrix (MACE's own CSV layout) whose missing cells are NaN, None or ""; items and workers are
+        then the row and column numbers."""
         if self.method not in ("vb", "em"):
             raise ValueError(f"method must be 'vb' or 'em', got {self.method!r}")
-        triples = list(labels)
+        triples = dense_to_triples(labels) if isinstance(labels, np.ndarray) else list(labels)
         if not triples:
             raise ValueError("MACE needs at least one label")
         self.items_ = sorted({t[0] for t in triples}, key=repr)
@@ -161,31 +179,3 @@ class MACE:
             keep[order[:n_keep]] = True
         return {it: self.labels_[best[k]] for k, it in enumerate(self.items_) if keep[k]}
 
-
-def majority_vote(labels: Iterable[tuple[Hashable, Hashable, Hashable]]) -> dict[Hashable, list]:
-    """Per item, the labels with the most votes (several when tied)."""
-    counts: dict[Hashable, dict[Hashable, int]] = {}
-    for it, _, lab in labels:
-        counts.setdefault(it, {}).setdefault(lab, 0)
-        counts[it][lab] += 1
-    out = {}
-    for it, c in counts.items():
-        top = max(c.values())
-        out[it] = sorted((lab for lab, n in c.items() if n == top), key=repr)
-    return out
-
-
-def accuracy(pred: Mapping[Hashable, Hashable | Sequence], gold: Mapping[Hashable, Hashable]) -> float:
-    """Share of gold items predicted right; a tie of k labels that includes the gold one counts 1/k."""
-    total = 0.0
-    n = 0
-    for it, g in gold.items():
-        if it not in pred:
-            continue
-        p = pred[it]
-        n += 1
-        if isinstance(p, list):
-            total += (1.0 / len(p)) if g in p else 0.0
-        else:
-            total += float(p == g)
-    return total / n if n else 0.0

@@ -34,6 +34,8 @@ class Hit:
     tokens: list[str] = field(default_factory=list)  # whitespace tokens of the 7 sentences, in order
     norm_text: str = ""
     char_token: list[int] = field(default_factory=list)  # token index of each normalized character
+    token_sentence: list[int] = field(default_factory=list)  # topic-wide sentenceID of each token
+    sentence_start: dict[int, int] = field(default_factory=dict)  # sentenceID -> index of its first token
 
 
 @dataclass(frozen=True)
@@ -47,6 +49,8 @@ class Span:
     char_end: int
     text: str
     ptb_tokens: int
+    sentence: int = -1  # topic-wide sentenceID where the span starts
+    sentence_first: int = -1  # token offset of its first token within that sentence
 
 
 def _sentences(path: Path) -> list[str]:
@@ -65,8 +69,10 @@ def build_hits(topic: str, sentences: list[str]) -> list[Hit]:
     hits = []
     for k in range(0, len(sentences), WINDOW):
         h = Hit(topic=topic, index=k // WINDOW, sentences=sentences[k:k + WINDOW])
-        for sent in h.sentences:
+        for sid, sent in enumerate(h.sentences, start=k):
+            h.sentence_start[sid] = len(h.tokens)
             for tok in sent.split():
+                h.token_sentence.append(sid)
                 n = norm(tok)
                 h.norm_text += n
                 h.char_token.extend([len(h.tokens)] * len(n))
@@ -134,7 +140,9 @@ def load_topic(topic: str) -> tuple[list[Hit], list[Span], int]:
         h = hits[k]
         end = offset + len(norm(text))
         spans.append(Span(topic=topic, hit=k, worker=worker, first=h.char_token[offset], last=h.char_token[end - 1],
-                          char_start=offset, char_end=end, text=text, ptb_tokens=len(text.split())))
+                          char_start=offset, char_end=end, text=text, ptb_tokens=len(text.split()),
+                          sentence=h.token_sentence[h.char_token[offset]],
+                          sentence_first=h.char_token[offset] - h.sentence_start[h.token_sentence[h.char_token[offset]]]))
     return hits, spans, lost
 
 

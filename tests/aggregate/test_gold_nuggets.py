@@ -1,3 +1,5 @@
+import pytest
+
 from campaign.aggregate.gold_nuggets import SpanVote, gold_nuggets
 
 
@@ -23,3 +25,14 @@ def test_competence_weighting():
     gold = gold_nuggets(votes, competence=comp, min_weight=1.5)
     assert [(g.start, g.end) for g in gold] == [(0, 5)]
     assert [(g.start, g.end) for g in gold_nuggets(votes)] == [(6, 12)]
+
+
+def test_records_carry_the_sentence_and_compare_across_sentences():
+    from campaign.aggregate.gold_nuggets import gold_from_records
+
+    recs = [("h1", w, 4, 10, 14) for w in "abc"] + [("h1", w, 5, 12, 20) for w in "abcd"] + [("h2", w, 0, 0, 3) for w in "ab"]
+    gold = gold_from_records(recs)
+    assert [(g.hit, g.sentence, g.start, g.end, g.workers) for g in gold] == [("h1", 5, 12, 20, 4)]
+    assert [(g.start, g.end) for g in gold_from_records(recs, min_workers=2)] == [(12, 20), (0, 3)]
+    with pytest.raises(ValueError):
+        gold_from_records([("h", "a", 0, 5, 5)])

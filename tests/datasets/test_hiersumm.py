@@ -19,8 +19,14 @@ def test_rebuilt_hits_hold_every_row_in_order():
     assert lost < 0.01 * (len(spans) + lost)
     s = spans[0]
     assert hiersumm.norm(" ".join(hits[s.hit].tokens[s.first:s.last + 1])).find(hiersumm.norm(s.text)) >= 0
+    for s in spans[:500]:  # the sentence offsets point at the same tokens as the HIT offsets
+        h = hits[s.hit]
+        words = h.sentences[s.sentence - 7 * s.hit].split()
+        assert words[s.sentence_first] == h.tokens[s.first]
+        assert h.token_sentence[s.first] == s.sentence
 
 
+@pytest.mark.slow
 def test_bench_nuggets_close_to_the_published_figures():
     out = subprocess.run([sys.executable, "-m", "campaign", "bench", "nuggets", "--json"], cwd=ROOT, capture_output=True,
                          text=True, timeout=300, check=True).stdout
