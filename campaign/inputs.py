@@ -1,7 +1,7 @@
 """Reading a campaign's input files into items: propositions (TSV of id and text) or documents.
 
-Errors name the file and line, as spec errors do; an input that changes after a campaign started is
-caught by the store (items are keyed by id and their text hash is kept).
+Errors name the file and line, as spec errors do. Items are copied into the store once, at a
+campaign's first run: later edits to the file do not reach a campaign that has started.
 """
 
 from __future__ import annotations
@@ -9,6 +9,7 @@ from __future__ import annotations
 import csv
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Iterator
 
 
 class InputError(Exception):
@@ -23,32 +24,44 @@ class Item:
     position: int = 0  # order within the input (sentence index within a document)
 
 
-def load_propositions(path: str | Path) -> list[Item]:
-    """A TSV with a header naming at least `id` and `text`; ids must be unique and non-empty."""
+def _rows(path: Path, columns: tuple[str, ...]) -> Iterator[tuple[int, dict[str, str]]]:
+    """(line number, the named columns) of every non-blank row of a TSV whose header names `columns`;
+    a short row or an empty cell is an error that names its line."""
+    with path.open(encoding="utf-8", newline="") as fh:
+        reader = csv.reader(fh, delimiter="\t", quoting=csv.QUOTE_NONE)
+        header = next(reader, None)
+        if header is None or not set(columns) <= set(header):
+            names = ", ".join(f"'{c}'" for c in columns)
+            raise InputError(f"{path}:1: the header must name the columns {names} (tab-separated)")
+        index = {c: header.index(c) for c in columns}
+        for line_no, row in enumerate(reader, start=2):
+            if not row or all(not cell.strip() for cell in row):
+                continue
+            if len(row) <= max(index.values()):
+                raise InputError(f"{path}:{line_no}: expected {len(header)} tab-separated columns, got {len(row)}")
+            values = {c: row[i].strip() for c, i in index.items()}
+            if not all(values.values()):
+                raise InputError(f"{path}:{line_no}: empty {' or '.join(c for c, v in values.items() if not v)}")
+            yield line_no, values
+
+
+def _items(path: str | Path, columns: tuple[str, ...], what: str) -> list[Item]:
     p = Path(path)
     items: list[Item] = []
     seen: set[str] = set()
-    with p.open(encoding="utf-8", newline="") as fh:
-        reader = csv.reader(fh, delimiter="\t", quoting=csv.QUOTE_NONE)
-        header = next(reader, None)
-        if header is None or "id" not in header or "text" not in header:
-            raise InputError(f"{p}:1: the header must name the columns 'id' and 'text' (tab-separated)")
-        i_id, i_text = header.index("id"), header.index("text")
-        for line_no, row in enumerate(reader, start=2):
-            if not row or all(not c.strip() for c in row):
-                continue
-            if len(row) <= max(i_id, i_text):
-                raise InputError(f"{p}:{line_no}: expected {len(header)} tab-separated columns, got {len(row)}")
-            key, text = row[i_id].strip(), row[i_text].strip()
-            if not key or not text:
-                raise InputError(f"{p}:{line_no}: empty id or text")
-            if key in seen:
-                raise InputError(f"{p}:{line_no}: duplicate id {key!r}")
-            seen.add(key)
-            items.append(Item(key=key, text=text, position=len(items)))
+    for line_no, v in _rows(p, columns):
+        if v["id"] in seen:
+            raise InputError(f"{p}:{line_no}: duplicate id {v['id']!r}")
+        seen.add(v["id"])
+        items.append(Item(key=v["id"], text=v["text"], doc=v.get("doc"), position=len(items)))
     if not items:
-        raise InputError(f"{p}: no propositions found")
+        raise InputError(f"{p}: no {what} found")
     return items
+
+
+def load_propositions(path: str | Path) -> list[Item]:
+    """A TSV with a header naming at least `id` and `text`; ids must be unique and non-empty."""
+    return _items(path, ("id", "text"), "propositions")
 
 
 def load_truth(path: str | Path) -> dict[str, float]:
@@ -70,30 +83,7 @@ def load_truth(path: str | Path) -> dict[str, float]:
 def load_documents(path: str | Path) -> list[Item]:
     """Sentences of documents: a TSV with columns `doc`, `id` (the sentence's source id) and `text`,
     one sentence per row, in document order. Ids must be unique across the file."""
-    p = Path(path)
-    items: list[Item] = []
-    seen: set[str] = set()
-    with p.open(encoding="utf-8", newline="") as fh:
-        reader = csv.reader(fh, delimiter="\t", quoting=csv.QUOTE_NONE)
-        header = next(reader, None)
-        if header is None or not {"doc", "id", "text"} <= set(header):
-            raise InputError(f"{p}:1: the header must name the columns 'doc', 'id' and 'text' (tab-separated)")
-        i_doc, i_id, i_text = header.index("doc"), header.index("id"), header.index("text")
-        for line_no, row in enumerate(reader, start=2):
-            if not row or all(not c.strip() for c in row):
-                continue
-            if len(row) <= max(i_doc, i_id, i_text):
-                raise InputError(f"{p}:{line_no}: expected {len(header)} tab-separated columns, got {len(row)}")
-            doc, key, text = row[i_doc].strip(), row[i_id].strip(), row[i_text].strip()
-            if not doc or not key or not text:
-                raise InputError(f"{p}:{line_no}: empty doc, id or text")
-            if key in seen:
-                raise InputError(f"{p}:{line_no}: duplicate sentence id {key!r}")
-            seen.add(key)
-            items.append(Item(key=key, text=text, doc=doc, position=len(items)))
-    if not items:
-        raise InputError(f"{p}: no sentences found")
-    return items
+    return _items(path, ("doc", "id", "text"), "sentences")
 
 
 def load_items(kind: str, path: str | Path) -> list[Item]:

@@ -20,13 +20,21 @@ def _open(args: argparse.Namespace) -> Store:
     return Store.open(args.state, args.db)
 
 
+def _missing(store: Store, name: str) -> bool:
+    """True (after saying so) when the store has no campaign of that name."""
+    with store.session() as s:
+        if s.get(CampaignRow, name) is not None:
+            return False
+    print(f"campaign: no campaign named {name!r} in {store.url}", file=sys.stderr)
+    return True
+
+
 def _set_status(args: argparse.Namespace, allowed_from: tuple[str, ...], to: str, message: str) -> int:
     store = _open(args)
+    if _missing(store, args.name):
+        return 2
     with store.session() as s:
         row = s.get(CampaignRow, args.name)
-        if row is None:
-            print(f"campaign: no campaign named {args.name!r} in {store.url}", file=sys.stderr)
-            return 2
         if row.status not in allowed_from:
             print(f"campaign: {args.name} is {row.status}; cannot {args.cmd} it", file=sys.stderr)
             return 2
@@ -55,10 +63,8 @@ def extend(args: argparse.Namespace) -> int:
         print("campaign extend: --hours must be positive", file=sys.stderr)
         return 2
     store = _open(args)
-    with store.session() as s:
-        if s.get(CampaignRow, args.name) is None:
-            print(f"campaign: no campaign named {args.name!r}", file=sys.stderr)
-            return 2
+    if _missing(store, args.name):
+        return 2
     pending = float(store.get_kv(args.name, "extend_hours", "0") or 0) + args.hours
     store.set_kv(args.name, "extend_hours", str(pending))
     store.event(args.name, "extend", f"open HITs will be extended by {args.hours} h")
@@ -70,11 +76,10 @@ def export(args: argparse.Namespace) -> int:
     from campaign.steps.finish import EXPORT_COLUMNS, compute_scores, scores_csv, scores_jsonl
 
     store = _open(args)
+    if _missing(store, args.name):
+        return 2
     with store.session() as s:
         row = s.get(CampaignRow, args.name)
-        if row is None:
-            print(f"campaign: no campaign named {args.name!r}", file=sys.stderr)
-            return 2
     out_dir = Path(args.state) / args.name
     written = out_dir / ("scores.csv" if args.format == "csv" else "scores.jsonl")
     if row.status == "finished" and written.is_file():

@@ -1,0 +1,34 @@
+import pytest
+
+from campaign.inputs import InputError, load_documents, load_propositions, load_truth
+
+
+def write(tmp_path, text, name="f.tsv"):
+    p = tmp_path / name
+    p.write_text(text, encoding="utf-8")
+    return p
+
+
+def test_propositions_and_documents(tmp_path):
+    items = load_propositions(write(tmp_path, "id\ttext\na\tFirst one\n\nb\tSecond\n"))
+    assert [(i.key, i.text, i.position) for i in items] == [("a", "First one", 0), ("b", "Second", 1)]
+    docs = load_documents(write(tmp_path, "doc\tid\ttext\nd1\td1.0\tA sentence.\nd1\td1.1\tAnother.\n"))
+    assert [(i.doc, i.key) for i in docs] == [("d1", "d1.0"), ("d1", "d1.1")]
+
+
+@pytest.mark.parametrize("text,message", [
+    ("name\ttext\na\tx\n", ":1: the header must name the columns 'id', 'text'"),
+    ("id\ttext\na\tx\na\ty\n", ":3: duplicate id 'a'"),
+    ("id\ttext\na\n", ":2: expected 2 tab-separated columns, got 1"),
+    ("id\ttext\na\t \n", ":2: empty text"),
+    ("id\ttext\n", "no propositions found"),
+])
+def test_bad_inputs_name_file_and_line(tmp_path, text, message):
+    with pytest.raises(InputError, match=message.replace("(", r"\(")):
+        load_propositions(write(tmp_path, text))
+
+
+def test_truth_must_be_numeric(tmp_path):
+    assert load_truth(write(tmp_path, "id\timportance\na\t0.5\n")) == {"a": 0.5}
+    with pytest.raises(InputError, match=":2: importance must be a number"):
+        load_truth(write(tmp_path, "id\timportance\na\thigh\n"))
