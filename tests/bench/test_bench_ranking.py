@@ -1,5 +1,7 @@
 import json
 
+import numpy as np
+
 import pytest
 
 from campaign.bench import ranking
@@ -59,3 +61,29 @@ def test_ukpconvarg1_refit_agrees_with_published_ranking():
     mean = sum(rho.values()) / len(rho)
     assert mean > 0.85
     assert min(rho.values()) > 0.5
+
+
+def test_oracle_allocation_spends_the_budget_near_the_boundary():
+    truth = np.linspace(1.0, 0.0, 100)
+    k = ranking.oracle_allocation(truth, keep=50, appearances=450.0, floor=3.0)
+    assert k.sum() == pytest.approx(450.0, rel=0.01)
+    assert k.min() >= 3.0
+    middle, far = k[25:35].mean(), np.r_[k[:10], k[-10:]].mean()
+    assert middle > far + 0.5  # extra looks go where a few more can still settle the side of the boundary
+    assert k[48:52] == pytest.approx(np.full(4, 3.0), abs=0.05)  # coin flips at this budget: the floor only
+    # no budget beyond the floor: everyone gets the floor and nothing more
+    assert ranking.oracle_allocation(truth, keep=50, appearances=300.0, floor=3.0) == pytest.approx(np.full(100, 3.0))
+
+
+def test_limits_show_what_a_ranking_pair_is_worth():
+    s = ranking.Settings(items=100, seeds=4, max_pairs=600, step=100)
+    result = ranking.run(s, mode_check=False, real=False, with_limits=True)
+    lim = result["limits"]
+    assert lim["goal_pairs"] == 360
+    assert [r["pairs"] for r in lim["adaptive_pairs"]] == list(range(100, 601, 100))
+    at_600 = {name: curve[-1]["top50"]["mean"] for name, curve in
+              (("adaptive_pairs", lim["adaptive_pairs"]), ("random_rankings", result["strategies"]["random_rankings"]))}
+    # ten pairs derived from one 5-item ranking carry less than ten independent pairs: the planner spending
+    # single pairs is well ahead of random rankings at the same count of pairs
+    assert at_600["adaptive_pairs"] > at_600["random_rankings"] + 0.03
+    assert 0.2 < lim["ranking_pair_worth"] < 0.95
