@@ -152,12 +152,13 @@ def tick(ctx: Context) -> None:
             apply_cancel(ctx)
         collect(ctx)
         quality = quality_pass(ctx)
-        ranking_quality_pass(ctx)
-        if quality is not None and status != "paused":
-            block_workers(ctx, quality)
+        ranked = ranking_quality_pass(ctx)
+        if status != "paused":
+            for result in ([quality] if quality is not None else []) + list(ranked.values()):
+                block_workers(ctx, result)
         if status != "paused":
             sync_shared_blocks(ctx)
-        review(ctx, quality=quality)
+        review(ctx, quality=quality, stage_quality=ranked)
         close_finished_hits(ctx)
         if status == "cancelling":
             apply_cancel(ctx)

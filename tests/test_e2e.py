@@ -319,3 +319,47 @@ def test_nugget_campaign_runs_end_to_end_with_explicit_empty_answers(tmp_path):
     # one judgment per sentence shown per answer, the empty ones included
     assert len(judgments) == sum(len(hits[a.hit_key]) for a in assignments)
     assert any(j.value == 0 for j in judgments) and any(j.value > 0 for j in judgments)
+
+
+SPAMMY_TWO_STAGE = TWO_STAGE.replace("""        pair_budget: 0.2
+""", """        pair_budget: 0.2
+        traps:
+          share: 0.5
+""").replace("""      workers: 30
+""", """      workers: 30
+      mix:
+        diligent: 0.55
+        noisy: 0.15
+        random_spammer: 0.15
+        constant_spammer: 0.15
+""")
+
+
+@pytest.mark.slow
+def test_ranking_stage_holds_and_rejects_only_spam(tmp_path):
+    """Ranking work is held until its worker can be judged; clear spam (no agreement with the rest and a
+    misplaced check sentence) is rejected and not paid, honest work never is, and the books still balance."""
+    from campaign.crowd.models import make_pool
+    from campaign.spec import load_spec
+
+    config = tmp_path / "spammy.yaml"
+    config.write_text(SPAMMY_TWO_STAGE.format(props=EXAMPLE / "propositions.tsv", truth=EXAMPLE / "truth.tsv"), encoding="utf-8")
+    crowd = load_spec(config).campaigns[0].crowd
+    kinds = {w.worker_id: w.kind for w in make_pool(crowd.workers, 3, dict(crowd.mix), arrival_span=crowd.arrival_span)}
+    state = tmp_path / "state"
+    proc = run_cli(config, state, seed=3)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    facts = audit(state)
+    ranking_hits = {h.hit_id for h in facts["local_hits"] if h.stage == "ranking"}
+    ranking = [a for h, a in facts["remote"].values() if h["HITId"] in ranking_hits]
+    rejected = [a for a in ranking if a["AssignmentStatus"] == "Rejected"]
+    assert rejected, "no ranking-stage spam was rejected"
+    assert {kinds[a["WorkerId"]] for a in rejected} <= {"random_spammer", "constant_spammer"}
+    spam = [a for a in ranking if kinds[a["WorkerId"]].endswith("spammer")]
+    paid_spam = [a for a in spam if a["AssignmentStatus"] == "Approved"]
+    assert len(paid_spam) < len(spam)
+    charges = [e for e in facts["ledger"] if e.kind == "charge"]
+    assert sorted(e.assignment_id for e in charges) == sorted(
+        aid for aid, (_, a) in facts["remote"].items() if a["AssignmentStatus"] == "Approved")
+    assert BALANCE - facts["balance"] == sum(Decimal(e.amount) for e in charges)
+    print(f"ranking assignments {len(ranking)}, by spammers {len(spam)}, rejected {len(rejected)}, spam paid {len(paid_spam)}")

@@ -118,20 +118,26 @@ def evaluate_ranking(ctx: Context, stage: Stage) -> ReviewResult:
     return review(labels, traps, PolicyConfig.from_spec(ctx.campaign.quality))
 
 
-def ranking_quality_pass(ctx: Context) -> None:
-    """Police every ranking stage when new rankings arrived (cached per stage on the context)."""
+def ranking_quality_pass(ctx: Context) -> dict[str, ReviewResult]:
+    """Police every ranking stage when new rankings arrived (cached per stage on the context); the
+    reviews by stage name, which the review step uses to hold and reject that stage's work."""
     if not ctx.campaign.quality.enabled:
-        return
+        return {}
+    out: dict[str, ReviewResult] = {}
     for stage in (s for s in ctx.campaign.stages if s.kind == "ranking"):
         with ctx.store.session() as s:
             n = s.exec(select(func.count()).select_from(AssignmentRow).where(
                 AssignmentRow.campaign == ctx.name, AssignmentRow.stage == stage.name, AssignmentRow.status.in_(COUNTED))).one()
         cache = getattr(ctx, "_ranking_quality", {})
-        if cache.get(stage.name) == n:
+        if stage.name in cache and cache[stage.name][0] == n:
+            out[stage.name] = cache[stage.name][1]
             continue
-        apply(ctx, stage, evaluate_ranking(ctx, stage), primary=False)
-        cache[stage.name] = n
+        result = evaluate_ranking(ctx, stage)
+        apply(ctx, stage, result, primary=False)
+        cache[stage.name] = (n, result)
         ctx._ranking_quality = cache  # type: ignore[attr-defined]
+        out[stage.name] = result
+    return out
 
 
 def quality_pass(ctx: Context) -> ReviewResult | None:

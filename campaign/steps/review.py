@@ -25,7 +25,8 @@ INVALID_FEEDBACK = (
 )
 
 
-def decide(ctx: Context, rows: list[AssignmentRow], quality=None) -> dict[str, tuple[str, str | None]]:
+def decide(ctx: Context, rows: list[AssignmentRow], quality=None,
+           stage_quality: dict | None = None) -> dict[str, tuple[str, str | None]]:
     """approve / reject / hold for each fresh assignment.
 
     Well-formed work is approved, even when quality control leaves its labels out of the scores: a
@@ -33,35 +34,43 @@ def decide(ctx: Context, rows: list[AssignmentRow], quality=None) -> dict[str, t
     the policy marks as clear spam on two kinds of evidence. Work whose worker cannot be judged yet is
     held (not decided) until their evidence is in, the stage is fully collected, or half of the
     auto-approval delay has passed, so spam is not paid for just because it arrived early.
+
+    `quality` is the Likert stage's review, `stage_quality` the other policed stages' (ranking) by
+    stage name; each stage's work is judged by its own stage's evidence. A ranking batch is "fully
+    collected" once its HITs are, so holding never stalls the next batch for long.
     """
     from campaign.quality.review import feedback
     from campaign.steps.quality_pass import policy_stage, stage_collected
 
     out: dict[str, tuple[str, str | None]] = {}
+    results = dict(stage_quality or {})
     qstage = policy_stage(ctx) if quality is not None else None
+    if qstage is not None:
+        results[qstage.name] = quality
     collected: dict[str, bool] = {}
     now = ctx.clock.now()
     for r in rows:
         if not r.valid:
             out[r.assignment_id] = ("reject", INVALID_FEEDBACK.format(why=r.error or "malformed answer"))
             continue
-        if qstage is None or r.stage != qstage.name:
+        result = results.get(r.stage)
+        if result is None:
             out[r.assignment_id] = ("approve", None)
             continue
-        if r.worker_id in quality.workers("reject"):
-            out[r.assignment_id] = ("reject", feedback(quality.reason(r.worker_id) or "clear spam"))
+        if r.worker_id in result.workers("reject"):
+            out[r.assignment_id] = ("reject", feedback(result.reason(r.worker_id) or "clear spam"))
             continue
-        e = quality.evidence.get(r.worker_id)
+        e = result.evidence.get(r.worker_id)
         settled = e is not None and (e.shared_items >= 2 * ctx.campaign.quality.min_shared or e.traps_seen >= 2)
         if r.stage not in collected:
             collected[r.stage] = stage_collected(ctx, r.stage)
-        late = r.submit_time is not None and now - r.submit_time > qstage.auto_approval_delay / 2
+        late = r.submit_time is not None and now - r.submit_time > ctx.campaign.stage(r.stage).auto_approval_delay / 2
         if settled or collected[r.stage] or late:
             out[r.assignment_id] = ("approve", None)
     return out
 
 
-def review(ctx: Context, limit: int = 500, quality=None) -> int:
+def review(ctx: Context, limit: int = 500, quality=None, stage_quality: dict | None = None) -> int:
     """Decide and carry out approvals/rejections; returns how many were completed."""
     with ctx.store.session() as s:
         camp = s.get(CampaignRow, ctx.name)
@@ -71,7 +80,7 @@ def review(ctx: Context, limit: int = 500, quality=None) -> int:
                                                   AssignmentRow.status.in_(("submitted", "approving", "rejecting")))
                       .order_by(AssignmentRow.collected_at, AssignmentRow.assignment_id)).all()[:limit]
     fresh = [r for r in rows if r.status == "submitted"]
-    decisions = decide(ctx, fresh, quality)
+    decisions = decide(ctx, fresh, quality, stage_quality)
     done = 0
     for r in rows:
         if r.status == "submitted":
