@@ -44,6 +44,14 @@ def test_shipped_demo_spec_is_valid():
     assert c.stages[0].kind == "likert" and c.stages[0].assignments == 5 and c.stages[0].reward == Decimal("0.06")
 
 
+def test_shipped_two_stage_example_is_valid_and_reads_paths_from_its_folder():
+    c = load_spec(ROOT / "examples" / "two-stage.yaml").campaigns[0]
+    assert [s.kind for s in c.stages] == ["likert", "ranking"]
+    ranking = c.stages[1]
+    assert (ranking.items_per_hit, ranking.assignments, ranking.reward) == (5, 5, Decimal("0.05"))
+    assert Path(c.input_path).is_file() and Path(c.crowd.truth).is_file()
+
+
 def test_defaults_follow_the_seed_papers(tmp_path):
     c = load_spec(write(tmp_path, GOOD)).campaigns[0]
     s = c.stages[0]
