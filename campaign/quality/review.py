@@ -12,12 +12,20 @@ Two kinds of bad labels are told apart, because they deserve different treatment
   first, up to `max_excluded_share` of all labels (seed 000: "the worst workers, at most 5% of all
   labels"), and always approved and paid.
 
+Correlation alone is relative evidence: on a hard rating task the whole crowd agrees weakly (Snow et
+al. 2008's "surprise" ratings: median worker-rest r 0.34, where a fixed r < 0.1 / 0.2 rule left out 38%
+of the labels). So a worker is called spam or weak *on correlation alone* only when their r also sits
+`significance_se` standard errors below the crowd's median r on Fisher's z scale
+(atanh(r) with SE 1/sqrt(n - 3) over their n shared items); a few labels by chance below a weak median
+are not evidence. Traps and constant answers are absolute evidence and need no such test.
+
 Everything else is kept. Bonuses (if the spec sets an amount) go to workers with strong agreement over
 enough items and no failed trap.
 """
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 from decimal import Decimal
 from typing import Any, Mapping, Sequence
@@ -40,6 +48,7 @@ class PolicyConfig:
     block: bool = False
     bonus: Decimal | None = None
     bonus_correlation: float = 0.7
+    significance_se: float = 2.0  # how far below the crowd's median r (in Fisher-z SEs) counts as evidence
 
     @classmethod
     def from_spec(cls, q: Any) -> "PolicyConfig":
@@ -73,16 +82,35 @@ class ReviewResult:
         return "; ".join(dict.fromkeys(reasons)) if reasons else None
 
 
-def _spam_reasons(e: WorkerEvidence, c: PolicyConfig) -> tuple[list[str], bool]:
+def crowd_median(ev: Mapping[str, WorkerEvidence]) -> float | None:
+    """The median worker-rest correlation: what agreement looks like on this task."""
+    rs = sorted(e.correlation for e in ev.values() if e.correlation is not None)
+    if not rs:
+        return None
+    mid = len(rs) // 2
+    return rs[mid] if len(rs) % 2 else 0.5 * (rs[mid - 1] + rs[mid])
+
+
+def below_median_se(e: WorkerEvidence, median: float | None) -> float:
+    """How many standard errors (Fisher z) the worker's r sits below the crowd median; 0 when unknown."""
+    if e.correlation is None or median is None or e.shared_items <= 3:
+        return 0.0
+    z = lambda r: math.atanh(max(-0.999, min(0.999, r)))  # noqa: E731
+    return (z(median) - z(e.correlation)) * math.sqrt(e.shared_items - 3)
+
+
+def _spam_reasons(e: WorkerEvidence, c: PolicyConfig, median: float | None = None) -> tuple[list[str], bool]:
     """Why a worker is clear spam (empty if not), and whether the evidence is strong enough to reject."""
     why = []
     failed_traps = e.traps_seen - e.traps_passed
     if e.traps_seen >= 2 and e.traps_passed <= 0.25 * e.traps_seen:
         why.append(f"failed {failed_traps} of {e.traps_seen} check statements")
     enough = e.shared_items >= 2 * c.min_shared
-    disagree = enough and e.correlation is not None and e.correlation < c.spam_correlation
+    gap = below_median_se(e, median)
+    disagree = enough and e.correlation is not None and e.correlation < c.spam_correlation and gap >= c.significance_se
     if disagree:
-        why.append(f"ratings unrelated to other workers' (r={e.correlation:.2f} over {e.shared_items} items)")
+        why.append(f"ratings unrelated to other workers' (r={e.correlation:.2f} over {e.shared_items} items, "
+                   f"{gap:.1f} SE below the crowd's median r={median:.2f})")
     elif (enough and e.correlation is not None and e.correlation < c.min_correlation and failed_traps >= 1
           and e.traps_passed < 0.5 * e.traps_seen):
         why.append(f"weak agreement (r={e.correlation:.2f}) and failed {failed_traps} of {e.traps_seen} check statements")
@@ -96,22 +124,29 @@ def review(labels: Sequence[Label], traps: Sequence[TrapResult], config: PolicyC
            competence: Mapping[str, float] | None = None) -> ReviewResult:
     """Decide, for every worker, from all labels so far. Deterministic: ties broken by worker id."""
     ev = gather(labels, traps, config.min_shared, competence)
+    median = crowd_median(ev)
+
+    def facts(e: WorkerEvidence) -> dict[str, Any]:
+        return {**e.as_dict(), "crowd_median_r": None if median is None else round(median, 4),
+                "se_below_median": round(below_median_se(e, median), 2)}
+
     decisions: list[Decision] = []
     spam: set[str] = set()
     for w, e in ev.items():
-        why, strong = _spam_reasons(e, config)
+        why, strong = _spam_reasons(e, config, median)
         if not why:
             continue
         spam.add(w)
         reason = "; ".join(why)
-        decisions.append(Decision("exclude", w, reason, e.as_dict()))
+        decisions.append(Decision("exclude", w, reason, facts(e)))
         if config.reject_spam and strong:
-            decisions.append(Decision("reject", w, reason, e.as_dict()))
+            decisions.append(Decision("reject", w, reason, facts(e)))
         if config.block and strong:
-            decisions.append(Decision("block", w, reason, e.as_dict()))
+            decisions.append(Decision("block", w, reason, facts(e)))
     total = sum(e.labels for e in ev.values())
     room = int(config.max_excluded_share * total)
-    weak = sorted((e for w, e in ev.items() if w not in spam and e.correlation is not None and e.correlation < config.min_correlation),
+    weak = sorted((e for w, e in ev.items() if w not in spam and e.correlation is not None and e.correlation < config.min_correlation
+                   and below_median_se(e, median) >= config.significance_se),
                   key=lambda e: (e.correlation, e.worker))
     used = 0
     for e in weak:
@@ -119,12 +154,12 @@ def review(labels: Sequence[Label], traps: Sequence[TrapResult], config: PolicyC
             continue  # a smaller, slightly better worker may still fit under the cap
         used += e.labels
         decisions.append(Decision("exclude", e.worker, f"low agreement with other workers (r={e.correlation:.2f} over "
-                                                       f"{e.shared_items} items)", e.as_dict()))
+                                                       f"{e.shared_items} items, crowd median r={median:.2f})", facts(e)))
     if config.bonus is not None:
         for w, e in ev.items():
             if (w not in spam and e.correlation is not None and e.correlation >= config.bonus_correlation
                     and e.shared_items >= 2 * config.min_shared and e.traps_seen == e.traps_passed):
-                decisions.append(Decision("bonus", w, f"consistently good work (r={e.correlation:.2f})", e.as_dict()))
+                decisions.append(Decision("bonus", w, f"consistently good work (r={e.correlation:.2f})", facts(e)))
     return ReviewResult(evidence=ev, decisions=decisions)
 
 

@@ -56,3 +56,20 @@ def test_clean_crowd_is_left_alone():
     res = review(labels, traps, PolicyConfig())
     assert not res.workers("reject")
     assert sum(res.evidence[w].labels for w in res.excluded) <= 0.05 * len(labels)
+
+
+def test_a_weakly_agreeing_honest_crowd_is_not_called_spam():
+    """Everyone honest but the task hard (worker-rest r around 0.3): a fixed r threshold would exclude the
+    unlucky; the Fisher-z safeguard asks for r significantly below the crowd's median first."""
+    rng = np.random.default_rng(11)
+    truth = rng.uniform(0, 1, 150)
+    labels = []
+    for i, t in enumerate(truth):
+        for w in rng.choice(30, size=5, replace=False):
+            labels.append(Label(f"i{i}", f"W{w}", f"W{w}-{i}", float(t + rng.normal(0, 0.6))))
+    plain = review(labels, [], PolicyConfig(significance_se=0.0))
+    guarded = review(labels, [], PolicyConfig())
+    assert plain.excluded  # the fixed threshold does exclude honest workers here
+    assert not guarded.excluded
+    for d in plain.decisions:
+        assert "crowd_median_r" in d.evidence and "se_below_median" in d.evidence
