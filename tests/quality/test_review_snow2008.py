@@ -11,9 +11,9 @@ from campaign.paths import shared_data_dir
 from campaign.quality.evidence import Label
 from campaign.quality.review import PolicyConfig, review
 
-pytestmark = pytest.mark.skipif(
+pytestmark = [pytest.mark.shared_data, pytest.mark.skipif(
     shared_data_dir() is None or not (shared_data_dir() / "snow2008" / "standardized").is_dir(),
-    reason="needs ../shared/data/snow2008 (real crowd data), absent on a fresh clone")
+    reason="needs ../shared/data/snow2008 (real crowd data), absent on a fresh clone")]
 
 
 def affect(emotion: str) -> list[Label]:
@@ -33,7 +33,11 @@ def test_weak_crowd_agreement_is_not_taken_for_spam():
     plain = excluded_share(labels, PolicyConfig(significance_se=0.0))
     guarded = excluded_share(labels, PolicyConfig())
     assert plain > 0.30  # a fixed threshold leaves out over a third of the labels (measured: 38%)
-    assert guarded <= 0.15  # measured: 14% (three workers, r -0.19, -0.22 and 0.07 over 100 items)
+    # Measured: 14%, three workers: r -0.19 and -0.22 over 20 items, 0.07 over 100 (89 of their 100
+    # answers are 0). All three are attentive on the same headlines' other emotions (r 0.3-0.84 on anger,
+    # sadness, valence), so this 14% is still honest work lost: the bound records the safeguard's reach,
+    # not a target. The 5% cap of seed 000 is not met on this task.
+    assert guarded <= 0.15
 
 
 def test_random_workers_added_to_real_ratings_are_excluded():
