@@ -156,7 +156,6 @@ def tick(ctx: Context) -> None:
         if status != "paused":
             for result in ([quality] if quality is not None else []) + list(ranked.values()):
                 block_workers(ctx, result)
-        if status != "paused":
             sync_shared_blocks(ctx)
         review(ctx, quality=quality, stage_quality=ranked)
         close_finished_hits(ctx)

@@ -711,13 +711,18 @@ class Engine:
                 break
         return out
 
-    def w_preview(self, c, now, hit_id: str, wid: str | None) -> sqlite3.Row:
+    def _live_hit(self, c, hit_id: str) -> sqlite3.Row:
+        """The HIT as a worker may see it: a missing or disposed HIT is the same 404 to them."""
         try:
             h = self._hit_row(c, hit_id)
         except TurkError:
-            raise WorkerError("HITNotFound", f"HIT {hit_id} does not exist.", 404) from None
-        if h["disposed"]:
+            h = None
+        if h is None or h["disposed"]:
             raise WorkerError("HITNotFound", f"HIT {hit_id} does not exist.", 404)
+        return h
+
+    def w_preview(self, c, now, hit_id: str, wid: str | None) -> sqlite3.Row:
+        h = self._live_hit(c, hit_id)
         if wid:
             w = c.execute("SELECT * FROM workers WHERE id=?", (wid,)).fetchone()
             reqs = json.loads(h["quals"])
@@ -730,12 +735,7 @@ class Engine:
 
     def w_accept(self, c, now, wid: str, hit_id: str) -> dict[str, Any]:
         w = self._worker(c, wid)
-        try:
-            h = self._hit_row(c, hit_id)
-        except TurkError:
-            raise WorkerError("HITNotFound", f"HIT {hit_id} does not exist.", 404) from None
-        if h["disposed"]:
-            raise WorkerError("HITNotFound", f"HIT {hit_id} does not exist.", 404)
+        h = self._live_hit(c, hit_id)
         if self._blocked(c, h["requester"], wid):
             raise WorkerError("Blocked", "This requester has blocked you from working on their HITs.", 403)
         reqs = json.loads(h["quals"])

@@ -26,6 +26,7 @@ enough items and no failed trap.
 from __future__ import annotations
 
 import math
+import statistics
 from dataclasses import dataclass, field
 from decimal import Decimal
 from typing import Any, Mapping, Sequence
@@ -82,15 +83,6 @@ class ReviewResult:
         return "; ".join(dict.fromkeys(reasons)) if reasons else None
 
 
-def crowd_median(ev: Mapping[str, WorkerEvidence]) -> float | None:
-    """The median worker-rest correlation: what agreement looks like on this task."""
-    rs = sorted(e.correlation for e in ev.values() if e.correlation is not None)
-    if not rs:
-        return None
-    mid = len(rs) // 2
-    return rs[mid] if len(rs) % 2 else 0.5 * (rs[mid - 1] + rs[mid])
-
-
 def below_median_se(e: WorkerEvidence, median: float | None) -> float:
     """How many standard errors (Fisher z) the worker's r sits below the crowd median; 0 when unknown."""
     if e.correlation is None or median is None or e.shared_items <= 3:
@@ -99,14 +91,14 @@ def below_median_se(e: WorkerEvidence, median: float | None) -> float:
     return (z(median) - z(e.correlation)) * math.sqrt(e.shared_items - 3)
 
 
-def _spam_reasons(e: WorkerEvidence, c: PolicyConfig, median: float | None = None) -> tuple[list[str], bool]:
-    """Why a worker is clear spam (empty if not), and whether the evidence is strong enough to reject."""
+def _spam_reasons(e: WorkerEvidence, c: PolicyConfig, median: float | None, gap: float) -> tuple[list[str], bool]:
+    """Why a worker is clear spam (empty if not), and whether the evidence is strong enough to reject.
+    `gap`: how many SEs the worker's r sits below the crowd `median` (see `below_median_se`)."""
     why = []
     failed_traps = e.traps_seen - e.traps_passed
     if e.traps_seen >= 2 and e.traps_passed <= 0.25 * e.traps_seen:
         why.append(f"failed {failed_traps} of {e.traps_seen} check statements")
     enough = e.shared_items >= 2 * c.min_shared
-    gap = below_median_se(e, median)
     disagree = enough and e.correlation is not None and e.correlation < c.spam_correlation and gap >= c.significance_se
     if disagree:
         why.append(f"ratings unrelated to other workers' (r={e.correlation:.2f} over {e.shared_items} items, "
@@ -124,16 +116,18 @@ def review(labels: Sequence[Label], traps: Sequence[TrapResult], config: PolicyC
            competence: Mapping[str, float] | None = None) -> ReviewResult:
     """Decide, for every worker, from all labels so far. Deterministic: ties broken by worker id."""
     ev = gather(labels, traps, config.min_shared, competence)
-    median = crowd_median(ev)
+    rs = [e.correlation for e in ev.values() if e.correlation is not None]
+    median = statistics.median(rs) if rs else None
+    gap = {w: below_median_se(e, median) for w, e in ev.items()}
 
     def facts(e: WorkerEvidence) -> dict[str, Any]:
         return {**e.as_dict(), "crowd_median_r": None if median is None else round(median, 4),
-                "se_below_median": round(below_median_se(e, median), 2)}
+                "se_below_median": round(gap[e.worker], 2)}
 
     decisions: list[Decision] = []
     spam: set[str] = set()
     for w, e in ev.items():
-        why, strong = _spam_reasons(e, config, median)
+        why, strong = _spam_reasons(e, config, median, gap[w])
         if not why:
             continue
         spam.add(w)
@@ -146,7 +140,7 @@ def review(labels: Sequence[Label], traps: Sequence[TrapResult], config: PolicyC
     total = sum(e.labels for e in ev.values())
     room = int(config.max_excluded_share * total)
     weak = sorted((e for w, e in ev.items() if w not in spam and e.correlation is not None and e.correlation < config.min_correlation
-                   and below_median_se(e, median) >= config.significance_se),
+                   and gap[w] >= config.significance_se),
                   key=lambda e: (e.correlation, e.worker))
     used = 0
     for e in weak:

@@ -118,43 +118,36 @@ def evaluate_ranking(ctx: Context, stage: Stage) -> ReviewResult:
     return review(labels, traps, PolicyConfig.from_spec(ctx.campaign.quality))
 
 
-def ranking_quality_pass(ctx: Context) -> dict[str, ReviewResult]:
-    """Police every ranking stage when new rankings arrived (cached per stage on the context); the
-    reviews by stage name, which the review step uses to hold and reject that stage's work."""
-    if not ctx.campaign.quality.enabled:
-        return {}
-    out: dict[str, ReviewResult] = {}
-    for stage in (s for s in ctx.campaign.stages if s.kind == "ranking"):
-        with ctx.store.session() as s:
-            n = s.exec(select(func.count()).select_from(AssignmentRow).where(
-                AssignmentRow.campaign == ctx.name, AssignmentRow.stage == stage.name, AssignmentRow.status.in_(COUNTED))).one()
-        cache = getattr(ctx, "_ranking_quality", {})
-        if stage.name in cache and cache[stage.name][0] == n:
-            out[stage.name] = cache[stage.name][1]
-            continue
-        result = evaluate_ranking(ctx, stage)
-        apply(ctx, stage, result, primary=False)
-        cache[stage.name] = (n, result)
-        ctx._ranking_quality = cache  # type: ignore[attr-defined]
-        out[stage.name] = result
-    return out
-
-
-def quality_pass(ctx: Context) -> ReviewResult | None:
-    """Recompute decisions when new labels arrived since the last pass (cached on the context)."""
-    stage = policy_stage(ctx)
-    if stage is None:
-        return None
+def _review_when_new(ctx: Context, stage: Stage, evaluate_stage, primary: bool) -> ReviewResult:
+    """Run a stage's policy again only when its counted answers changed since the last pass (cached on
+    the context by stage name), writing exclusions and evidence each time it runs."""
     with ctx.store.session() as s:
         n = s.exec(select(func.count()).select_from(AssignmentRow).where(
             AssignmentRow.campaign == ctx.name, AssignmentRow.stage == stage.name, AssignmentRow.status.in_(COUNTED))).one()
-    cached = getattr(ctx, "_quality", None)
-    if cached is not None and cached[0] == n:
-        return cached[1]
-    result = evaluate(ctx, stage)
-    apply(ctx, stage, result, primary=True)
-    ctx._quality = (n, result)  # type: ignore[attr-defined]
+    cache = ctx.__dict__.setdefault("_reviews", {})
+    if stage.name in cache and cache[stage.name][0] == n:
+        return cache[stage.name][1]
+    result = evaluate_stage(ctx, stage)
+    apply(ctx, stage, result, primary=primary)
+    cache[stage.name] = (n, result)
     return result
+
+
+def ranking_quality_pass(ctx: Context) -> dict[str, ReviewResult]:
+    """Police every ranking stage; the reviews by stage name, which the review step uses to hold and
+    reject that stage's work."""
+    if not ctx.campaign.quality.enabled:
+        return {}
+    return {stage.name: _review_when_new(ctx, stage, evaluate_ranking, primary=False)
+            for stage in ctx.campaign.stages if stage.kind == "ranking"}
+
+
+def quality_pass(ctx: Context) -> ReviewResult | None:
+    """Recompute decisions when new labels arrived since the last pass."""
+    stage = policy_stage(ctx)
+    if stage is None:
+        return None
+    return _review_when_new(ctx, stage, evaluate, primary=True)
 
 
 def stage_collected(ctx: Context, stage_name: str) -> bool:
