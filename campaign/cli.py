@@ -7,10 +7,9 @@ dispatch to `campaign.bench.<name>.main(argv)` and `campaign.market.server.main(
 
 from __future__ import annotations
 
-import argparse
 import importlib
 import sys
-from typing import Sequence
+from collections.abc import Sequence
 
 BENCHES = ("market", "ranking", "mace", "nuggets", "quality", "dashboard")
 

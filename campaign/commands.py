@@ -10,8 +10,8 @@ import argparse
 import json
 import logging
 import sys
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Sequence
 
 from campaign.spec import SpecError, load_spec
 

@@ -9,16 +9,16 @@ process can be killed at any instant: everything it needs to resume is in the st
 from __future__ import annotations
 
 import json
-import logging
 import os
 import signal
 import threading
 import time
 import uuid
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
+from datetime import UTC
 from decimal import Decimal
 from pathlib import Path
-from typing import Callable
 
 from apscheduler.executors.pool import ThreadPoolExecutor
 from apscheduler.schedulers.background import BackgroundScheduler
@@ -26,14 +26,20 @@ from apscheduler.schedulers.background import BackgroundScheduler
 from campaign.clock import Clock, ScaledClock, WallClock
 from campaign.money import fmt
 from campaign.spec import Campaign, Spec
+from campaign.steps.batches import plan_next_batch
 from campaign.steps.collect import collect
 from campaign.steps.context import Context, log
 from campaign.steps.control import apply_cancel, apply_extend
-from campaign.steps.batches import plan_next_batch
 from campaign.steps.finish import finish_if_done, stage_done
 from campaign.steps.plan import load_items, plan_stage
 from campaign.steps.post import post_pending
-from campaign.steps.quality_pass import block_workers, pay_bonuses, quality_pass, ranking_quality_pass, sync_shared_blocks
+from campaign.steps.quality_pass import (
+    block_workers,
+    pay_bonuses,
+    quality_pass,
+    ranking_quality_pass,
+    sync_shared_blocks,
+)
 from campaign.steps.review import close_finished_hits, review
 from campaign.store import CampaignRow, Store
 
@@ -291,6 +297,6 @@ def run(spec: Spec, opts: RunOptions, progress: Callable[[Runtime], None] | None
 
 
 def _utcnow():
-    from datetime import datetime, timezone
+    from datetime import datetime
 
-    return datetime.now(timezone.utc)
+    return datetime.now(UTC)

@@ -7,9 +7,9 @@ campaign's first run: later edits to the file do not reach a campaign that has s
 from __future__ import annotations
 
 import csv
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Iterator
 
 
 class InputError(Exception):

@@ -11,9 +11,9 @@ import html
 import json
 import math
 from collections import defaultdict
+from collections.abc import Sequence
 from decimal import Decimal
 from pathlib import Path
-from typing import Sequence
 
 from sqlmodel import select
 

@@ -10,10 +10,11 @@ from __future__ import annotations
 import hashlib
 import json
 import re
-from dataclasses import asdict, dataclass, field
+from collections.abc import Callable
+from dataclasses import asdict, dataclass
 from decimal import Decimal
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 import yaml
 
@@ -380,7 +381,7 @@ def _campaign(ck: _Checker, raw: Any, at: tuple[Any, ...], base_dir: Path) -> Ca
         input_path = ck.get(inp, input_kind, at + ("input",), ck.string, "")
         if input_path and not (base_dir / input_path).is_file():
             ck.err(at + ("input", input_kind), f"file not found: {input_path} (relative to {base_dir or '.'})")
-        input_path = str((base_dir / input_path)) if input_path else ""
+        input_path = str(base_dir / input_path) if input_path else ""
 
     if "task" in m and "stages" in m:
         ck.err(at + ("stages",), "give either 'task' (one stage) or 'stages', not both")

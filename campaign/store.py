@@ -11,9 +11,10 @@ from __future__ import annotations
 
 import json
 import time
+from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, Iterator, Optional
+from typing import Any
 
 from sqlalchemy import Index, UniqueConstraint, event
 from sqlalchemy.engine import Engine
@@ -29,17 +30,17 @@ class CampaignRow(SQLModel, table=True):
     seed: int = 0
     budget: str = "0.00"
     created_at: float = Field(default_factory=time.time)
-    finished_at: Optional[float] = None
+    finished_at: float | None = None
 
 
 class ItemRow(SQLModel, table=True):
     __tablename__ = "items"
     __table_args__ = (UniqueConstraint("campaign", "item_key"),)
-    id: Optional[int] = Field(default=None, primary_key=True)
+    id: int | None = Field(default=None, primary_key=True)
     campaign: str = Field(index=True)
     item_key: str
     text: str
-    doc: Optional[str] = None
+    doc: str | None = None
     position: int = 0
     is_trap: bool = False
 
@@ -49,7 +50,7 @@ class HitRow(SQLModel, table=True):
 
     __tablename__ = "hits"
     __table_args__ = (UniqueConstraint("campaign", "hit_key"), Index("ix_hits_campaign_status", "campaign", "status", "stage"))
-    id: Optional[int] = Field(default=None, primary_key=True)
+    id: int | None = Field(default=None, primary_key=True)
     campaign: str = Field(index=True)
     stage: str
     hit_key: str  # e.g. "likert-0007"; unique within the campaign
@@ -62,13 +63,13 @@ class HitRow(SQLModel, table=True):
     reward: str
     assignments: int
     reserved: str = "0.00"
-    hit_id: Optional[str] = Field(default=None, index=True)
-    hit_type_id: Optional[str] = None
-    posting_started_at: Optional[float] = None
-    posted_at: Optional[float] = None
-    expires_at: Optional[float] = None
-    closed_at: Optional[float] = None
-    error: Optional[str] = None
+    hit_id: str | None = Field(default=None, index=True)
+    hit_type_id: str | None = None
+    posting_started_at: float | None = None
+    posted_at: float | None = None
+    expires_at: float | None = None
+    closed_at: float | None = None
+    error: str | None = None
 
     def keys(self) -> list[str]:
         return json.loads(self.item_keys)
@@ -89,12 +90,12 @@ class AssignmentRow(SQLModel, table=True):
     status: str = Field(default="submitted", index=True)
     answer_xml: str
     valid: bool = True
-    error: Optional[str] = None
-    accept_time: Optional[float] = None
-    submit_time: Optional[float] = None
+    error: str | None = None
+    accept_time: float | None = None
+    submit_time: float | None = None
     collected_at: float = Field(default_factory=time.time)
-    decided_at: Optional[float] = None
-    feedback: Optional[str] = None
+    decided_at: float | None = None
+    feedback: str | None = None
 
 
 class JudgmentRow(SQLModel, table=True):
@@ -102,29 +103,29 @@ class JudgmentRow(SQLModel, table=True):
 
     __tablename__ = "judgments"
     __table_args__ = (UniqueConstraint("assignment_id", "item_key"), Index("ix_judgments_campaign_excluded", "campaign", "excluded"))
-    id: Optional[int] = Field(default=None, primary_key=True)
+    id: int | None = Field(default=None, primary_key=True)
     campaign: str = Field(index=True)
     stage: str
     assignment_id: str = Field(index=True)
     worker_id: str = Field(index=True)
     item_key: str
     value: float
-    extra: Optional[str] = None  # JSON for task-specific detail
+    extra: str | None = None  # JSON for task-specific detail
     excluded: bool = False  # kept, but left out of aggregation by quality control
 
 
 class WorkerRow(SQLModel, table=True):
     __tablename__ = "workers"
     __table_args__ = (UniqueConstraint("campaign", "worker_id"),)
-    id: Optional[int] = Field(default=None, primary_key=True)
+    id: int | None = Field(default=None, primary_key=True)
     campaign: str = Field(index=True)
     worker_id: str
     first_seen: float = Field(default_factory=time.time)
     assignments: int = 0
     excluded: bool = False
     blocked: bool = False
-    reason: Optional[str] = None
-    evidence: Optional[str] = None  # JSON
+    reason: str | None = None
+    evidence: str | None = None  # JSON
 
 
 class LedgerRow(SQLModel, table=True):
@@ -137,28 +138,28 @@ class LedgerRow(SQLModel, table=True):
     __tablename__ = "ledger"
     __table_args__ = (UniqueConstraint("campaign", "ref"), Index("ix_ledger_campaign_kind", "campaign", "kind", "amount", "fee"),
                       Index("ix_ledger_campaign_hit", "campaign", "hit_key"))
-    id: Optional[int] = Field(default=None, primary_key=True)
+    id: int | None = Field(default=None, primary_key=True)
     campaign: str = Field(index=True)
     ref: str
     kind: str
     amount: str  # Decimal as string
     fee: str = "0.00"  # the marketplace fee inside `amount`
-    hit_key: Optional[str] = None
-    assignment_id: Optional[str] = None
+    hit_key: str | None = None
+    assignment_id: str | None = None
     created_at: float = Field(default_factory=time.time)
-    note: Optional[str] = None
+    note: str | None = None
 
 
 class EventRow(SQLModel, table=True):
     __tablename__ = "events"
-    id: Optional[int] = Field(default=None, primary_key=True)
+    id: int | None = Field(default=None, primary_key=True)
     campaign: str = Field(index=True)
     ts: float = Field(default_factory=time.time)
     level: str = "info"  # info | warning | error
     kind: str
-    subject: Optional[str] = None
+    subject: str | None = None
     message: str
-    data: Optional[str] = None  # JSON evidence
+    data: str | None = None  # JSON evidence
 
 
 class KVRow(SQLModel, table=True):
@@ -166,7 +167,7 @@ class KVRow(SQLModel, table=True):
 
     __tablename__ = "kv"
     __table_args__ = (UniqueConstraint("campaign", "key"),)
-    id: Optional[int] = Field(default=None, primary_key=True)
+    id: int | None = Field(default=None, primary_key=True)
     campaign: str = Field(index=True)
     key: str
     value: str
@@ -195,7 +196,7 @@ class Store:
         SQLModel.metadata.create_all(self.engine)
 
     @classmethod
-    def open(cls, state_dir: str | Path, db: str | None = None) -> "Store":
+    def open(cls, state_dir: str | Path, db: str | None = None) -> Store:
         if db:
             return cls(db)
         p = Path(state_dir)

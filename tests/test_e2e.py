@@ -19,8 +19,8 @@ import boto3
 import pytest
 from sqlmodel import select
 
-from campaign.market.answers import parse_answer_xml
 from campaign.daemon import saved_clock
+from campaign.market.answers import parse_answer_xml
 from campaign.market.server import start_market
 from campaign.quality.evidence import Label, TrapResult
 from campaign.quality.review import PolicyConfig, review

@@ -4,7 +4,6 @@ and a cancel that leaves no assignable HIT on the marketplace and no money reser
 from __future__ import annotations
 
 import json
-import os
 import signal
 import subprocess
 import sys

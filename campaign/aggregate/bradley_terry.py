@@ -18,8 +18,8 @@ Everything is vectorised over distinct pairs; 1,052 items and ~20k comparisons f
 
 from __future__ import annotations
 
+from collections.abc import Hashable, Iterable, Sequence
 from dataclasses import dataclass
-from typing import Hashable, Iterable, Sequence
 
 import numpy as np
 from scipy import linalg
@@ -140,7 +140,7 @@ def fit_from_matrix(
     current = log_post(theta)
     converged = False
     it = 0
-    for it in range(1, max_iter + 1):
+    for it in range(1, max_iter + 1):  # noqa: B007 - `it` is reported after the loop
         g, info = grad_and_info(theta)
         step = linalg.cho_solve(linalg.cho_factor(info, check_finite=False), g, check_finite=False)
         # Newton on a concave objective rarely needs damping, but halve the step if it ever overshoots.

@@ -8,8 +8,8 @@ summed competence of those workers, e.g. from MACE, reaches a threshold instead)
 from __future__ import annotations
 
 from collections import defaultdict
+from collections.abc import Hashable, Iterable, Mapping
 from dataclasses import dataclass
-from typing import Hashable, Iterable, Mapping
 
 
 @dataclass(frozen=True)

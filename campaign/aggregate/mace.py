@@ -15,8 +15,8 @@ Same contract as crowd-kit's aggregators: `fit(labels)`, `predict()`, fitted val
 
 from __future__ import annotations
 
+from collections.abc import Hashable, Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import Hashable, Iterable, Mapping
 
 import numpy as np
 from scipy.special import digamma
@@ -66,7 +66,7 @@ class MACE:
     entropy_: np.ndarray | None = field(default=None, init=False)
     log_likelihood_: float = field(default=float("-inf"), init=False)
 
-    def fit(self, labels: Iterable[tuple[Hashable, Hashable, Hashable]] | np.ndarray) -> "MACE":
+    def fit(self, labels: Iterable[tuple[Hashable, Hashable, Hashable]] | np.ndarray) -> MACE:
         """`labels`: (item, worker, label) triples of any hashables, or a dense items x workers NumPy
         matrix (MACE's own CSV layout) whose missing cells are NaN, None or ""; items and workers are
         then the row and column numbers."""

@@ -7,7 +7,7 @@ al. 2008 report RTE 0.897 this way).
 
 from __future__ import annotations
 
-from typing import Hashable, Iterable, Mapping, Sequence
+from collections.abc import Hashable, Iterable, Mapping, Sequence
 
 
 def majority_vote(labels: Iterable[tuple[Hashable, Hashable, Hashable]]) -> dict[Hashable, list]:

@@ -18,7 +18,8 @@ events are applied in their recorded order.
 from __future__ import annotations
 
 import math
-from typing import Any, Hashable, Iterable, Mapping, Sequence
+from collections.abc import Hashable, Iterable, Mapping, Sequence
+from typing import Any
 
 import trueskill
 
@@ -143,7 +144,7 @@ class OnlineRanker:
         }
 
     @classmethod
-    def from_dict(cls, state: Mapping[str, Any]) -> "OnlineRanker":
+    def from_dict(cls, state: Mapping[str, Any]) -> OnlineRanker:
         """Restore exactly (ratings as stored), without re-running the log."""
         r = cls(state["items"], mu=state["mu"], sigma=state["sigma"], beta=state["beta"],
                 ranking_mode=state.get("ranking_mode", "match"))
@@ -154,7 +155,7 @@ class OnlineRanker:
         return r
 
     @classmethod
-    def replay(cls, state: Mapping[str, Any]) -> "OnlineRanker":
+    def replay(cls, state: Mapping[str, Any]) -> OnlineRanker:
         """Rebuild from settings and the event log only (e.g. after the stored ratings were lost)."""
         r = cls(state["items"], mu=state["mu"], sigma=state["sigma"], beta=state["beta"],
                 ranking_mode=state.get("ranking_mode", "match"))

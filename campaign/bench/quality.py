@@ -19,7 +19,7 @@ from pathlib import Path
 
 from sqlmodel import select
 
-from campaign.crowd.models import make_pool, rng_for, stable_seed
+from campaign.crowd.models import make_pool, rng_for
 from campaign.money import fmt
 
 SPAM_LEVELS = (0.0, 0.1, 0.25)

@@ -10,8 +10,8 @@ rankings use Thurstone noise (each shown item perceived as truth + N(0, sigma), 
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Sequence
 
 import numpy as np
 

@@ -15,8 +15,8 @@ import logging
 import threading
 import urllib.parse
 import urllib.request
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Callable, Mapping, Sequence
 
 from campaign.clock import Clock
 from campaign.crowd.forms import Form, norm_text, parse_form

@@ -15,8 +15,9 @@ import json
 import secrets
 import sqlite3
 import xml.etree.ElementTree as ET
+from collections.abc import Callable
 from decimal import Decimal
-from typing import Any, Callable
+from typing import Any
 
 from campaign.clock import Clock, WallClock
 from campaign.market import quals as Q
@@ -359,7 +360,7 @@ class Engine:
         if self._token_seen(c, req, "expire", implicit, now):
             raise _invalid(f'The idempotency token "{implicit}" has already been processed.')
         if h["disposed"]:
-            raise TurkError("InvalidHITState", f"This HIT is currently in the state 'Disposed'. This operation cannot be called on a disposed HIT.")
+            raise TurkError("InvalidHITState", "This HIT is currently in the state 'Disposed'. This operation cannot be called on a disposed HIT.")
         new = now if at <= now else at
         if at > now and h["expiration"] <= now - DISPOSE_AFTER:
             raise TurkError("HITTooOldForExtension", f"Hit {h['id']} is too old to be extended.")

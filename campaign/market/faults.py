@@ -24,7 +24,7 @@ class FaultConfig:
     seed: int = 0
 
     @classmethod
-    def from_dict(cls, d: dict[str, Any]) -> "FaultConfig":
+    def from_dict(cls, d: dict[str, Any]) -> FaultConfig:
         known = {f.name for f in fields(cls)}
         unknown = set(d) - known
         if unknown:

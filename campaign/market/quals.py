@@ -6,7 +6,8 @@ Discover/Preview/Accept guard ladder) are testable without a server.
 
 from __future__ import annotations
 
-from typing import Any, Mapping
+from collections.abc import Mapping
+from typing import Any
 
 LOCALE = "00000000000000000071"
 PERCENT_APPROVED = "000000000000000000L0"

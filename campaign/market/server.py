@@ -68,7 +68,7 @@ class Handler(BaseHTTPRequestHandler):
             self.wfile.write(body)
 
     def _base_url(self) -> str:
-        host = self.headers.get("Host") or "%s:%d" % self.server.server_address[:2]
+        host = self.headers.get("Host") or "{}:{}".format(*self.server.server_address[:2])
         return f"http://{host}"
 
     # -- verbs ----------------------------------------------------------------------------------------
@@ -156,7 +156,7 @@ class RunningMarket:
         self.thread.join(timeout=5)
         self.db.close()
 
-    def __enter__(self) -> "RunningMarket":
+    def __enter__(self) -> RunningMarket:
         return self
 
     def __exit__(self, *exc: Any) -> None:

@@ -72,7 +72,7 @@ class WorkerClient:
         if status >= 400:
             try:
                 err = json.loads(data.decode("utf-8"))
-                raise WorkerAPIError(str(err.get("error", "HTTP%d" % status)), str(err.get("message", "")), status)
+                raise WorkerAPIError(str(err.get("error", f"HTTP{status}")), str(err.get("message", "")), status)
             except (ValueError, AttributeError):
                 raise WorkerAPIError(f"HTTP{status}", data.decode("utf-8", "replace")[:500], status) from None
         return json.loads(data.decode("utf-8")) if json_body else data

@@ -10,10 +10,9 @@ Each category is scored on its own, and the overall figure is 1 - mean(D_o) / me
 
 from __future__ import annotations
 
-from typing import Hashable, Mapping, Sequence
+from collections.abc import Hashable, Mapping, Sequence
 
 import numpy as np
-
 
 # ------------------------------------------------------------------------------ categorical agreement
 

@@ -12,7 +12,7 @@ filled from the caller's `fill` preference (e.g. the most uncertain items), so e
 
 from __future__ import annotations
 
-from typing import Hashable, Iterable, Sequence
+from collections.abc import Hashable, Iterable, Sequence
 
 HIT_SIZE = 5
 

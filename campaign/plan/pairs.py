@@ -25,7 +25,7 @@ Everything is deterministic given `seed`: the seed only breaks exact score ties.
 from __future__ import annotations
 
 import math
-from typing import Hashable, Iterable, Sequence
+from collections.abc import Hashable, Iterable, Sequence
 
 import numpy as np
 from scipy.special import ndtr

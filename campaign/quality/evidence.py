@@ -11,8 +11,8 @@ from __future__ import annotations
 
 import math
 from collections import defaultdict
-from dataclasses import dataclass, field
-from typing import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
 
 
 @dataclass(frozen=True)
@@ -80,7 +80,6 @@ def worker_rest(labels: Iterable[Label], min_shared: int) -> dict[str, tuple[flo
     pairs: dict[str, list[tuple[float, float]]] = defaultdict(list)
     for item in sorted(by_item):
         labs = by_item[item]
-        total = sum(l.value for l in labs)
         for l in labs:
             others = [o.value for o in labs if o.worker != l.worker]
             if others:

@@ -27,9 +27,10 @@ from __future__ import annotations
 
 import math
 import statistics
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from decimal import Decimal
-from typing import Any, Mapping, Sequence
+from typing import Any
 
 from campaign.quality.evidence import Label, TrapResult, WorkerEvidence, gather
 
@@ -52,7 +53,7 @@ class PolicyConfig:
     significance_se: float = 2.0  # how far below the crowd's median r (in Fisher-z SEs) counts as evidence
 
     @classmethod
-    def from_spec(cls, q: Any) -> "PolicyConfig":
+    def from_spec(cls, q: Any) -> PolicyConfig:
         """From `campaign.spec.QualityPolicy`."""
         return cls(min_shared=q.min_shared, min_correlation=q.min_correlation, max_excluded_share=q.max_excluded_share,
                    reject_spam=q.reject_spam, block=q.block, bonus=Decimal(q.bonus) if q.bonus else None)

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 
 from botocore.exceptions import BotoCoreError, ClientError
 from sqlmodel import select
@@ -22,7 +22,7 @@ def apply_extend(ctx: Context) -> None:
     for hit in hits:
         new = max(hit.expires_at or ctx.clock.now(), ctx.clock.now()) + hours * 3600
         try:
-            ctx.market.call("update_expiration_for_hit", HITId=hit.hit_id, ExpireAt=datetime.fromtimestamp(int(new), timezone.utc))
+            ctx.market.call("update_expiration_for_hit", HITId=hit.hit_id, ExpireAt=datetime.fromtimestamp(int(new), UTC))
         except ClientError as exc:
             code, turk, msg = error_code(exc)
             if "already been processed" not in msg:  # MTurk's implicit token: the same extension twice is done
@@ -42,7 +42,7 @@ def apply_cancel(ctx: Context) -> bool:
     Work already submitted is still collected and reviewed (people did it); HITs close as their
     assignments are decided, and the campaign turns `cancelled` when none is left open.
     """
-    past = datetime.fromtimestamp(int(ctx.clock.now()) - 60, timezone.utc)
+    past = datetime.fromtimestamp(int(ctx.clock.now()) - 60, UTC)
     with ctx.store.session() as s:
         for row in s.exec(select(HitRow).where(HitRow.campaign == ctx.name, HitRow.status == "draft")).all():
             row.status = "cancelled"

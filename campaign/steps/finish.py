@@ -16,7 +16,7 @@ from pathlib import Path
 from sqlmodel import func, select
 
 from campaign.steps.context import Context
-from campaign.store import CampaignRow, HitRow, ItemRow, JudgmentRow, AssignmentRow
+from campaign.store import AssignmentRow, CampaignRow, HitRow, ItemRow, JudgmentRow
 from campaign.tasks import kind_module
 from campaign.tasks.base import TRAP_PREFIX
 

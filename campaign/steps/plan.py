@@ -7,12 +7,12 @@ import json
 from sqlmodel import func, select
 
 from campaign.inputs import load_items as read_input
+from campaign.money import fmt
 from campaign.spec import Stage
 from campaign.steps.context import Context
 from campaign.store import HitRow, ItemRow
 from campaign.tasks import likert, nuggets
 from campaign.tasks.base import TRAP_PREFIX
-from campaign.money import fmt
 
 
 def load_items(ctx: Context) -> int:

@@ -12,8 +12,8 @@ from campaign.spec import Stage
 from campaign.steps.batches import rankings, shortlist
 from campaign.steps.context import Context
 from campaign.steps.finish import compute_scores
-from campaign.tasks.ranking import pairs as ranking_pairs
 from campaign.tasks.base import Judgment
+from campaign.tasks.ranking import pairs as ranking_pairs
 
 
 def ranking_scores(ctx: Context, stage: Stage) -> list[dict]:

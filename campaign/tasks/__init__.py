@@ -5,8 +5,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from types import ModuleType
-from typing import TYPE_CHECKING, Sequence
+from typing import TYPE_CHECKING
 
 from campaign.tasks.base import Judgment, ShownItem
 
@@ -26,14 +27,14 @@ def kind_module(kind: str) -> ModuleType:
     return m
 
 
-def render_hit(stage: "Stage", items: Sequence[ShownItem], topic: str) -> str:
+def render_hit(stage: Stage, items: Sequence[ShownItem], topic: str) -> str:
     m = kind_module(stage.kind)
     if stage.kind == "nuggets":
         return m.render(items, topic, stage.title, min_tokens=stage.min_nugget_tokens)
     return m.render(items, topic, stage.title)
 
 
-def parse_answer(stage: "Stage", fields: Sequence[tuple[str, str]], items: Sequence[ShownItem]) -> list[Judgment]:
+def parse_answer(stage: Stage, fields: Sequence[tuple[str, str]], items: Sequence[ShownItem]) -> list[Judgment]:
     m = kind_module(stage.kind)
     keys = [i.key for i in items]
     if stage.kind == "nuggets":

@@ -9,9 +9,10 @@ from __future__ import annotations
 
 import html
 import string
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Mapping, Sequence
+from typing import Any
 
 TEMPLATE_DIR = Path(__file__).resolve().parent.parent.parent / "hit_templates"
 HTML_QUESTION_NS = "http://mechanicalturk.amazonaws.com/AWSMechanicalTurkDataSchemas/2011-11-11/HTMLQuestion.xsd"

@@ -4,11 +4,10 @@
 
 from __future__ import annotations
 
-from typing import Mapping, Sequence
+from collections.abc import Mapping, Sequence
 
 from campaign.crowd.models import rng_for
 from campaign.tasks.base import (
-    TRAP_PREFIX,
     HitDraft,
     InvalidAnswer,
     Judgment,

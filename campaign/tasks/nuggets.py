@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import json
 import re
-from typing import Sequence
+from collections.abc import Sequence
 
 from campaign.tasks.base import (
     HitDraft,
@@ -64,7 +64,7 @@ def plan(sentences: Sequence[tuple[str, str]], stage: str, window: int = 7) -> l
     by_doc: dict[str, list[str]] = {}
     for doc, key in sentences:
         by_doc.setdefault(doc, []).append(key)
-    for doc, keys in by_doc.items():
+    for keys in by_doc.values():
         for i in range(0, len(keys), window):
             drafts.append(HitDraft(hit_key=f"{stage}-{len(drafts):05d}", stage=stage, item_keys=tuple(keys[i:i + window])))
     return drafts

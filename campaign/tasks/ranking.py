@@ -5,8 +5,8 @@ yields its ten pairwise comparisons.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from itertools import combinations
-from typing import Sequence
 
 from campaign.tasks.base import (
     InvalidAnswer,

@@ -1,7 +1,6 @@
 import json
 
 import numpy as np
-
 import pytest
 
 from campaign.bench import ranking
@@ -10,8 +9,8 @@ from campaign.paths import shared_data_dir
 
 @pytest.fixture(scope="module")
 def quick_json():
-    import io
     import contextlib
+    import io
 
     buf = io.StringIO()
     with contextlib.redirect_stdout(buf):

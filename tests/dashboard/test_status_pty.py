@@ -123,7 +123,7 @@ def test_status_on_a_terminal_shows_the_store_while_a_campaign_runs(tmp_path):
 def test_status_watch_redraws_and_stops_on_ctrl_c(tmp_path):
     (tmp_path / "c.yaml").write_text(SPEC, encoding="utf-8")
     state = tmp_path / "state"
-    proc = subprocess.run([sys.executable, "-m", "campaign", "run", "--config", str(tmp_path / "c.yaml"), "--state", str(state),
+    subprocess.run([sys.executable, "-m", "campaign", "run", "--config", str(tmp_path / "c.yaml"), "--state", str(state),
                            "--quiet", "--max-seconds", "3"], cwd=ROOT, capture_output=True, text=True)
     screen = run_in_pty(["status", "--watch", "--interval", "0.3", "--state", str(state)], seconds=3)
     assert screen.count("campaigns") >= 2, "expected several redraws"

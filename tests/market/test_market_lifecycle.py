@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import re
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime
 
 import pytest
 from botocore.exceptions import ClientError
@@ -122,14 +122,14 @@ def test_return_puts_slot_back(market):
 
 def test_update_expiration_expire_extend_and_implicit_token(market):
     h = market.hit(lifetime=3600)
-    past = datetime.fromtimestamp(market.clock.now() - 60, timezone.utc)
+    past = datetime.fromtimestamp(market.clock.now() - 60, UTC)
     market.client.call("update_expiration_for_hit", HITId=h["HITId"], ExpireAt=past)
     got = market.client.call("get_hit", HITId=h["HITId"])["HIT"]
     assert got["HITStatus"] == "Reviewable" and got["Expiration"].timestamp() == market.clock.now()
     with pytest.raises(ClientError) as ei:
         market.client.call("update_expiration_for_hit", HITId=h["HITId"], ExpireAt=past)
     assert "already been processed" in ei.value.response["Error"]["Message"]
-    future = datetime.fromtimestamp(market.clock.now() + 86400, timezone.utc)
+    future = datetime.fromtimestamp(market.clock.now() + 86400, UTC)
     market.client.call("update_expiration_for_hit", HITId=h["HITId"], ExpireAt=future)
     assert market.client.call("get_hit", HITId=h["HITId"])["HIT"]["HITStatus"] == "Assignable"
 

@@ -1,8 +1,14 @@
 import numpy as np
 
 from campaign.plan.pairs import (
-    count_matrix, expected_topk_precision, membership_probability, pair_budget, pair_scores, random_pairs,
-    select_pairs, should_stop,
+    count_matrix,
+    expected_topk_precision,
+    membership_probability,
+    pair_budget,
+    pair_scores,
+    random_pairs,
+    select_pairs,
+    should_stop,
 )
 
 

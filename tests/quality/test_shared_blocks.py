@@ -55,7 +55,7 @@ def test_a_block_in_one_campaign_hides_the_other_campaigns_hits(tmp_path):
         assert {h["HITId"] for h in workers.available("ASPAMMER1")} == set(hits.values())
 
         store = Store.open(tmp_path / "state")
-        spec_a = load_spec(_spec(tmp_path, "camp-a", "lab")).campaigns[0]
+        load_spec(_spec(tmp_path, "camp-a", "lab")).campaigns[0]
         spec_b = load_spec(_spec(tmp_path, "camp-b", "lab")).campaigns[0]
         # campaign A blocked the worker (as block_workers records it)
         a.call("create_worker_block", WorkerId="ASPAMMER1", Reason="failed 3 of 3 check statements")

@@ -6,7 +6,6 @@ from campaign.crowd.forms import parse_form
 from campaign.tasks import likert
 from campaign.tasks.base import InvalidAnswer, ShownItem
 
-
 KEYS = [f"p{i:02d}" for i in range(23)]
 
 
