@@ -13,6 +13,7 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
+from campaign.evaluate import cli as evaluate_cli
 from campaign.spec import SpecError, load_spec
 
 
@@ -73,6 +74,7 @@ def _parser() -> argparse.ArgumentParser:
     rp.add_argument("name")
     rp.add_argument("--out", default=None, help="default: <state>/<name>/report.html")
     common(rp)
+    evaluate_cli.register(sub)
     return p
 
 
@@ -172,5 +174,7 @@ def cmd_ops(args: argparse.Namespace) -> int:
 
 def main(argv: Sequence[str]) -> int:
     args = _parser().parse_args(list(argv))
+    if args.cmd == "evaluate":
+        return evaluate_cli.run(args)
     handlers = {"validate": cmd_validate, "run": cmd_run, "status": cmd_status, "export": cmd_export, "report": cmd_report}
     return handlers.get(args.cmd, cmd_ops)(args)
