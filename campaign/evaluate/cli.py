@@ -66,7 +66,7 @@ def register(sub: argparse._SubParsersAction) -> None:
 
     nu = kinds.add_parser("nuggets", help="support-weighted recall and precision of a summary over a campaign's gold nuggets")
     nu.add_argument("--gold", required=True, help="state/NAME/gold_nuggets.jsonl written by a nugget stage")
-    nu.add_argument("--system", required=True, help="the summary or extract: plain text, one or more sentences per line")
+    nu.add_argument("--system", required=True, help="the summary or extract: plain text, one sentence per line")
     nu.add_argument("--threshold", type=_unit_interval, default=0.5,
                     help="share of a nugget's content words one summary sentence must hold to match it (default 0.5)")
     nu.add_argument("--weight", choices=("workers", "mace"), default="workers",

@@ -6,9 +6,11 @@ follows the pyramid/nugget idea that a summary earns what the crowd agreed matte
 - Text is compared as sets of lower-cased alphanumeric tokens with common function words removed (a
   nugget made only of function words keeps them all), so "the", "of" scattered over a summary do not
   count as covering anything.
-- The system text is split into units: its lines, and each line at sentence ends (. ! ? followed by
-  space). A nugget's coverage c(n) is the largest share of its tokens found in one unit: a nugget is a
-  single fact, so it should be stated in one place, not assembled from words spread over the summary.
+- The system text is read as units, one per non-empty line: an extract is one sentence per line
+  already, and a free summary should be sentence-split first (splitting here at ". " would cut the
+  corpus's own sentences at "U.S. " or "e.g. " and lose nuggets that span the cut). A nugget's coverage
+  c(n) is the largest share of its tokens found in one unit: a nugget is a single fact, so it should be
+  stated in one place, not assembled from words spread over the summary.
 - A nugget is matched when c(n) >= `threshold` (default 0.5). With w(n) its support (the number of
   workers who selected it exactly; or its summed MACE competence, `weight="mace"`):
   recall = Σ_matched w / Σ w; recall_unweighted = matched / |N|; coverage = Σ w c(n) / Σ w (partial
@@ -32,7 +34,6 @@ will with would you your yours yourself yourselves s t
 """.split())
 
 _TOKEN = re.compile(r"[a-z0-9]+")
-_SENTENCE_END = re.compile(r"(?<=[.!?])\s+")
 
 
 @dataclass(frozen=True)
@@ -88,8 +89,8 @@ def tokens(text: str) -> frozenset[str]:
 
 
 def units(text: str) -> list[str]:
-    """The system text's sentences: its non-empty lines, each split at sentence ends."""
-    return [u.strip() for line in text.splitlines() for u in _SENTENCE_END.split(line) if u.strip()]
+    """The system text's units: its non-empty lines."""
+    return [line.strip() for line in text.splitlines() if line.strip()]
 
 
 def _support(n: GoldNugget, weight: str) -> float:
