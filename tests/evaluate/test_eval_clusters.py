@@ -6,10 +6,9 @@ import math
 import random
 
 import pytest
+from sklearn import metrics  # the `test` extra (pip install -e '.[test]'); a missing one must fail, not skip
 
 from campaign.evaluate.clusters import compare, v_beta
-
-metrics = pytest.importorskip("sklearn.metrics", reason="scikit-learn is in the `test` extra (pip install -e '.[test]')")
 
 
 def _as_maps(gold, pred):
