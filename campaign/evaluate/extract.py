@@ -61,28 +61,48 @@ class ExtractScores:
 def minimal_extract(gold: Sequence[AbstractSentence]) -> frozenset[str]:
     """A smallest set of source sentences containing one alternative set of every abstract sentence.
 
-    Exact branch and bound: an abstract sentence already produced by what is chosen costs nothing, so
-    only the others branch, over their sets in order of how many new sentences each adds. TSC3-sized
-    gold (tens of abstract sentences, a few sets each) is solved at once.
+    The constraint problem of §3.1.1 is a set-cover variant (NP-hard in general, and a plain branch and
+    bound already stalls on 60 random abstract sentences), so it is solved as a 0/1 integer program
+    with scipy's HiGHS: x_s = 1 if source sentence s is extracted, y_ij = 1 if set G_ij is chosen;
+    minimise Σ x_s subject to Σ_j y_ij >= 1 for every i and y_ij <= x_s for every s in G_ij.
+    Sentences with a single set are forced and left out of the program.
     """
-    needs = [s.sets for s in gold if s.sets]
-    best: list[frozenset[str]] = [frozenset().union(*(sets[0] for sets in needs)) if needs else frozenset()]
+    import numpy as np
+    from scipy.optimize import Bounds, LinearConstraint, milp  # type: ignore[import-untyped]
 
-    def search(i: int, chosen: frozenset[str]) -> None:
-        while i < len(needs) and any(g <= chosen for g in needs[i]):
-            i += 1
-        if i == len(needs):
-            if len(chosen) < len(best[0]):
-                best[0] = chosen
-            return
-        for g in sorted(needs[i], key=lambda g: (len(g - chosen), sorted(g))):
-            nxt = chosen | g
-            if len(nxt) < len(best[0]):
-                search(i + 1, nxt)
-
-    if needs:
-        search(0, frozenset())
-    return best[0]
+    needs = [tuple(set(s.sets)) for s in gold if s.sets]
+    forced = frozenset().union(*(sets[0] for sets in needs if len(sets) == 1))
+    # a sentence some forced set or already-covered set produces needs nothing more
+    open_needs = [sets for sets in needs if len(sets) > 1 and not any(g <= forced for g in sets)]
+    if not open_needs:
+        return forced
+    free = sorted({x for sets in open_needs for g in sets for x in g} - forced)
+    col = {x: k for k, x in enumerate(free)}
+    set_cols: list[tuple[int, frozenset[str]]] = []
+    for sets in open_needs:
+        for g in sets:
+            set_cols.append((len(set_cols) + len(free), g))
+    n_vars = len(free) + len(set_cols)
+    rows: list[tuple[dict[int, float], float, float]] = []
+    k = len(free)
+    for sets in open_needs:  # choose at least one set per abstract sentence
+        rows.append(({k + j: 1.0 for j in range(len(sets))}, 1.0, np.inf))
+        k += len(sets)
+    for c, g in set_cols:  # a chosen set extracts all its (not yet forced) sentences
+        for x in g - forced:
+            rows.append(({c: 1.0, col[x]: -1.0}, -np.inf, 0.0))
+    a = np.zeros((len(rows), n_vars))
+    lo, hi = np.empty(len(rows)), np.empty(len(rows))
+    for r, (coef, low, high) in enumerate(rows):
+        for c, v in coef.items():
+            a[r, c] = v
+        lo[r], hi[r] = low, high
+    cost = np.concatenate([np.ones(len(free)), np.zeros(len(set_cols))])
+    res = milp(cost, constraints=LinearConstraint(a, lo, hi), integrality=np.ones(n_vars),
+               bounds=Bounds(0, 1))
+    if res.x is None:  # cannot happen: choosing every set is feasible
+        raise RuntimeError(f"minimal extract: the solver failed ({res.message})")
+    return forced | {x for x in free if res.x[col[x]] > 0.5}
 
 
 def sentence_score(sets: Iterable[frozenset[str]], output: frozenset[str]) -> float:
