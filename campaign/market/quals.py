@@ -6,7 +6,7 @@ Discover/Preview/Accept guard ladder) are testable without a server.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 LOCALE = "00000000000000000071"
@@ -100,10 +100,10 @@ def _locale_match(worker: Mapping[str, Any], loc: Mapping[str, Any]) -> bool:
     return not loc.get("Subdivision") or worker.get("Subdivision") == loc.get("Subdivision")
 
 
-def allowed(reqs: list[Mapping[str, Any]], values: Mapping[str, Any], action: str) -> bool:
+def allowed(reqs: Sequence[Mapping[str, Any]], values: Mapping[str, Any], action: str) -> bool:
     """All requirements guarding `action` ("discover" | "preview" | "accept") must hold."""
     return all(meets(r, values.get(r["QualificationTypeId"])) for r in reqs if action in guarded(r))
 
 
-def is_masters(reqs: list[Mapping[str, Any]]) -> bool:
+def is_masters(reqs: Sequence[Mapping[str, Any]]) -> bool:
     return any(r["QualificationTypeId"] in MASTERS_IDS for r in reqs)
