@@ -3,6 +3,11 @@
 One connection guarded by one lock: every operation runs as a single transaction, so a failing
 operation rolls back completely and a restart finds exactly what the last committed request left.
 Money is stored as integer cents (SQLite has no decimal type and sums must be exact).
+
+The schema is versioned with SQLite's `user_version`: `SCHEMA` is version 1 (the unversioned layout
+of the first release), and each later version is a step in `MIGRATIONS`, applied in its own
+transaction. A new file is built the same way as an old one is upgraded, so the upgrade path is the
+one every test exercises. A file from a newer release is refused rather than guessed at.
 """
 
 from __future__ import annotations
@@ -12,6 +17,8 @@ import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
+
+SCHEMA_VERSION = 2
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -67,6 +74,60 @@ CREATE TABLE IF NOT EXISTS notifications (
   subject TEXT NOT NULL, message TEXT NOT NULL, sent REAL NOT NULL);
 """
 
+# version -> the statements that take a database from version-1 to it.
+MIGRATIONS: dict[int, list[str]] = {
+    # Qualification types can be disposed (their name becomes free again), HIT types with them too;
+    # which HIT types use which qualification type (ListHITsForQualificationType); workers' requests.
+    2: [
+        "CREATE TABLE qual_types_v2 ("
+        " seq INTEGER PRIMARY KEY AUTOINCREMENT, id TEXT UNIQUE NOT NULL, requester TEXT NOT NULL, name TEXT NOT NULL,"
+        " description TEXT NOT NULL, keywords TEXT, status TEXT NOT NULL, creation REAL NOT NULL,"
+        " retry_delay INTEGER, auto_granted INTEGER NOT NULL DEFAULT 0, auto_value INTEGER NOT NULL DEFAULT 1,"
+        " disposed INTEGER NOT NULL DEFAULT 0)",
+        "INSERT INTO qual_types_v2 (seq, id, requester, name, description, keywords, status, creation, retry_delay,"
+        " auto_granted, auto_value) SELECT seq, id, requester, name, description, keywords, status, creation, retry_delay,"
+        " auto_granted, auto_value FROM qual_types",
+        "DROP TABLE qual_types",
+        "ALTER TABLE qual_types_v2 RENAME TO qual_types",
+        "CREATE UNIQUE INDEX qual_types_name ON qual_types (requester, name) WHERE disposed=0",
+        "ALTER TABLE hit_types ADD COLUMN disposed INTEGER NOT NULL DEFAULT 0",
+        "CREATE TABLE hit_type_quals (qual_type_id TEXT NOT NULL, hit_type_id TEXT NOT NULL,"
+        " PRIMARY KEY (qual_type_id, hit_type_id))",
+        "INSERT OR IGNORE INTO hit_type_quals (qual_type_id, hit_type_id)"
+        " SELECT json_extract(j.value, '$.QualificationTypeId'), t.id FROM hit_types t, json_each(t.quals) j",
+        "CREATE TABLE qual_requests ("
+        " seq INTEGER PRIMARY KEY AUTOINCREMENT, id TEXT UNIQUE NOT NULL, qual_type_id TEXT NOT NULL,"
+        " worker_id TEXT NOT NULL, status TEXT NOT NULL, submit_time REAL NOT NULL, answered REAL, reason TEXT)",
+        "CREATE INDEX qual_requests_type ON qual_requests (qual_type_id, status, seq)",
+        "CREATE INDEX qual_requests_worker ON qual_requests (worker_id, qual_type_id, seq)",
+    ],
+}
+
+
+class SchemaError(RuntimeError):
+    """The database file was written by a newer release (or is not a marketplace database)."""
+
+
+def _migrate(conn: sqlite3.Connection, path: Path) -> None:
+    version = conn.execute("PRAGMA user_version").fetchone()[0]
+    if version > SCHEMA_VERSION:
+        raise SchemaError(f"{path} has marketplace schema version {version}, but this version of campaign knows "
+                          f"versions up to {SCHEMA_VERSION}; upgrade campaign, or use another --state directory.")
+    if version == 0:
+        # Version 1 never set user_version: an existing file with tables is version 1, an empty one is new.
+        conn.executescript(SCHEMA)
+        version = 1
+    for target in range(version + 1, SCHEMA_VERSION + 1):
+        conn.execute("BEGIN IMMEDIATE")
+        try:
+            for stmt in MIGRATIONS[target]:
+                conn.execute(stmt)
+            conn.execute(f"PRAGMA user_version={target}")
+        except BaseException:
+            conn.execute("ROLLBACK")
+            raise
+        conn.execute("COMMIT")
+
 
 class Database:
     def __init__(self, state_dir: Path) -> None:
@@ -78,7 +139,11 @@ class Database:
         self.conn.row_factory = sqlite3.Row
         self.conn.execute("PRAGMA journal_mode=WAL")
         self.conn.execute("PRAGMA synchronous=NORMAL")
-        self.conn.executescript(SCHEMA)
+        try:
+            _migrate(self.conn, self.path)
+        except BaseException:
+            self.conn.close()
+            raise
 
     @contextmanager
     def transaction(self) -> Iterator[sqlite3.Connection]:

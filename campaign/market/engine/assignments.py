@@ -19,9 +19,10 @@ from campaign.market.engine.base import (
     check_ranges,
     dollars,
     invalid,
+    money,
 )
 from campaign.market.protocol import TurkError, range_problem
-from campaign.money import bonus_fee, fmt, parse_amount
+from campaign.money import bonus_fee, fmt
 
 
 class AssignmentOps(EngineBase):
@@ -98,10 +99,7 @@ class AssignmentOps(EngineBase):
         seen = self._token_seen(c, req, "bonus", token, now)
         if seen:
             raise invalid(f'The idempotency token "{token}" has already been processed (bonus {seen}).')
-        try:
-            amount = parse_amount(p["BonusAmount"])
-        except ValueError as exc:
-            raise invalid(str(exc)) from None
+        amount = money("BonusAmount", p["BonusAmount"])
         if amount <= 0:
             raise invalid("The bonus amount must be greater than zero.")
         a, h = self._visible_asg(c, req, p["AssignmentId"], now)

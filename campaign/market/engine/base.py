@@ -21,7 +21,7 @@ from typing import Any
 from campaign.clock import Clock, WallClock
 from campaign.market.db import Database
 from campaign.market.protocol import TurkError, request_error, validation_error
-from campaign.money import CENT, fmt
+from campaign.money import CENT, MoneyError, fmt, parse_amount
 
 Conn = sqlite3.Connection
 Params = dict[str, Any]
@@ -60,6 +60,42 @@ def invalid(message: str) -> TurkError:
     return TurkError("InvalidParameterValue", message)
 
 
+MAX_MONEY = Decimal("1000000.00")  # per Reward or bonus: far above any real HIT, far below SQLite's integer range
+MAX_SQL_INT = 2**63 - 1
+
+
+def money(member: str, text: str) -> Decimal:
+    """A CurrencyAmount parameter, bounded so that cents times assignments can never overflow storage."""
+    try:
+        amount = parse_amount(text)
+    except MoneyError as exc:
+        raise validation_error([f"Value '{text}' at '{member[:1].lower() + member[1:]}' failed to satisfy constraint: {exc}"]) from None
+    if amount > MAX_MONEY:
+        raise validation_error([f"Value '{text}' at '{member[:1].lower() + member[1:]}' failed to satisfy constraint: "
+                                f"Member must have value less than or equal to {MAX_MONEY}"])
+    return amount
+
+
+def out_of_storage_range(value: Any, path: str = "") -> str | None:
+    """The first integer anywhere in a request that no column could hold (JSON allows any size), or None."""
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, int):
+        return None if -MAX_SQL_INT <= value <= MAX_SQL_INT else (
+            f"Value '{value}' at '{path}' failed to satisfy constraint: Member must have value less than or equal to {MAX_SQL_INT}")
+    if isinstance(value, dict):
+        for k, v in value.items():
+            found = out_of_storage_range(v, f"{path}.{k[:1].lower() + k[1:]}" if path else k[:1].lower() + k[1:])
+            if found:
+                return found
+    if isinstance(value, list):
+        for i, v in enumerate(value):
+            found = out_of_storage_range(v, f"{path}.{i + 1}.member")
+            if found:
+                return found
+    return None
+
+
 def check_ranges(*found: str | None) -> None:
     """One ValidationException naming every limit broken, as AWS reports them together."""
     problems = [x for x in found if x]
@@ -83,6 +119,9 @@ class EngineBase:
         fn: Callable | None = getattr(self, f"op_{op}", None)
         if fn is None:
             raise request_error("InvalidParameterValue", f"The operation {op} is not supported by this marketplace.")
+        too_big = out_of_storage_range(params)
+        if too_big:
+            raise validation_error([too_big])
         now = self.clock.now()
         try:
             with self.db.transaction() as c:

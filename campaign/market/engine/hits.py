@@ -19,11 +19,12 @@ from campaign.market.engine.base import (
     check_ranges,
     dollars,
     invalid,
+    money,
     new_id,
 )
 from campaign.market.engine.questions import check_question
 from campaign.market.protocol import TurkError, range_problem
-from campaign.money import assignment_cost, fmt, parse_amount
+from campaign.money import assignment_cost, fmt
 
 
 class HITOps(EngineBase):
@@ -43,13 +44,13 @@ class HITOps(EngineBase):
             if why:
                 raise invalid(why)
             qid = r["QualificationTypeId"]
-            if qid not in Q.SYSTEM_IDS and c.execute("SELECT 1 FROM qual_types WHERE id=?", (qid,)).fetchone() is None:
+            if qid not in Q.SYSTEM_IDS and c.execute("SELECT 1 FROM qual_types WHERE id=? AND disposed=0", (qid,)).fetchone() is None:
                 raise TurkError("QualificationTypeDoesNotExist", f"You requested a Qualification that does not exist. ({qid})")
         return reqs
 
     def _hit_type(self, c: Conn, requester: str, p: Params) -> str:
         reqs = self._check_type_params(c, requester, p)
-        reward = parse_amount(p["Reward"])
+        reward = money("Reward", p["Reward"])
         auto = int(p.get("AutoApprovalDelayInSeconds", 2_592_000))
         canon = json.dumps([requester, p["Title"], p["Description"], fmt(reward), p["AssignmentDurationInSeconds"],
                             auto, p.get("Keywords", ""), reqs], sort_keys=True)
@@ -59,6 +60,8 @@ class HITOps(EngineBase):
                   "auto_approval, keywords, quals, masters) VALUES (?,?,?,?,?,?,?,?,?,?)",
                   (type_id, requester, p["Title"], p["Description"], cents(reward), p["AssignmentDurationInSeconds"],
                    auto, p.get("Keywords"), json.dumps(reqs), int(Q.is_masters(reqs))))
+        c.executemany("INSERT OR IGNORE INTO hit_type_quals (qual_type_id, hit_type_id) VALUES (?,?)",
+                      [(r["QualificationTypeId"], type_id) for r in reqs])
         return type_id
 
     def op_CreateHITType(self, c: Conn, req: str, p: Params, now: float) -> Result:
@@ -77,7 +80,7 @@ class HITOps(EngineBase):
         existing = self._token_seen(c, req, "hit", p.get("UniqueRequestToken"), now)
         if existing:
             raise self._hit_exists(existing, p["UniqueRequestToken"])
-        if c.execute("SELECT 1 FROM hit_types WHERE id=? AND requester=?", (p["HITTypeId"], req)).fetchone() is None:
+        if c.execute("SELECT 1 FROM hit_types WHERE id=? AND requester=? AND disposed=0", (p["HITTypeId"], req)).fetchone() is None:
             raise invalid(f"Hit type {p['HITTypeId']} does not exist.")
         return self._create_hit(c, req, p["HITTypeId"], p, now)
 
@@ -168,6 +171,7 @@ class HITOps(EngineBase):
         if h["disposed"]:
             raise TurkError("InvalidHITState", "This HIT is currently in the state 'Disposed'. This operation can be called with a status of: Assignable, Unassignable, Reviewable, Reviewing")
         old = h["max_assignments"]
+        check_ranges(range_problem("NumberOfAdditionalAssignments", n, 1, 1_000_000_000 - old))
         if old < 10 <= old + n:
             raise TurkError("InvalidMaximumAssignmentsIncrease",
                             f"The HIT has {old} assignments; a HIT created with fewer than 10 assignments cannot be extended to 10 or more.")
@@ -178,9 +182,7 @@ class HITOps(EngineBase):
 
     def op_DeleteHIT(self, c: Conn, req: str, p: Params, now: float) -> Result:
         h = self._hit_row(c, p["HITId"], req)
-        if h["disposed"]:
-            return {}
-        status = self.hit_status(h, now)
+        status = self.hit_status(h, now)  # a Disposed HIT is refused like any other wrong state, as MTurk does
         if status not in ("Reviewable", "Reviewing") or h["n_submitted"] > 0:
             raise TurkError("InvalidHITState", f"This HIT is currently in the state '{status}'. "
                             "This operation can be called with a status of: Reviewing, Reviewable")
