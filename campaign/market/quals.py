@@ -22,6 +22,10 @@ SYSTEM_IDS = frozenset({LOCALE, PERCENT_APPROVED, NUMBER_APPROVED, ADULT}) | MAS
 SYSTEM_NAMES = {
     LOCALE: "Worker_Locale", PERCENT_APPROVED: "Worker_PercentAssignmentsApproved",
     NUMBER_APPROVED: "Worker_NumberHITsApproved", ADULT: "Worker_Adult",
+    "2F1QJWKUDD8XADTFD2Q0G6UTO95ALH": "Masters", "2ARFPLSP75KLA8M8DH1HTEQVJT3SY6": "Masters (sandbox)",
+    "2NDP2L92HECWY8NS8H3CK0CP5L9GHO": "Categorization Masters", "2F1KVCNHMVHV8E9PBUB2A4J79LU20F": "Categorization Masters (sandbox)",
+    "21VZU98JHSTLZ5BPP4A9NOBJEK3DPG": "Photo Moderation Masters",
+    "2TGBB6BFMFFOM08IBMAFGGESC1UWJX": "Photo Moderation Masters (sandbox)",
 }
 
 # Which actions each ActionsGuarded value guards; no value (and RequiredToPreview false) guards Accept only.

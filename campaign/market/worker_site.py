@@ -143,6 +143,9 @@ class WorkerSite:
         if method == "POST" and path == "/worker/api/accept":
             d = _body_json(body)
             return _json(200, e.worker("accept", str(d.get("WorkerId", "")), str(d.get("HITId", ""))))
+        if method == "POST" and path == "/worker/api/request-qualification":
+            d = _body_json(body)
+            return _json(200, e.worker("request_qualification", str(d.get("WorkerId", "")), str(d.get("QualificationTypeId", ""))))
         if method == "POST" and path == "/worker/api/return":
             return _json(200, e.worker("return", str(_body_json(body).get("AssignmentId", ""))))
         if method == "GET" and path == "/worker/api/task":

@@ -176,14 +176,17 @@ def test_unique_request_token_remembered_24h(market):
     assert h2["HITId"] != h["HITId"]
 
 
-def test_pagination_default_10_max_100_and_last_page_without_token(market):
+def test_pagination_default_10_max_100(market):
+    """Page sizes; the token shapes of every paginated operation are in test_market_pagination.py."""
     t = market.client.call("create_hit_type", Title="t", Description="d", Reward="0.01", AssignmentDurationInSeconds=60)
     ids = [market.client.call("create_hit_with_hit_type", HITTypeId=t["HITTypeId"], LifetimeInSeconds=600,
                               Question=QUESTION)["HIT"]["HITId"] for _ in range(25)]
     first = market.client.call("list_hits")
     assert first["NumResults"] == 10 and "NextToken" in first
     page = market.client.call("list_hits", MaxResults=100)
-    assert page["NumResults"] == 25 and "NextToken" not in page
+    assert page["NumResults"] == 25 and "NextToken" in page
+    with pytest.raises(ClientError):
+        market.client.call("list_hits", MaxResults=101)
     seen, token = [], None
     while True:
         r = market.client.call("list_hits", MaxResults=7, **({"NextToken": token} if token else {}))
@@ -192,8 +195,6 @@ def test_pagination_default_10_max_100_and_last_page_without_token(market):
         if not token:
             break
     assert seen == ids
-    last = market.client.call("list_hits", MaxResults=5, NextToken=market.client.call("list_hits", MaxResults=20)["NextToken"])
-    assert last["NumResults"] == 5 and "NextToken" not in last
     assert [h["HITId"] for h in market.client.paginate("list_hits", "HITs")] == ids
     with pytest.raises(ClientError) as ei:
         market.client.call("list_hits", NextToken="garbage")

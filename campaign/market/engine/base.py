@@ -14,13 +14,14 @@ import base64
 import json
 import secrets
 import sqlite3
+import time
 from collections.abc import Callable
 from decimal import Decimal
 from typing import Any
 
 from campaign.clock import Clock, WallClock
 from campaign.market.db import Database
-from campaign.market.protocol import TurkError, request_error, validation_error
+from campaign.market.protocol import ApiError, TurkError, request_error, validation_error
 from campaign.money import CENT, MoneyError, fmt, parse_amount
 
 Conn = sqlite3.Connection
@@ -94,6 +95,12 @@ def out_of_storage_range(value: Any, path: str = "") -> str | None:
             if found:
                 return found
     return None
+
+
+def unknown_worker(wid: str) -> ApiError:
+    """MTurk's answer when a worker id names nobody (observed: aws-sdk-java#2055, boto3#2355)."""
+    return ApiError(400, {"__type": "ParameterValidationError",
+                          "Message": f'The value "{wid}" is not valid for the parameter WorkerId. ({int(time.time() * 1000)} s)'})
 
 
 def check_ranges(*found: str | None) -> None:
@@ -220,15 +227,23 @@ class EngineBase:
             data = json.loads(base64.urlsafe_b64decode(token + pad).decode())
             if data["k"] != kind:
                 raise ValueError
-            return limit, int(data["s"])
+            after = int(data["s"])
+            if not -MAX_SQL_INT <= after <= MAX_SQL_INT:
+                raise ValueError
+            return limit, after
         except Exception:
             raise invalid(f"The pagination token '{token}' is not valid for this operation.") from None
 
     @staticmethod
     def _page(rows: list, limit: int, kind: str, seq_of: Callable[[Any], int]) -> tuple[list, str | None]:
-        if len(rows) <= limit:
-            return rows, None
+        """Like MTurk: a token on every page that has results (the last one too), none on an empty page.
+
+        Client loops in the field read `resp["NextToken"]` while the page is non-empty, so the last page
+        must carry one; the page it leads to is empty and ends every loop (botocore's paginator too).
+        """
         rows = rows[:limit]
+        if not rows:
+            return rows, None
         raw = json.dumps({"k": kind, "s": seq_of(rows[-1]), "n": secrets.token_hex(4)}).encode()
         return rows, base64.urlsafe_b64encode(raw).decode().rstrip("=")
 
