@@ -189,6 +189,22 @@ class HITOps(EngineBase):
         c.execute("UPDATE hits SET disposed=1 WHERE id=?", (h["id"],))
         return {}
 
+    def op_UpdateHITTypeOfHIT(self, c: Conn, req: str, p: Params, now: float) -> Result:
+        """The HIT takes the new type's properties; work not yet paid is paid at the new type's reward."""
+        h = self._hit_row(c, p["HITId"], req)
+        if h["disposed"]:
+            raise TurkError("InvalidHITState", "This HIT is currently in the state 'Disposed'. "
+                            "This operation can be called with a status of: Assignable, Unassignable, Reviewable, Reviewing")
+        t = c.execute("SELECT * FROM hit_types WHERE id=? AND requester=? AND disposed=0", (p["HITTypeId"], req)).fetchone()
+        if t is None:
+            raise invalid(f"Hit type {p['HITTypeId']} does not exist.")
+        unit = cents(assignment_cost(dollars(t["reward_cents"]), h["max_assignments"], bool(t["masters"])))
+        open_slots = h["max_assignments"] - h["n_approved"] - h["n_rejected"]
+        if unit > h["unit_cost_cents"]:
+            self._require_funds(c, req, (unit - h["unit_cost_cents"]) * open_slots, now, liability=True)
+        c.execute("UPDATE hits SET hit_type_id=?, unit_cost_cents=? WHERE id=?", (t["id"], unit, h["id"]))
+        return {}
+
     def op_UpdateHITReviewStatus(self, c: Conn, req: str, p: Params, now: float) -> Result:
         h = self._hit_row(c, p["HITId"], req)
         status = self.hit_status(h, now)
