@@ -1,6 +1,7 @@
 """`campaign bench market`: throughput, latency and memory of the built-in marketplace under a campaign's
 load: post HITs through boto3, let workers accept and submit through the worker API, collect through
-paginated ListAssignmentsForHIT and approve everything.
+paginated ListAssignmentsForHIT and approve everything; then a crowd's view of a big marketplace: post
+10,000 more HITs and let 200 workers list the HITs open to them and accept one, over and over.
 
 The server runs as a subprocess so its peak memory (VmHWM) is its own, not the benchmark's.
 """
@@ -9,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import random
 import subprocess
 import sys
 import tempfile
@@ -19,7 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from campaign.market.client import make_client
-from campaign.market.worker_client import WorkerClient
+from campaign.market.worker_client import WorkerAPIError, WorkerClient
 
 QUESTION = ('<HTMLQuestion xmlns="http://mechanicalturk.amazonaws.com/AWSMechanicalTurkDataSchemas/2011-11-11/HTMLQuestion.xsd">'
             '<HTMLContent><![CDATA[<!DOCTYPE html><html><body><form method="post" action="https://www.mturk.com/mturk/externalSubmit">'
@@ -67,7 +69,8 @@ def _phase(name: str, jobs: Sequence[Any], fn: Callable[[Any], int], threads: in
             "p50_ms": round(q(0.50), 2), "p99_ms": round(q(0.99), 2)}
 
 
-def run(hits: int, per_hit: int, threads: int = 8) -> dict[str, Any]:
+def run(hits: int, per_hit: int, threads: int = 8, open_hits: int = 10_000, crowd: int = 200,
+        rounds: int = 10) -> dict[str, Any]:
     with tempfile.TemporaryDirectory(prefix="bench-market-") as tmp:
         proc, url = _start_server(Path(tmp) / "state")
         try:
@@ -105,6 +108,7 @@ def run(hits: int, per_hit: int, threads: int = 8) -> dict[str, Any]:
 
             phases.append(_phase("collect", hit_ids, collect, threads))
             phases.append(_phase("approve", list(collected), lambda aid: (client.call("approve_assignment", AssignmentId=aid), 1)[1], threads))
+            phases += _crowd_phases(client, workers, open_hits, crowd, rounds, threads)
             peak = _peak_rss_kib(proc.pid)
         finally:
             proc.terminate()
@@ -114,9 +118,50 @@ def run(hits: int, per_hit: int, threads: int = 8) -> dict[str, Any]:
                 proc.kill()
     total_req = sum(p["requests"] for p in phases)
     total_s = sum(p["seconds"] for p in phases)
-    return {"hits": hits, "assignments": len(collected), "threads": threads, "phases": phases,
+    return {"hits": hits, "assignments": len(collected), "threads": threads, "open_hits": open_hits, "crowd": crowd,
+            "phases": phases,
             "requests": total_req, "seconds": round(total_s, 2), "rps": round(total_req / total_s, 1) if total_s else 0.0,
             "server_peak_rss_mib": round(peak / 1024, 1) if peak else None}
+
+
+def _crowd_phases(client: Any, workers: WorkerClient, open_hits: int, crowd: int, rounds: int,
+                  threads: int) -> list[dict[str, Any]]:
+    """`open_hits` HITs of 3 assignments each, then `crowd` workers x `rounds`: list available HITs, accept one.
+
+    Each worker takes a random HIT from its first page (as a person picks from the list), so the listing
+    has to walk past what that worker already holds and what others have filled.
+    """
+    type_id = client.call("create_hit_type", Title="Open", Description="open work", Reward="0.05",
+                          AssignmentDurationInSeconds=3600, AutoApprovalDelayInSeconds=86400)["HITTypeId"]
+
+    def post(i: int) -> int:
+        client.call("create_hit_with_hit_type", HITTypeId=type_id, MaxAssignments=3, LifetimeInSeconds=86400,
+                    Question=QUESTION.format(i=i), UniqueRequestToken=f"open-{i}")
+        return 1
+
+    phases = [_phase("post-open", range(open_hits), post, threads)]
+    names = [f"ACROWD{i:04d}" for i in range(crowd)]
+    for w in names:
+        workers.register(w)
+    rng = random.Random(12)
+    order = [names[i % crowd] for i in range(crowd * rounds)]
+    rng.shuffle(order)
+    picks = [rng.random() for _ in order]
+
+    def list_and_accept(job: tuple[str, float]) -> int:
+        w, pick = job
+        listed = workers.available(w, 100)
+        if not listed:
+            return 1
+        try:
+            workers.accept(w, listed[int(pick * len(listed))]["HITId"])
+        except WorkerAPIError as exc:  # another worker took the last slot in between: a real outcome, still a request
+            if exc.code != "NoAvailableSlot":
+                raise
+        return 2
+
+    phases.append(_phase("workers", list(zip(order, picks, strict=True)), list_and_accept, threads))
+    return phases
 
 
 def main(argv: list[str]) -> int:
@@ -124,18 +169,23 @@ def main(argv: list[str]) -> int:
     ap.add_argument("--hits", type=int, default=2000)
     ap.add_argument("--assignments", type=int, default=10000, help="total assignments (per HIT = assignments / hits)")
     ap.add_argument("--threads", type=int, default=8)
-    ap.add_argument("--quick", action="store_true", help="50 HITs x 5 assignments")
+    ap.add_argument("--open-hits", type=int, default=10_000, help="open HITs the crowd phase lists from")
+    ap.add_argument("--crowd", type=int, default=200, help="distinct workers in the crowd phase")
+    ap.add_argument("--rounds", type=int, default=10, help="list-and-accept rounds per worker")
+    ap.add_argument("--quick", action="store_true", help="50 HITs x 5 assignments; 300 open HITs, 20 workers x 5")
     ap.add_argument("--json", action="store_true")
     args = ap.parse_args(argv)
     hits, total = (50, 250) if args.quick else (args.hits, args.assignments)
     per_hit = max(1, total // max(1, hits))
-    result = run(hits, per_hit, args.threads)
+    open_hits, crowd, rounds = (300, 20, 5) if args.quick else (args.open_hits, args.crowd, args.rounds)
+    result = run(hits, per_hit, args.threads, open_hits, crowd, rounds)
     if args.json:
         print(json.dumps(result))
         return 0
-    print(f"marketplace bench: {result['hits']} HITs, {result['assignments']} assignments, {args.threads} client threads")
+    print(f"marketplace bench: {result['hits']} HITs, {result['assignments']} assignments, {args.threads} client threads; "
+          f"crowd of {crowd} on {open_hits} open HITs")
     for p in result["phases"]:
-        print(f"  {p['phase']:<8} {p['requests']:>6} req  {p['seconds']:>7.2f} s  {p['rps']:>8.1f} req/s  "
+        print(f"  {p['phase']:<9} {p['requests']:>6} req  {p['seconds']:>7.2f} s  {p['rps']:>8.1f} req/s  "
               f"p50 {p['p50_ms']:.2f} ms  p99 {p['p99_ms']:.2f} ms")
     print(f"  total    {result['requests']} req in {result['seconds']} s = {result['rps']} req/s; "
           f"server peak RSS {result['server_peak_rss_mib']} MiB")

@@ -18,7 +18,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -101,6 +101,36 @@ MIGRATIONS: dict[int, list[str]] = {
         "CREATE INDEX qual_requests_type ON qual_requests (qual_type_id, status, seq)",
         "CREATE INDEX qual_requests_worker ON qual_requests (worker_id, qual_type_id, seq)",
     ],
+    # Scale (issue 12): what open work could still cost is a per-account counter kept by triggers instead
+    # of a sum over every HIT; `live` marks HITs not yet past their expiration as of the last sweep; a
+    # partial index holds just the HITs with a free slot, which is what a worker's listing walks.
+    3: [
+        "ALTER TABLE accounts ADD COLUMN liability_cents INTEGER NOT NULL DEFAULT 0",
+        "ALTER TABLE hits ADD COLUMN live INTEGER NOT NULL DEFAULT 1",
+        "CREATE INDEX hits_live_expiry ON hits (expiration) WHERE live=1",
+        "ALTER TABLE hits ADD COLUMN assignable INTEGER GENERATED ALWAYS AS (disposed=0 AND reviewing=0 AND live=1 "
+        "AND n_accepted+n_submitted+n_approved+n_rejected<max_assignments) VIRTUAL",
+        "CREATE INDEX hits_assignable ON hits (seq) WHERE assignable=1",
+        "CREATE INDEX hits_type ON hits (hit_type_id)",
+        "CREATE INDEX bonuses_hit ON bonuses (requester, hit_id, seq)",
+        "CREATE INDEX bonuses_asg ON bonuses (requester, assignment_id, seq)",
+        "CREATE INDEX blocks_worker ON blocks (worker_id)",
+        "CREATE INDEX quals_worker ON quals (worker_id)",
+        "UPDATE accounts SET liability_cents=(SELECT COALESCE(SUM({}), 0) FROM hits h WHERE h.requester=accounts.requester)"
+        .format("CASE WHEN h.disposed THEN 0 WHEN h.live THEN h.unit_cost_cents*(h.max_assignments-h.n_approved-h.n_rejected) "
+                "ELSE h.unit_cost_cents*(h.n_accepted+h.n_submitted) END"),
+        "CREATE TRIGGER hits_liability_insert AFTER INSERT ON hits BEGIN "
+        "UPDATE accounts SET liability_cents=liability_cents+{} WHERE requester=NEW.requester; END".format(
+            "CASE WHEN NEW.disposed THEN 0 WHEN NEW.live THEN NEW.unit_cost_cents*(NEW.max_assignments-NEW.n_approved-NEW.n_rejected) "
+            "ELSE NEW.unit_cost_cents*(NEW.n_accepted+NEW.n_submitted) END"),
+        "CREATE TRIGGER hits_liability_update AFTER UPDATE OF disposed, live, unit_cost_cents, max_assignments, n_accepted, "
+        "n_submitted, n_approved, n_rejected ON hits BEGIN "
+        "UPDATE accounts SET liability_cents=liability_cents+{}-{} WHERE requester=NEW.requester; END".format(
+            "CASE WHEN NEW.disposed THEN 0 WHEN NEW.live THEN NEW.unit_cost_cents*(NEW.max_assignments-NEW.n_approved-NEW.n_rejected) "
+            "ELSE NEW.unit_cost_cents*(NEW.n_accepted+NEW.n_submitted) END",
+            "CASE WHEN OLD.disposed THEN 0 WHEN OLD.live THEN OLD.unit_cost_cents*(OLD.max_assignments-OLD.n_approved-OLD.n_rejected) "
+            "ELSE OLD.unit_cost_cents*(OLD.n_accepted+OLD.n_submitted) END"),
+    ],
 }
 
 
@@ -130,20 +160,33 @@ def _migrate(conn: sqlite3.Connection, path: Path) -> None:
 
 
 class Database:
+    """One writer connection behind a lock, and a pool of read-only connections.
+
+    WAL lets readers run while a write is in progress and alongside each other, so listing and reading
+    requests never wait for the write lock; writes stay serialized (SQLite has one writer anyway).
+    """
+
     def __init__(self, state_dir: Path) -> None:
         state_dir = Path(state_dir)
         state_dir.mkdir(parents=True, exist_ok=True)
         self.path = state_dir / "market.db"
         self.lock = threading.RLock()
-        self.conn = sqlite3.connect(str(self.path), check_same_thread=False, isolation_level=None)
-        self.conn.row_factory = sqlite3.Row
+        self.conn = self._connect()
         self.conn.execute("PRAGMA journal_mode=WAL")
-        self.conn.execute("PRAGMA synchronous=NORMAL")
         try:
             _migrate(self.conn, self.path)
         except BaseException:
             self.conn.close()
             raise
+        self._readers: list[sqlite3.Connection] = []
+        self._pool_lock = threading.Lock()
+        self._closed = False
+
+    def _connect(self) -> sqlite3.Connection:
+        conn = sqlite3.connect(str(self.path), check_same_thread=False, isolation_level=None, timeout=30.0)
+        conn.row_factory = sqlite3.Row
+        conn.execute("PRAGMA synchronous=NORMAL")
+        return conn
 
     @contextmanager
     def transaction(self) -> Iterator[sqlite3.Connection]:
@@ -158,6 +201,32 @@ class Database:
             else:
                 self.conn.execute("COMMIT")
 
+    @contextmanager
+    def read(self) -> Iterator[sqlite3.Connection]:
+        """A consistent snapshot for reading; the connection refuses writes (`query_only`)."""
+        with self._pool_lock:
+            if self._closed:
+                raise sqlite3.ProgrammingError("the marketplace database is closed")
+            conn = self._readers.pop() if self._readers else None
+        if conn is None:
+            conn = self._connect()
+            conn.execute("PRAGMA query_only=1")
+        conn.execute("BEGIN")
+        try:
+            yield conn
+        finally:
+            conn.execute("COMMIT")
+            with self._pool_lock:
+                if self._closed:
+                    conn.close()
+                else:
+                    self._readers.append(conn)
+
     def close(self) -> None:
+        with self._pool_lock:
+            self._closed = True
+            idle, self._readers = self._readers, []
+        for conn in idle:  # a connection in use now is closed when its request gives it back
+            conn.close()
         with self.lock:
             self.conn.close()

@@ -11,6 +11,9 @@ def test_quick_bench_json_shape(capsys):
     assert bench.main(["--quick", "--json"]) == 0
     out = json.loads(capsys.readouterr().out)
     assert out["hits"] == 50 and out["assignments"] == 250
-    assert [p["phase"] for p in out["phases"]] == ["post", "work", "collect", "approve"]
+    assert [p["phase"] for p in out["phases"]] == ["post", "work", "collect", "approve", "post-open", "workers"]
+    assert out["open_hits"] == 300 and out["crowd"] == 20
+    crowd = out["phases"][-1]
+    assert 100 <= crowd["requests"] <= 200  # 100 rounds of list (+ accept when the list is not empty)
     assert all(p["rps"] > 0 and p["p99_ms"] >= p["p50_ms"] for p in out["phases"])
     assert out["server_peak_rss_mib"] is None or out["server_peak_rss_mib"] > 1

@@ -120,6 +120,10 @@ class EngineBase:
         self.mode = mode
         self.balance = Decimal(balance)
         self.visibility_lag = 0.0  # seconds of clock time a new submission stays invisible to the requester
+        # Clock time of the earliest due transition (abandonment, auto-approval, expiry), recomputed after
+        # every write; until then no request needs to sweep, and reads need no write lock at all. It is
+        # exact because this engine is the only writer of its database.
+        self._next_due = float("-inf")
 
     # -- entry points ---------------------------------------------------------------------------------
     def handle(self, requester: str, op: str, params: dict[str, Any]) -> dict[str, Any]:
@@ -131,21 +135,45 @@ class EngineBase:
             raise validation_error([too_big])
         now = self.clock.now()
         try:
+            if op.startswith(("Get", "List")) and now < self._next_due:
+                with self.db.read() as c:
+                    return fn(c, requester, params, now)
             with self.db.transaction() as c:
                 self._sweep(c, now)
                 self._ensure_account(c, requester)
-                return fn(c, requester, params, now)
+                result = fn(c, requester, params, now)
+                self._next_due = self._due_after(c)
+                return result
         except TurkError as exc:
             raise request_error(exc.code, exc.message) from None
 
+    WORKER_READS = frozenset({"available", "preview", "task", "qualification_requests"})
+
     def worker(self, fn_name: str, *args: Any) -> Any:
+        fn = getattr(self, f"w_{fn_name}")
         now = self.clock.now()
+        if fn_name in self.WORKER_READS and now < self._next_due:
+            with self.db.read() as c:
+                return fn(c, now, *args)
         with self.db.transaction() as c:
             self._sweep(c, now)
-            return getattr(self, f"w_{fn_name}")(c, now, *args)
+            result = fn(c, now, *args)
+            self._next_due = self._due_after(c)
+            return result
 
     # -- life cycle -----------------------------------------------------------------------------------
+    @staticmethod
+    def _due_after(c: sqlite3.Connection) -> float:
+        """When the next sweep has something to do (three index probes)."""
+        row = c.execute(
+            "SELECT MIN(t) FROM (SELECT MIN(deadline) AS t FROM assignments WHERE status='Accepted' "
+            "UNION ALL SELECT MIN(auto_approval_time) FROM assignments WHERE status='Submitted' "
+            "UNION ALL SELECT MIN(expiration) FROM hits WHERE live=1)").fetchone()
+        return float("inf") if row[0] is None else float(row[0])
+
     def _sweep(self, c: sqlite3.Connection, now: float) -> None:
+        if now < self._next_due:
+            return
         for row in c.execute("SELECT id, hit_id FROM assignments WHERE status='Accepted' AND deadline<=?", (now,)).fetchall():
             self._move(c, row["id"], row["hit_id"], "Accepted", "Abandoned")
         due = c.execute("SELECT a.id, a.hit_id, a.worker_id, a.auto_approval_time, h.requester, h.unit_cost_cents "
@@ -156,6 +184,8 @@ class EngineBase:
             self._move(c, row["id"], row["hit_id"], "Submitted", "Approved", approval_time=row["auto_approval_time"])
             self._charge(c, row["requester"], row["unit_cost_cents"])
             c.execute("UPDATE workers SET approved_here=approved_here+1 WHERE id=?", (row["worker_id"],))
+        # Expired HITs now owe only their pending work (the liability trigger does the arithmetic).
+        c.execute("UPDATE hits SET live=0 WHERE live=1 AND expiration<=?", (now,))
 
     _COUNTER = {"Accepted": "n_accepted", "Submitted": "n_submitted", "Approved": "n_approved", "Rejected": "n_rejected"}
 
@@ -181,12 +211,12 @@ class EngineBase:
         return cents(self.balance) - (spent[0] if spent else 0)
 
     def _liability_cents(self, c: sqlite3.Connection, requester: str, now: float) -> int:
-        """What open work could still cost: unresolved slots of live HITs, pending work of expired ones."""
-        row = c.execute(
-            "SELECT COALESCE(SUM(unit_cost_cents * CASE WHEN expiration > ? "
-            "THEN max_assignments - n_approved - n_rejected ELSE n_accepted + n_submitted END), 0) "
-            "FROM hits WHERE requester=? AND disposed=0", (now, requester)).fetchone()
-        return int(row[0])
+        """What open work could still cost: unresolved slots of live HITs, pending work of expired ones.
+
+        A counter kept by triggers on `hits` (schema version 3), exact as of the sweep at `now`.
+        """
+        row = c.execute("SELECT liability_cents FROM accounts WHERE requester=?", (requester,)).fetchone()
+        return int(row[0]) if row else 0
 
     def _require_funds(self, c: sqlite3.Connection, requester: str, need_cents: int, now: float, liability: bool) -> None:
         if self.mode != "prod":

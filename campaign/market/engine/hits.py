@@ -155,7 +155,7 @@ class HITOps(EngineBase):
         new = now if at <= now else at
         if at > now and h["expiration"] <= now - DISPOSE_AFTER:
             raise TurkError("HITTooOldForExtension", f"Hit {h['id']} is too old to be extended.")
-        c.execute("UPDATE hits SET expiration=? WHERE id=?", (new, h["id"]))
+        c.execute("UPDATE hits SET expiration=?, live=? WHERE id=?", (new, int(new > now), h["id"]))
         self._remember(c, req, "expire", implicit, h["id"], now)
         return {}
 

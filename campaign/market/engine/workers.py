@@ -65,22 +65,35 @@ class WorkerSide(EngineBase):
         return c.execute("SELECT 1 FROM blocks WHERE requester=? AND worker_id=?", (requester, wid)).fetchone() is not None
 
     def w_available(self, c: Conn, now: float, wid: str, limit: int) -> list[dict[str, Any]]:
+        """The first `limit` HITs this worker may discover, oldest first.
+
+        Walks the partial index of HITs with a free slot (`hits_assignable`, schema version 3) and stops
+        at `limit`, so a call costs what it returns (plus what the worker may not see), not the size of
+        the HITs table.
+        """
         w = self._worker(c, wid)
         values = self._values(c, w)
-        rows = c.execute(
-            self._HIT_SELECT + "WHERE h.disposed=0 AND h.reviewing=0 AND h.expiration>? "
-            "AND h.n_accepted+h.n_submitted+h.n_approved+h.n_rejected < h.max_assignments "
-            "AND h.requester NOT IN (SELECT requester FROM blocks WHERE worker_id=?) "
+        blocked_by = {r[0] for r in c.execute("SELECT requester FROM blocks WHERE worker_id=?", (wid,))}
+        cur = c.execute(
+            self._HIT_SELECT.replace("FROM hits h ", "FROM hits h INDEXED BY hits_assignable ") + "WHERE h.assignable=1 AND h.expiration>? "
             "AND h.id NOT IN (SELECT hit_id FROM assignments WHERE worker_id=? AND status IN ('Accepted','Submitted','Approved','Rejected')) "
-            "ORDER BY h.seq", (now, wid, wid)).fetchall()
-        out = []
-        for h in rows:
-            reqs = json.loads(h["quals"])
-            if reqs:
-                vals = dict(values)
-                self._auto_grant(c, w, reqs, vals, now)
-                if not Q.allowed(reqs, vals, "discover"):
-                    continue
+            "ORDER BY h.seq", (now, wid))
+        out: list[dict[str, Any]] = []
+        verdicts: dict[str, bool] = {}  # per HIT type: may this worker discover it?
+        for h in cur:
+            if h["requester"] in blocked_by:
+                continue
+            ok = verdicts.get(h["hit_type_id"])
+            if ok is None:
+                reqs = json.loads(h["quals"])
+                ok = True
+                if reqs:
+                    vals = dict(values)
+                    self._auto_grant(c, w, reqs, vals, now)
+                    ok = Q.allowed(reqs, vals, "discover")
+                verdicts[h["hit_type_id"]] = ok
+            if not ok:
+                continue
             used = h["n_accepted"] + h["n_submitted"] + h["n_approved"] + h["n_rejected"]
             out.append({"HITId": h["id"], "HITTypeId": h["hit_type_id"], "Title": h["title"], "Description": h["description"],
                         "Reward": fmt(dollars(h["reward_cents"])), "Keywords": h["keywords"] or "",
@@ -88,6 +101,7 @@ class WorkerSide(EngineBase):
                         "NumberOfAssignmentsAvailable": h["max_assignments"] - used, "CreationTime": h["creation"]})
             if len(out) >= limit:
                 break
+        cur.close()
         return out
 
     def _live_hit(self, c: Conn, hit_id: str) -> sqlite3.Row:
