@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import random
 import subprocess
 import sys
@@ -49,9 +50,24 @@ def _peak_rss_kib(pid: int) -> int | None:
     return None
 
 
-def _phase(name: str, jobs: Sequence[Any], fn: Callable[[Any], int], threads: int) -> dict[str, Any]:
-    """Run fn over jobs on a thread pool; fn returns how many requests it made. Latency is per job call."""
+def _cpu_seconds(pid: int) -> float | None:
+    """User + system CPU of a process so far (Linux), to tell the server's cost from the client's."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    except (OSError, ValueError, IndexError):
+        return None
+
+
+def _phase(name: str, jobs: Sequence[Any], fn: Callable[[Any], int], threads: int, server_pid: int | None = None) -> dict[str, Any]:
+    """Run fn over jobs on a thread pool; fn returns how many requests it made. Latency is per job call.
+
+    Besides throughput and latency, the CPU milliseconds per request spent by the server process and by
+    this (client) process: on a small machine the client's boto3 work can be what limits req/s.
+    """
     lat: list[float] = []
+    server_cpu0 = _cpu_seconds(server_pid) if server_pid else None
+    client_cpu0 = time.process_time()
 
     def timed(job: Any) -> int:
         t = time.perf_counter()
@@ -63,10 +79,16 @@ def _phase(name: str, jobs: Sequence[Any], fn: Callable[[Any], int], threads: in
     with ThreadPoolExecutor(max_workers=threads) as pool:
         requests = sum(pool.map(timed, jobs))
     wall = time.perf_counter() - t0
+    client_cpu = time.process_time() - client_cpu0
+    server_cpu1 = _cpu_seconds(server_pid) if server_pid else None
     lat.sort()
     q = (lambda p: lat[min(len(lat) - 1, int(p * len(lat)))] * 1000) if lat else (lambda p: 0.0)
+    per_req = max(1, requests)
     return {"phase": name, "requests": requests, "seconds": round(wall, 3), "rps": round(requests / wall, 1) if wall else 0.0,
-            "p50_ms": round(q(0.50), 2), "p99_ms": round(q(0.99), 2)}
+            "p50_ms": round(q(0.50), 2), "p99_ms": round(q(0.99), 2),
+            "server_cpu_ms_per_req": (round((server_cpu1 - server_cpu0) * 1000 / per_req, 3)
+                                      if server_cpu0 is not None and server_cpu1 is not None else None),
+            "client_cpu_ms_per_req": round(client_cpu * 1000 / per_req, 3)}
 
 
 def run(hits: int, per_hit: int, threads: int = 8, open_hits: int = 10_000, crowd: int = 200,
@@ -89,7 +111,7 @@ def run(hits: int, per_hit: int, threads: int = 8, open_hits: int = 10_000, crow
                 hit_ids.append(h["HIT"]["HITId"])
                 return 1
 
-            phases = [_phase("post", range(hits), post, threads)]
+            phases = [_phase("post", range(hits), post, threads, proc.pid)]
 
             def work(job: tuple[str, str]) -> int:
                 hit_id, w = job
@@ -98,17 +120,20 @@ def run(hits: int, per_hit: int, threads: int = 8, open_hits: int = 10_000, crow
                 return 2
 
             jobs = [(h, w) for h in hit_ids for w in names]
-            phases.append(_phase("work", jobs, work, threads))
+            phases.append(_phase("work", jobs, work, threads, proc.pid))
             collected: list[str] = []
 
             def collect(hit_id: str) -> int:
-                got = list(client.paginate("list_assignments_for_hit", "Assignments", HITId=hit_id))
-                collected.extend(a["AssignmentId"] for a in got)
-                return max(1, -(-len(got) // 100))  # pages of 100 requested
+                pages = 0
+                for page in client.raw.get_paginator("list_assignments_for_hit").paginate(
+                        HITId=hit_id, PaginationConfig={"PageSize": 100}):
+                    pages += 1  # MTurk's way: a page with a token, then an empty one
+                    collected.extend(a["AssignmentId"] for a in page["Assignments"])
+                return pages
 
-            phases.append(_phase("collect", hit_ids, collect, threads))
-            phases.append(_phase("approve", list(collected), lambda aid: (client.call("approve_assignment", AssignmentId=aid), 1)[1], threads))
-            phases += _crowd_phases(client, workers, open_hits, crowd, rounds, threads)
+            phases.append(_phase("collect", hit_ids, collect, threads, proc.pid))
+            phases.append(_phase("approve", list(collected), lambda aid: (client.call("approve_assignment", AssignmentId=aid), 1)[1], threads, proc.pid))
+            phases += _crowd_phases(client, workers, open_hits, crowd, rounds, threads, proc.pid)
             peak = _peak_rss_kib(proc.pid)
         finally:
             proc.terminate()
@@ -125,7 +150,7 @@ def run(hits: int, per_hit: int, threads: int = 8, open_hits: int = 10_000, crow
 
 
 def _crowd_phases(client: Any, workers: WorkerClient, open_hits: int, crowd: int, rounds: int,
-                  threads: int) -> list[dict[str, Any]]:
+                  threads: int, server_pid: int) -> list[dict[str, Any]]:
     """`open_hits` HITs of 3 assignments each, then `crowd` workers x `rounds`: list available HITs, accept one.
 
     Each worker takes a random HIT from its first page (as a person picks from the list), so the listing
@@ -139,7 +164,7 @@ def _crowd_phases(client: Any, workers: WorkerClient, open_hits: int, crowd: int
                     Question=QUESTION.format(i=i), UniqueRequestToken=f"open-{i}")
         return 1
 
-    phases = [_phase("post-open", range(open_hits), post, threads)]
+    phases = [_phase("post-open", range(open_hits), post, threads, server_pid)]
     names = [f"ACROWD{i:04d}" for i in range(crowd)]
     for w in names:
         workers.register(w)
@@ -160,7 +185,7 @@ def _crowd_phases(client: Any, workers: WorkerClient, open_hits: int, crowd: int
                 raise
         return 2
 
-    phases.append(_phase("workers", list(zip(order, picks, strict=True)), list_and_accept, threads))
+    phases.append(_phase("workers", list(zip(order, picks, strict=True)), list_and_accept, threads, server_pid))
     return phases
 
 
@@ -186,7 +211,8 @@ def main(argv: list[str]) -> int:
           f"crowd of {crowd} on {open_hits} open HITs")
     for p in result["phases"]:
         print(f"  {p['phase']:<9} {p['requests']:>6} req  {p['seconds']:>7.2f} s  {p['rps']:>8.1f} req/s  "
-              f"p50 {p['p50_ms']:.2f} ms  p99 {p['p99_ms']:.2f} ms")
+              f"p50 {p['p50_ms']:.2f} ms  p99 {p['p99_ms']:.2f} ms  CPU/req server {p['server_cpu_ms_per_req']} ms, "
+              f"client {p['client_cpu_ms_per_req']} ms")
     print(f"  total    {result['requests']} req in {result['seconds']} s = {result['rps']} req/s; "
           f"server peak RSS {result['server_peak_rss_mib']} MiB")
     return 0

@@ -75,11 +75,15 @@ class WorkerSide(EngineBase):
         values = self._values(c, w)
         blocked_by = {r[0] for r in c.execute("SELECT requester FROM blocks WHERE worker_id=?", (wid,))}
         cur = c.execute(
-            self._HIT_SELECT.replace("FROM hits h ", "FROM hits h INDEXED BY hits_assignable ") + "WHERE h.assignable=1 AND h.expiration>? "
+            "SELECT h.id, h.hit_type_id, h.requester, h.expiration, h.creation, h.max_assignments, h.n_accepted, "
+            "h.n_submitted, h.n_approved, h.n_rejected, t.title, t.description, t.reward_cents, t.duration, t.keywords, t.quals "
+            "FROM hits h INDEXED BY hits_assignable JOIN hit_types t ON t.id=h.hit_type_id "
+            "WHERE h.assignable=1 AND h.expiration>? "
             "AND h.id NOT IN (SELECT hit_id FROM assignments WHERE worker_id=? AND status IN ('Accepted','Submitted','Approved','Rejected')) "
             "ORDER BY h.seq", (now, wid))
         out: list[dict[str, Any]] = []
         verdicts: dict[str, bool] = {}  # per HIT type: may this worker discover it?
+        rewards: dict[int, str] = {}
         for h in cur:
             if h["requester"] in blocked_by:
                 continue
@@ -96,7 +100,8 @@ class WorkerSide(EngineBase):
                 continue
             used = h["n_accepted"] + h["n_submitted"] + h["n_approved"] + h["n_rejected"]
             out.append({"HITId": h["id"], "HITTypeId": h["hit_type_id"], "Title": h["title"], "Description": h["description"],
-                        "Reward": fmt(dollars(h["reward_cents"])), "Keywords": h["keywords"] or "",
+                        "Reward": rewards.get(h["reward_cents"]) or rewards.setdefault(h["reward_cents"], fmt(dollars(h["reward_cents"]))),
+                        "Keywords": h["keywords"] or "",
                         "AssignmentDurationInSeconds": h["duration"], "Expiration": h["expiration"],
                         "NumberOfAssignmentsAvailable": h["max_assignments"] - used, "CreationTime": h["creation"]})
             if len(out) >= limit:
