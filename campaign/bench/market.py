@@ -123,10 +123,11 @@ def run(hits: int, per_hit: int, threads: int = 8, open_hits: int = 10_000, crow
             phases.append(_phase("work", jobs, work, threads, proc.pid))
             collected: list[str] = []
 
+            paginator = client.raw.get_paginator("list_assignments_for_hit")  # built once, as a client would
+
             def collect(hit_id: str) -> int:
                 pages = 0
-                for page in client.raw.get_paginator("list_assignments_for_hit").paginate(
-                        HITId=hit_id, PaginationConfig={"PageSize": 100}):
+                for page in paginator.paginate(HITId=hit_id, PaginationConfig={"PageSize": 100}):
                     pages += 1  # MTurk's way: a page with a token, then an empty one
                     collected.extend(a["AssignmentId"] for a in page["Assignments"])
                 return pages
