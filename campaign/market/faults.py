@@ -29,7 +29,8 @@ class FaultConfig:
         unknown = set(d) - known
         if unknown:
             raise ValueError(f"unknown fault settings: {', '.join(sorted(unknown))}")
-        return cls(**{k: (int(v) if k == "seed" else float(v)) for k, v in d.items()})
+        values: dict[str, Any] = {k: (int(v) if k == "seed" else float(v)) for k, v in d.items()}
+        return cls(**values)
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
