@@ -15,6 +15,7 @@ import random
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -170,21 +171,24 @@ def _crowd_phases(client: Any, workers: WorkerClient, open_hits: int, crowd: int
     for w in names:
         workers.register(w)
     rng = random.Random(12)
-    order = [names[i % crowd] for i in range(crowd * rounds)]
-    rng.shuffle(order)
+    order: list[str] = []
+    for _ in range(rounds):  # every worker once per round, in a new order each round
+        order += rng.sample(names, crowd)
     picks = [rng.random() for _ in order]
+    busy = {w: threading.Lock() for w in names}  # one person, one browser: a worker's own calls never overlap
 
     def list_and_accept(job: tuple[str, float]) -> int:
         w, pick = job
-        listed = workers.available(w, 100)
-        if not listed:
-            return 1
-        try:
-            workers.accept(w, listed[int(pick * len(listed))]["HITId"])
-        except WorkerAPIError as exc:  # another worker took the last slot in between: a real outcome, still a request
-            if exc.code != "NoAvailableSlot":
-                raise
-        return 2
+        with busy[w]:
+            listed = workers.available(w, 100)
+            if not listed:
+                return 1
+            try:
+                workers.accept(w, listed[int(pick * len(listed))]["HITId"])
+            except WorkerAPIError as exc:  # another worker took the last slot in between: a real outcome, still a request
+                if exc.code != "NoAvailableSlot":
+                    raise
+            return 2
 
     phases.append(_phase("workers", list(zip(order, picks, strict=True)), list_and_accept, threads, server_pid))
     return phases
