@@ -130,6 +130,7 @@ class EngineBase:
         # every write; until then no request needs to sweep, and reads need no write lock at all. It is
         # exact because this engine is the only writer of its database.
         self._next_due = float("-inf")
+        self._accounts: set[str] = set()  # requesters whose account row is known to be committed
 
     # -- entry points ---------------------------------------------------------------------------------
     def handle(self, requester: str, op: str, params: dict[str, Any]) -> dict[str, Any]:
@@ -146,10 +147,13 @@ class EngineBase:
                     return fn(c, requester, params, now)
             with self.db.transaction() as c:
                 self._sweep(c, now)
-                self._ensure_account(c, requester)
+                if requester not in self._accounts:
+                    self._ensure_account(c, requester)
                 result = fn(c, requester, params, now)
-                self._next_due = self._due_after(c)
-                return result
+                next_due = self._due_after(c)
+            self._next_due = next_due  # only once committed: a rolled-back request changes nothing here either
+            self._accounts.add(requester)
+            return result
         except TurkError as exc:
             raise request_error(exc.code, exc.message) from None
 
@@ -164,8 +168,9 @@ class EngineBase:
         with self.db.transaction() as c:
             self._sweep(c, now)
             result = fn(c, now, *args)
-            self._next_due = self._due_after(c)
-            return result
+            next_due = self._due_after(c)
+        self._next_due = next_due
+        return result
 
     # -- life cycle -----------------------------------------------------------------------------------
     @staticmethod
