@@ -222,3 +222,14 @@ def test_delete_qualification_type_disposes_it(market):
     # The name is free again.
     again = _type(c, "Temporary")
     assert again != qid
+
+
+def test_listing_with_system_types_pages_across_both(market):
+    c = market.client
+    mine = [_type(c, f"Mine {i}") for i in range(4)]
+    seen: list[str] = []
+    resp = c.call("list_qualification_types", MustBeRequestable=False, MaxResults=3)
+    while resp["QualificationTypes"]:
+        seen += [t["QualificationTypeId"] for t in resp["QualificationTypes"]]
+        resp = c.call("list_qualification_types", MustBeRequestable=False, MaxResults=3, NextToken=resp["NextToken"])
+    assert seen == list(Q.SYSTEM_NAMES) + mine
