@@ -1,0 +1,388 @@
+"""What the full-screen dashboard shows, read from the store only (never the marketplace).
+
+A few grouped SQL queries per campaign (counts and sums in the database), so a redraw at 20,000 HITs
+stays well under 200 ms; the only per-row work is over workers (hundreds) and the newest events. The
+`Reader` keeps small caches between redraws (the ranking model, recomputed only when more rankings
+were reviewed) but never writes.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from dataclasses import dataclass, field
+from decimal import Decimal
+from pathlib import Path
+from typing import Any
+
+from sqlalchemy import Integer, cast, func
+from sqlmodel import select
+
+from campaign.dashboard import heartbeat
+from campaign.dashboard.alerts import Alert, AlertInput, compute_alerts
+from campaign.dashboard.series import (
+    Buckets,
+    ClockFix,
+    Liveness,
+    liveness,
+    projection,
+    recent_rate,
+    weighted_series,
+)
+from campaign.ledger import totals
+from campaign.store import AssignmentRow, CampaignRow, EventRow, HitRow, JudgmentRow, KVRow, LedgerRow, Store, WorkerRow
+
+N_BUCKETS = 48
+PENDING = ("submitted", "approving", "rejecting")
+REVIEWED = ("approved", "rejected")
+ERROR_KINDS = ("marketplace_error", "throttled", "review_error", "post_failed", "cancel_error", "extend_error",
+               "block_error", "bonus_error", "step_error")
+
+
+@dataclass
+class StageView:
+    name: str
+    hits_planned: int = 0
+    hits_posted: int = 0  # posted or closed
+    hits_closed: int = 0
+    slots: int = 0  # assignments the posted/planned HITs ask for
+    collected: int = 0
+    reviewed: int = 0
+    pending: int = 0
+    auto_approval_delay: float = 0.0
+    earliest_auto_approval: float | None = None  # campaign clock: when the oldest unreviewed answer is approved anyway
+    batch: int | None = None  # for stages planned in adaptive batches
+    pairs: int | None = None
+    keep: int | None = None
+    precision: float | None = None
+    agreement: list[float | None] = field(default_factory=list)
+    trap_pass: list[float | None] = field(default_factory=list)
+    excluded_share: list[float | None] = field(default_factory=list)
+    answers: list[int] = field(default_factory=list)
+
+
+@dataclass
+class CampaignView:
+    name: str
+    status: str
+    budget: Decimal
+    spent: Decimal
+    reserved: Decimal
+    fees: Decimal
+    projected_cost: Decimal
+    answers_per_hour: float
+    spend_per_hour: Decimal
+    finish_at: float | None  # campaign clock
+    clock_now: float
+    clock_speed: float
+    bucket_seconds: float
+    stages: list[StageView]
+    workers: int
+    workers_active: set[str]
+    workers_excluded: int
+    workers_blocked: int
+    labels: int
+    labels_excluded: int
+    agreement: float | None
+    trap_pass_rate: float | None
+    exclusions: list[tuple[float, str, str, str]]  # wall ts, kind, worker, reason
+    events: list[dict[str, Any]]
+    live: Liveness
+    acknowledged: dict[str, Any] | None  # the heartbeat's status, when the daemon writes one
+    alerts: list[Alert]
+
+    @property
+    def committed(self) -> Decimal:
+        return self.spent + self.reserved
+
+
+@dataclass
+class Snapshot:
+    taken_at: float
+    campaigns: list[CampaignView]
+    store_url: str
+
+    @property
+    def spent(self) -> Decimal:
+        return sum((c.spent for c in self.campaigns), Decimal("0.00"))
+
+    @property
+    def reserved(self) -> Decimal:
+        return sum((c.reserved for c in self.campaigns), Decimal("0.00"))
+
+    @property
+    def budget(self) -> Decimal:
+        return sum((c.budget for c in self.campaigns), Decimal("0.00"))
+
+    @property
+    def answers_per_hour(self) -> float:
+        return sum(c.answers_per_hour for c in self.campaigns)
+
+    @property
+    def workers_active(self) -> int:
+        active: set[str] = set()
+        for c in self.campaigns:
+            active |= c.workers_active
+        return len(active)
+
+
+class Reader:
+    """Reads snapshots of every campaign in a store; `state_dir` (when known) adds the saved clock."""
+
+    def __init__(self, store: Store, state_dir: Path | None = None) -> None:
+        self.store = store
+        self.state_dir = state_dir
+        self._precision: dict[tuple[str, str, int], float | None] = {}
+
+    def names(self) -> list[str]:
+        with self.store.session() as s:
+            return list(s.exec(select(CampaignRow.name).order_by(CampaignRow.name)).all())
+
+    def snapshot(self, now: float | None = None) -> Snapshot:
+        now = time.time() if now is None else now
+        return Snapshot(taken_at=now, campaigns=[self.campaign(n, now) for n in self.names()], store_url=self.store.url)
+
+    # --- one campaign -----------------------------------------------------------------------------------
+    def campaign(self, name: str, now: float) -> CampaignView:
+        with self.store.session() as s:
+            camp = s.get(CampaignRow, name)
+            if camp is None:
+                raise KeyError(name)
+            spec = json.loads(camp.spec_json or "{}")
+            kv = {k: v for k, v in s.exec(select(KVRow.key, KVRow.value).where(
+                KVRow.campaign == name, (KVRow.key == heartbeat.KEY) | KVRow.key.startswith("pairs_planned:"))).all()}
+            t = totals(s, name, Decimal(camp.budget))
+            last_event = s.exec(select(func.max(EventRow.ts)).where(EventRow.campaign == name)).one()
+            last_ledger = s.exec(select(func.max(LedgerRow.created_at)).where(LedgerRow.campaign == name)).one()
+            fix_row = s.exec(select(LedgerRow.created_at, AssignmentRow.decided_at)
+                             .join(AssignmentRow, AssignmentRow.assignment_id == LedgerRow.assignment_id)
+                             .where(LedgerRow.campaign == name, LedgerRow.kind == "charge")
+                             .order_by(LedgerRow.id.desc()).limit(1)).first()
+        beat = heartbeat.parse(kv.get(heartbeat.KEY))
+        spec_stages = {st.get("name"): st for st in spec.get("stages", []) if isinstance(st, dict)}
+        poll = float(spec.get("poll_interval") or 1.0)
+        clock_file = self._clock_file()
+        signs = [last_event, last_ledger, beat["wall"] if beat else None, clock_file[0] if clock_file else None]
+        live = liveness(now, signs, threshold=max(10.0, 20 * poll), finished=camp.status in ("finished", "cancelled"))
+        fix = self._clock_fix(spec, beat, clock_file, fix_row)
+        clock_now = fix.at(now, running=live.live) if fix else now
+        if live.last_seen is not None and fix is not None and not live.live:
+            clock_now = fix.at(live.last_seen, running=True)  # the clock stopped with the daemon
+        view = self._work(name, camp.status, spec_stages, kv, t, clock_now, fix.speed if fix else 1.0)
+        view.live = live
+        view.acknowledged = beat
+        view.events = self._events(name)
+        view.exclusions = self._exclusions(name)
+        view.alerts = compute_alerts(alert_input(view, now))
+        return view
+
+    def _clock_file(self) -> tuple[float, float, float] | None:
+        """(wall mtime, clock now, speed) from the clock file the daemon saves after each tick."""
+        if self.state_dir is None:
+            return None
+        f = self.state_dir / "market" / "clock.json"
+        try:
+            data = json.loads(f.read_text())
+            return f.stat().st_mtime, float(data["now"]), float(data["speed"])
+        except (OSError, ValueError, KeyError, TypeError):
+            return None
+
+    @staticmethod
+    def _clock_fix(spec: dict[str, Any], beat: dict[str, Any] | None, clock_file: tuple[float, float, float] | None,
+                   fix_row: Any) -> ClockFix | None:
+        """The best-known wall/clock pair: the heartbeat, else the saved clock file, else the newest charge
+        (booked at wall time for an assignment decided at clock time) with the speed the spec asks for."""
+        if beat is not None:
+            return ClockFix(wall=float(beat["wall"]), clock=float(beat["clock"]), speed=float(beat.get("speed", 1.0)))
+        if clock_file is not None:
+            return ClockFix(wall=clock_file[0], clock=clock_file[1], speed=clock_file[2])
+        if fix_row is not None and fix_row[1] is not None:
+            crowd = spec.get("crowd") or {}
+            simulated = crowd.get("kind") == "simulated" and spec.get("marketplace") == "local" and not spec.get("endpoint_url")
+            return ClockFix(wall=float(fix_row[0]), clock=float(fix_row[1]), speed=float(crowd.get("speed", 1.0)) if simulated else 1.0)
+        return None
+
+    def _work(self, name: str, status: str, spec_stages: dict[str, dict[str, Any]], kv: dict[str, str], t: Any,
+              clock_now: float, speed: float) -> CampaignView:
+        stages: dict[str, StageView] = {}
+
+        def stage(n: str) -> StageView:
+            if n not in stages:
+                sp = spec_stages.get(n, {})
+                stages[n] = StageView(name=n, auto_approval_delay=float(sp.get("auto_approval_delay") or 0))
+            return stages[n]
+
+        for n in spec_stages:
+            stage(n)
+        with self.store.session() as s:
+            for st, hstatus, n, slots, batch in s.exec(
+                    select(HitRow.stage, HitRow.status, func.count(), func.coalesce(func.sum(HitRow.assignments), 0), func.max(HitRow.batch))
+                    .where(HitRow.campaign == name).group_by(HitRow.stage, HitRow.status)).all():
+                v = stage(st)
+                v.hits_planned += n
+                if hstatus in ("posted", "closed"):
+                    v.hits_posted += n
+                if hstatus == "closed":
+                    v.hits_closed += n
+                if hstatus not in ("failed", "cancelled"):
+                    v.slots += int(slots)
+                if f"pairs_planned:{st}" in kv:
+                    v.batch = max(v.batch or 0, int(batch or 0))
+            for st, astatus, n, first_submit in s.exec(
+                    select(AssignmentRow.stage, AssignmentRow.status, func.count(), func.min(AssignmentRow.submit_time))
+                    .where(AssignmentRow.campaign == name).group_by(AssignmentRow.stage, AssignmentRow.status)).all():
+                v = stage(st)
+                v.collected += n
+                if astatus in REVIEWED:
+                    v.reviewed += n
+                if astatus in PENDING:
+                    v.pending += n
+                    if first_submit is not None and v.auto_approval_delay:
+                        due = float(first_submit) + v.auto_approval_delay
+                        v.earliest_auto_approval = due if v.earliest_auto_approval is None else min(v.earliest_auto_approval, due)
+            first, last = s.exec(select(func.min(AssignmentRow.collected_at), func.max(AssignmentRow.collected_at))
+                                 .where(AssignmentRow.campaign == name)).one()
+            end = float(last) if last is not None and status in ("finished", "cancelled") else clock_now
+            start = float(first) if first is not None else end - 3600
+            buckets = Buckets(start=start, end=max(end, start + 60), n=N_BUCKETS)
+            b_expr = cast((AssignmentRow.collected_at - buckets.start) / buckets.width, Integer)
+            counts = s.exec(select(AssignmentRow.stage, AssignmentRow.worker_id, b_expr, func.count())
+                            .where(AssignmentRow.campaign == name).group_by(AssignmentRow.stage, AssignmentRow.worker_id, b_expr)).all()
+            active = set(s.exec(select(AssignmentRow.worker_id).distinct().where(
+                AssignmentRow.campaign == name, AssignmentRow.collected_at >= clock_now - 3600)).all())
+            workers = s.exec(select(WorkerRow.worker_id, WorkerRow.excluded, WorkerRow.blocked, WorkerRow.evidence)
+                             .where(WorkerRow.campaign == name)).all()
+            by_excluded = dict(s.exec(select(JudgmentRow.excluded, func.count()).where(JudgmentRow.campaign == name)
+                                      .group_by(JudgmentRow.excluded)).all())
+        evidence = {w: json.loads(e) if e else {} for w, _, _, e in workers}
+        excluded_w = {w for w, x, _, _ in workers if x}
+        total_answers = [0] * N_BUCKETS
+        per_stage_counts: dict[str, list[tuple[str, int, int]]] = {}
+        for st, worker, b, c in counts:
+            b = min(max(int(b), 0), N_BUCKETS - 1)
+            total_answers[b] += c
+            per_stage_counts.setdefault(st, []).append((worker, b, c))
+        for st, rows in per_stage_counts.items():
+            v = stage(st)
+            agree, traps, excl = _worker_values(evidence, excluded_w, st, primary=st == next(iter(spec_stages), st))
+            v.agreement = weighted_series(rows, agree, N_BUCKETS)
+            v.trap_pass = weighted_series(rows, traps, N_BUCKETS)
+            v.excluded_share = weighted_series(rows, excl, N_BUCKETS)
+            v.answers = [0] * N_BUCKETS
+            for _, b, c in rows:
+                v.answers[b] += c
+        for st, v in stages.items():
+            raw = kv.get(f"pairs_planned:{st}")
+            if raw is not None:
+                v.pairs = len(json.loads(raw))
+                keep = spec_stages.get(st, {}).get("keep")
+                v.keep = int(keep) if keep is not None else None
+                if v.batch is None:
+                    v.batch = 0
+                v.precision = self._ranking_precision(name, st, v.keep, v.reviewed)
+        rate = recent_rate(total_answers, buckets.width, last=max(2, N_BUCKETS // 8)) if status in ("running", "paused", "cancelling") else 0.0
+        slots = sum(v.slots for v in stages.values())
+        collected = sum(v.collected for v in stages.values())
+        approved_like = sum(v.reviewed for v in stages.values())
+        charged_each = t.spent / approved_like if approved_like else Decimal("0")
+        projected = t.spent + charged_each * max(slots - approved_like, 0)
+        weighted = [(e["correlation"], e.get("labels", 0)) for e in evidence.values() if e.get("correlation") is not None]
+        wsum = sum(n for _, n in weighted)
+        seen = sum(e.get("traps_seen", 0) for e in evidence.values())
+        passed = sum(e.get("traps_passed", 0) for e in evidence.values())
+        labels = sum(by_excluded.values())
+        return CampaignView(
+            name=name, status=status, budget=t.budget, spent=t.spent, reserved=t.reserved, fees=t.fees,
+            projected_cost=projected.quantize(Decimal("0.01")), answers_per_hour=rate,
+            spend_per_hour=(charged_each * Decimal(str(round(rate, 3)))).quantize(Decimal("0.01")),
+            finish_at=projection(slots - collected, rate, clock_now) if status in ("running", "paused") else None,
+            clock_now=clock_now, clock_speed=speed, bucket_seconds=buckets.width, stages=list(stages.values()),
+            workers=len(workers), workers_active=active, workers_excluded=len(excluded_w),
+            workers_blocked=sum(1 for _, _, b, _ in workers if b), labels=labels, labels_excluded=by_excluded.get(True, 0),
+            agreement=(sum(r * n for r, n in weighted) / wsum) if wsum else None,
+            trap_pass_rate=passed / seen if seen else None,
+            exclusions=[], events=[], live=Liveness(False, None, ""), acknowledged=None, alerts=[],
+        )
+
+    def _events(self, name: str, limit: int = 200) -> list[dict[str, Any]]:
+        with self.store.session() as s:
+            rows = s.exec(select(EventRow.id, EventRow.ts, EventRow.level, EventRow.kind, EventRow.message)
+                          .where(EventRow.campaign == name).order_by(EventRow.id.desc()).limit(limit)).all()
+        return [{"id": i, "ts": ts, "level": lv, "kind": k, "message": m} for i, ts, lv, k, m in rows]
+
+    def _exclusions(self, name: str, limit: int = 6) -> list[tuple[float, str, str, str]]:
+        with self.store.session() as s:
+            rows = s.exec(select(EventRow.ts, EventRow.kind, EventRow.subject, EventRow.message)
+                          .where(EventRow.campaign == name, EventRow.kind.in_(("worker_excluded", "worker_blocked")))
+                          .order_by(EventRow.id.desc()).limit(limit)).all()
+        out = []
+        for ts, kind, subject, message in rows:
+            worker = subject or message.split(":", 1)[0]
+            reason = message.split(":", 1)[1].strip() if ":" in message else message
+            out.append((ts, kind, worker, reason))
+        return out
+
+    def _ranking_precision(self, name: str, stage: str, keep: int | None, reviewed: int) -> float | None:
+        """Expected top-`keep` precision of the online model over the stage's reviewed rankings; cached
+        until more of them are reviewed (the model is rebuilt from all rankings, as the daemon does)."""
+        if keep is None:
+            return None
+        key = (name, stage, reviewed)
+        if key in self._precision:
+            return self._precision[key]
+        from campaign.plan.pairs import expected_topk_precision
+        from campaign.steps.batches import online_model
+        from campaign.tasks.base import TRAP_PREFIX
+
+        with self.store.session() as s:
+            hit_items = s.exec(select(HitRow.item_keys).where(HitRow.campaign == name, HitRow.stage == stage)).all()
+            rows = s.exec(select(JudgmentRow.assignment_id, JudgmentRow.item_key, JudgmentRow.value)
+                          .join(AssignmentRow, AssignmentRow.assignment_id == JudgmentRow.assignment_id)
+                          .where(JudgmentRow.campaign == name, JudgmentRow.stage == stage, JudgmentRow.excluded == False,  # noqa: E712
+                                 AssignmentRow.status == "approved")).all()
+        items = sorted({k for raw in hit_items for k in json.loads(raw) if not k.startswith(TRAP_PREFIX)})
+        by_assignment: dict[str, list[tuple[float, str]]] = {}
+        for aid, item, value in rows:
+            by_assignment.setdefault(aid, []).append((value, item))
+        ranks = [[i for _, i in sorted(v) if not i.startswith(TRAP_PREFIX)] for _, v in sorted(by_assignment.items())]
+        value: float | None = None
+        if len(items) > 1:
+            model = online_model(items, ranks)
+            value = float(expected_topk_precision(model.means(), model.sigmas(), min(keep, len(items) - 1)))
+        self._precision = {k: v for k, v in self._precision.items() if k[:2] != (name, stage)}
+        self._precision[key] = value
+        return value
+
+
+def _worker_values(evidence: dict[str, dict[str, Any]], excluded: set[str], stage: str,
+                   primary: bool) -> tuple[dict[str, float | None], dict[str, float | None], dict[str, float | None]]:
+    """Per worker: agreement, trap pass rate and 1/0 excluded, from the stage's own evidence (the
+    primary stage's evidence also sits at the top level of a worker's record)."""
+    agree: dict[str, float | None] = {}
+    traps: dict[str, float | None] = {}
+    excl: dict[str, float | None] = {}
+    for w, e in evidence.items():
+        ev = (e.get("stages") or {}).get(stage)
+        if ev is None and primary:
+            ev = e
+        if ev is None:
+            excl[w] = 1.0 if w in excluded and primary else 0.0
+            continue
+        agree[w] = ev.get("correlation")
+        seen = ev.get("traps_seen", 0)
+        traps[w] = ev.get("traps_passed", 0) / seen if seen else None
+        excl[w] = 1.0 if ev.get("excluded", w in excluded) else 0.0
+    return agree, traps, excl
+
+
+def alert_input(view: CampaignView, wall_now: float) -> AlertInput:
+    errors = [e["ts"] for e in view.events if e["kind"] in ERROR_KINDS]
+    return AlertInput(
+        campaign=view.name, status=view.status, budget=view.budget, committed=view.committed,
+        review_deadlines=[(st.name, st.earliest_auto_approval, st.auto_approval_delay) for st in view.stages
+                          if st.earliest_auto_approval is not None],
+        clock_now=view.clock_now,
+        agreement={st.name: st.agreement for st in view.stages if st.agreement},
+        error_times=errors, wall_now=wall_now, clock_speed=view.clock_speed,
+    )
+
