@@ -35,6 +35,7 @@ from campaign.store import AssignmentRow, CampaignRow, EventRow, HitRow, Judgmen
 N_BUCKETS = 48
 PENDING = ("submitted", "approving", "rejecting")
 REVIEWED = ("approved", "rejected")
+USER_EVENT_KINDS = ("pause", "resume", "cancel", "extend", "budget")  # written by commands, not by the daemon
 ERROR_KINDS = ("marketplace_error", "throttled", "review_error", "post_failed", "cancel_error", "extend_error",
                "block_error", "bonus_error", "step_error")
 
@@ -152,7 +153,8 @@ class Reader:
             kv = {k: v for k, v in s.exec(select(KVRow.key, KVRow.value).where(
                 KVRow.campaign == name, (KVRow.key == heartbeat.KEY) | KVRow.key.startswith("pairs_planned:"))).all()}
             t = totals(s, name, Decimal(camp.budget))
-            last_event = s.exec(select(func.max(EventRow.ts)).where(EventRow.campaign == name)).one()
+            last_event = s.exec(select(func.max(EventRow.ts)).where(EventRow.campaign == name,
+                                                                    EventRow.kind.notin_(USER_EVENT_KINDS))).one()
             last_ledger = s.exec(select(func.max(LedgerRow.created_at)).where(LedgerRow.campaign == name)).one()
             fix_row = s.exec(select(LedgerRow.created_at, AssignmentRow.decided_at)
                              .join(AssignmentRow, AssignmentRow.assignment_id == LedgerRow.assignment_id)
@@ -162,7 +164,8 @@ class Reader:
         spec_stages = {st.get("name"): st for st in spec.get("stages", []) if isinstance(st, dict)}
         poll = float(spec.get("poll_interval") or 1.0)
         clock_file = self._clock_file()
-        signs = [last_event, last_ledger, beat["wall"] if beat else None, clock_file[0] if clock_file else None]
+        # the heartbeat, when the daemon writes one, is the only sign needed; otherwise its newest write
+        signs = [beat["wall"]] if beat else [last_event, last_ledger, clock_file[0] if clock_file else None]
         live = liveness(now, signs, threshold=max(10.0, 20 * poll), finished=camp.status in ("finished", "cancelled"))
         fix = self._clock_fix(spec, beat, clock_file, fix_row)
         clock_now = fix.at(now, running=live.live) if fix else now

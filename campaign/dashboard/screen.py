@@ -299,7 +299,7 @@ def build(snap: Snapshot, ui: UIState, width: int, height: int) -> RenderableTyp
         left_parts = [Layout(summary, size=summary_rows)]
         for p, r in zip(panels, panel_rows):
             left_parts.append(Layout(p, size=r))
-        left_parts.append(Layout(Text("")))
+        left_parts.append(Layout(Text(" ")))
         left.split_column(*left_parts)
         ex_rows = min(len(c.exclusions) or 1, 6) + 2
         right.split_column(Layout(Panel(exclusions(c, ex_rows - 2, width - left_w), title="excluded / blocked (newest first)",
