@@ -13,6 +13,7 @@ import io
 import json
 import os
 import select
+import shutil
 import signal
 import sys
 import termios
@@ -241,11 +242,17 @@ class Dashboard:
 
 
 def _size(out: Any) -> tuple[int, int]:
+    """The terminal's size from the terminal itself (so a resize is seen even when COLUMNS is set);
+    COLUMNS/LINES or 80x24 only when the terminal does not say."""
     try:
         s = os.get_terminal_size(out.fileno())
-        return max(s.columns, 20), max(s.lines, 8)
+        cols, rows = s.columns, s.lines
     except (OSError, ValueError):
-        return 80, 24
+        cols = rows = 0
+    if not cols or not rows:
+        fallback = shutil.get_terminal_size((80, 24))
+        cols, rows = cols or fallback.columns, rows or fallback.lines
+    return max(cols, 20), max(rows, 8)
 
 
 ARROWS = {"\x1b[A": "UP", "\x1b[B": "DOWN", "\x1bOA": "UP", "\x1bOB": "DOWN", "\x1b[C": "RIGHT", "\x1b[D": "LEFT"}

@@ -38,7 +38,7 @@ def open_existing(state: str, db: str | None, cmd: str) -> Store | None:
     return Store.open(state, db)
 
 
-def register(sub: argparse._SubParsersAction, common: Callable[[argparse.ArgumentParser], None]) -> None:  # type: ignore[type-arg]
+def register(sub: argparse._SubParsersAction, common: Callable[[argparse.ArgumentParser], None]) -> None:
     d = sub.add_parser("dashboard", help="full-screen live console: spend, progress, quality, events; keys act on campaigns",
                        description="A full-screen console over the store (never the marketplace). Keys: arrows or j/k select a "
                                    "campaign, p pause/resume, c cancel (asks first), e export scores, w workers, / filter "

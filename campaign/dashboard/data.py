@@ -15,8 +15,9 @@ from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
-from sqlalchemy import Integer, cast, func
-from sqlmodel import select
+from sqlalchemy import Integer, cast, func, select
+from sqlalchemy.engine import Result
+from sqlmodel import Session, col
 
 from campaign.dashboard import heartbeat
 from campaign.dashboard.alerts import Alert, AlertInput, compute_alerts
@@ -137,7 +138,7 @@ class Reader:
 
     def names(self) -> list[str]:
         with self.store.session() as s:
-            return list(s.exec(select(CampaignRow.name).order_by(CampaignRow.name)).all())
+            return list(_q(s, select(col(CampaignRow.name)).order_by(col(CampaignRow.name))).scalars().all())
 
     def snapshot(self, now: float | None = None) -> Snapshot:
         now = time.time() if now is None else now
@@ -150,18 +151,18 @@ class Reader:
             if camp is None:
                 raise KeyError(name)
             spec = json.loads(camp.spec_json or "{}")
-            kv = {k: v for k, v in s.exec(select(KVRow.key, KVRow.value).where(
-                KVRow.campaign == name, (KVRow.key == heartbeat.KEY) | KVRow.key.startswith("pairs_planned:"))).all()}
+            kv = {k: v for k, v in _rows(s, select(col(KVRow.key), col(KVRow.value)).where(
+                col(KVRow.campaign) == name, (col(KVRow.key) == heartbeat.KEY) | col(KVRow.key).startswith("pairs_planned:")))}
             t = totals(s, name, Decimal(camp.budget))
-            last_event = s.exec(select(func.max(EventRow.ts)).where(EventRow.campaign == name,
-                                                                    EventRow.kind.notin_(USER_EVENT_KINDS))).one()
-            last_ledger = s.exec(select(func.max(LedgerRow.created_at)).where(LedgerRow.campaign == name)).one()
-            fix_row = s.exec(select(LedgerRow.created_at, AssignmentRow.decided_at)
-                             .join(AssignmentRow, AssignmentRow.assignment_id == LedgerRow.assignment_id)
-                             .where(LedgerRow.campaign == name, LedgerRow.kind == "charge")
-                             .order_by(LedgerRow.id.desc()).limit(1)).first()
+            last_event = _q(s, select(func.max(col(EventRow.ts))).where(col(EventRow.campaign) == name,
+                                                                    col(EventRow.kind).notin_(USER_EVENT_KINDS))).scalar()
+            last_ledger = _q(s, select(func.max(col(LedgerRow.created_at))).where(col(LedgerRow.campaign) == name)).scalar()
+            fix_row = next(iter(_rows(s, select(col(LedgerRow.created_at), col(AssignmentRow.decided_at))
+                             .join(AssignmentRow, col(AssignmentRow.assignment_id) == col(LedgerRow.assignment_id))
+                             .where(col(LedgerRow.campaign) == name, col(LedgerRow.kind) == "charge")
+                             .order_by(col(LedgerRow.id).desc()).limit(1))), None)
         beat = heartbeat.parse(kv.get(heartbeat.KEY))
-        spec_stages = {st.get("name"): st for st in spec.get("stages", []) if isinstance(st, dict)}
+        spec_stages = {str(st.get("name")): st for st in spec.get("stages", []) if isinstance(st, dict)}
         poll = float(spec.get("poll_interval") or 1.0)
         clock_file = self._clock_file()
         # the heartbeat, when the daemon writes one, is the only sign needed; otherwise its newest write
@@ -218,45 +219,45 @@ class Reader:
         for n in spec_stages:
             stage(n)
         with self.store.session() as s:
-            for st, hstatus, n, slots, batch in s.exec(
-                    select(HitRow.stage, HitRow.status, func.count(), func.coalesce(func.sum(HitRow.assignments), 0), func.max(HitRow.batch))
-                    .where(HitRow.campaign == name).group_by(HitRow.stage, HitRow.status)).all():
+            for st, hstatus, count, slots, batch in _rows(s, select(
+                    col(HitRow.stage), col(HitRow.status), func.count(), func.coalesce(func.sum(col(HitRow.assignments)), 0),
+                    func.max(col(HitRow.batch))).where(col(HitRow.campaign) == name).group_by(col(HitRow.stage), col(HitRow.status))):
                 v = stage(st)
-                v.hits_planned += n
+                v.hits_planned += count
                 if hstatus in ("posted", "closed"):
-                    v.hits_posted += n
+                    v.hits_posted += count
                 if hstatus == "closed":
-                    v.hits_closed += n
+                    v.hits_closed += count
                 if hstatus not in ("failed", "cancelled"):
                     v.slots += int(slots)
                 if f"pairs_planned:{st}" in kv:
                     v.batch = max(v.batch or 0, int(batch or 0))
-            for st, astatus, n, first_submit in s.exec(
-                    select(AssignmentRow.stage, AssignmentRow.status, func.count(), func.min(AssignmentRow.submit_time))
-                    .where(AssignmentRow.campaign == name).group_by(AssignmentRow.stage, AssignmentRow.status)).all():
+            for st, astatus, count, first_submit in _rows(s, select(
+                    col(AssignmentRow.stage), col(AssignmentRow.status), func.count(), func.min(col(AssignmentRow.submit_time)))
+                    .where(col(AssignmentRow.campaign) == name).group_by(col(AssignmentRow.stage), col(AssignmentRow.status))):
                 v = stage(st)
-                v.collected += n
+                v.collected += count
                 if astatus in REVIEWED:
-                    v.reviewed += n
+                    v.reviewed += count
                 if astatus in PENDING:
-                    v.pending += n
+                    v.pending += count
                     if first_submit is not None and v.auto_approval_delay:
                         due = float(first_submit) + v.auto_approval_delay
                         v.earliest_auto_approval = due if v.earliest_auto_approval is None else min(v.earliest_auto_approval, due)
-            first, last = s.exec(select(func.min(AssignmentRow.collected_at), func.max(AssignmentRow.collected_at))
-                                 .where(AssignmentRow.campaign == name)).one()
+            first, last = _rows(s, select(func.min(col(AssignmentRow.collected_at)), func.max(col(AssignmentRow.collected_at)))
+                                 .where(col(AssignmentRow.campaign) == name))[0]
             end = float(last) if last is not None and status in ("finished", "cancelled") else clock_now
             start = float(first) if first is not None else end - 3600
             buckets = Buckets(start=start, end=max(end, start + 60), n=N_BUCKETS)
-            b_expr = cast((AssignmentRow.collected_at - buckets.start) / buckets.width, Integer)
-            counts = s.exec(select(AssignmentRow.stage, AssignmentRow.worker_id, b_expr, func.count())
-                            .where(AssignmentRow.campaign == name).group_by(AssignmentRow.stage, AssignmentRow.worker_id, b_expr)).all()
-            active = set(s.exec(select(AssignmentRow.worker_id).distinct().where(
-                AssignmentRow.campaign == name, AssignmentRow.collected_at >= clock_now - 3600)).all())
-            workers = s.exec(select(WorkerRow.worker_id, WorkerRow.excluded, WorkerRow.blocked, WorkerRow.evidence)
-                             .where(WorkerRow.campaign == name)).all()
-            by_excluded = dict(s.exec(select(JudgmentRow.excluded, func.count()).where(JudgmentRow.campaign == name)
-                                      .group_by(JudgmentRow.excluded)).all())
+            b_expr = cast((col(AssignmentRow.collected_at) - buckets.start) / buckets.width, Integer)
+            counts = _rows(s, select(col(AssignmentRow.stage), col(AssignmentRow.worker_id), b_expr, func.count())
+                            .where(col(AssignmentRow.campaign) == name).group_by(col(AssignmentRow.stage), col(AssignmentRow.worker_id), b_expr))
+            active = set(_q(s, select(col(AssignmentRow.worker_id)).distinct().where(
+                col(AssignmentRow.campaign) == name, col(AssignmentRow.collected_at) >= clock_now - 3600)).scalars().all())
+            workers = _rows(s, select(col(WorkerRow.worker_id), col(WorkerRow.excluded), col(WorkerRow.blocked), col(WorkerRow.evidence))
+                             .where(col(WorkerRow.campaign) == name))
+            by_excluded: dict[Any, int] = dict(_rows(s, select(col(JudgmentRow.excluded), func.count()).where(col(JudgmentRow.campaign) == name)
+                                      .group_by(col(JudgmentRow.excluded))))
         evidence = {w: json.loads(e) if e else {} for w, _, _, e in workers}
         excluded_w = {w for w, x, _, _ in workers if x}
         total_answers = [0] * N_BUCKETS
@@ -301,7 +302,7 @@ class Reader:
             finish_at=projection(slots - collected, rate, clock_now) if status in ("running", "paused") else None,
             clock_now=clock_now, clock_speed=speed, bucket_seconds=buckets.width, stages=list(stages.values()),
             workers=len(workers), workers_active=active, workers_excluded=len(excluded_w),
-            workers_blocked=sum(1 for _, _, b, _ in workers if b), labels=labels, labels_excluded=by_excluded.get(True, 0),
+            workers_blocked=sum(1 for w in workers if w[2]), labels=labels, labels_excluded=by_excluded.get(True, 0),
             agreement=(sum(r * n for r, n in weighted) / wsum) if wsum else None,
             trap_pass_rate=passed / seen if seen else None,
             exclusions=[], events=[], live=Liveness(False, None, ""), acknowledged=None, alerts=[],
@@ -309,15 +310,15 @@ class Reader:
 
     def _events(self, name: str, limit: int = 200) -> list[dict[str, Any]]:
         with self.store.session() as s:
-            rows = s.exec(select(EventRow.id, EventRow.ts, EventRow.level, EventRow.kind, EventRow.message)
-                          .where(EventRow.campaign == name).order_by(EventRow.id.desc()).limit(limit)).all()
+            rows = _rows(s, select(col(EventRow.id), col(EventRow.ts), col(EventRow.level), col(EventRow.kind), col(EventRow.message))
+                          .where(col(EventRow.campaign) == name).order_by(col(EventRow.id).desc()).limit(limit))
         return [{"id": i, "ts": ts, "level": lv, "kind": k, "message": m} for i, ts, lv, k, m in rows]
 
     def _exclusions(self, name: str, limit: int = 6) -> list[tuple[float, str, str, str]]:
         with self.store.session() as s:
-            rows = s.exec(select(EventRow.ts, EventRow.kind, EventRow.subject, EventRow.message)
-                          .where(EventRow.campaign == name, EventRow.kind.in_(("worker_excluded", "worker_blocked")))
-                          .order_by(EventRow.id.desc()).limit(limit)).all()
+            rows = _rows(s, select(col(EventRow.ts), col(EventRow.kind), col(EventRow.subject), col(EventRow.message))
+                          .where(col(EventRow.campaign) == name, col(EventRow.kind).in_(("worker_excluded", "worker_blocked")))
+                          .order_by(col(EventRow.id).desc()).limit(limit))
         out = []
         for ts, kind, subject, message in rows:
             worker = subject or message.split(":", 1)[0]
@@ -338,23 +339,32 @@ class Reader:
         from campaign.tasks.base import TRAP_PREFIX
 
         with self.store.session() as s:
-            hit_items = s.exec(select(HitRow.item_keys).where(HitRow.campaign == name, HitRow.stage == stage)).all()
-            rows = s.exec(select(JudgmentRow.assignment_id, JudgmentRow.item_key, JudgmentRow.value)
-                          .join(AssignmentRow, AssignmentRow.assignment_id == JudgmentRow.assignment_id)
-                          .where(JudgmentRow.campaign == name, JudgmentRow.stage == stage, JudgmentRow.excluded == False,  # noqa: E712
-                                 AssignmentRow.status == "approved")).all()
+            hit_items = _q(s, select(col(HitRow.item_keys)).where(col(HitRow.campaign) == name, col(HitRow.stage) == stage)).scalars().all()
+            rows = _rows(s, select(col(JudgmentRow.assignment_id), col(JudgmentRow.item_key), col(JudgmentRow.value))
+                          .join(AssignmentRow, col(AssignmentRow.assignment_id) == col(JudgmentRow.assignment_id))
+                          .where(col(JudgmentRow.campaign) == name, col(JudgmentRow.stage) == stage, col(JudgmentRow.excluded) == False,  # noqa: E712
+                                 col(AssignmentRow.status) == "approved"))
         items = sorted({k for raw in hit_items for k in json.loads(raw) if not k.startswith(TRAP_PREFIX)})
         by_assignment: dict[str, list[tuple[float, str]]] = {}
         for aid, item, value in rows:
             by_assignment.setdefault(aid, []).append((value, item))
         ranks = [[i for _, i in sorted(v) if not i.startswith(TRAP_PREFIX)] for _, v in sorted(by_assignment.items())]
-        value: float | None = None
+        precision: float | None = None
         if len(items) > 1:
             model = online_model(items, ranks)
-            value = float(expected_topk_precision(model.means(), model.sigmas(), min(keep, len(items) - 1)))
+            precision = float(expected_topk_precision(model.means(), model.sigmas(), min(keep, len(items) - 1)))
         self._precision = {k: v for k, v in self._precision.items() if k[:2] != (name, stage)}
-        self._precision[key] = value
-        return value
+        self._precision[key] = precision
+        return precision
+
+
+def _q(s: Session, stmt: Any) -> Result[Any]:
+    """Run a Core select on the session's connection: the grouped queries here return plain rows."""
+    return s.connection().execute(stmt)
+
+
+def _rows(s: Session, stmt: Any) -> list[tuple[Any, ...]]:
+    return [tuple(r) for r in _q(s, stmt)]
 
 
 def _worker_values(evidence: dict[str, dict[str, Any]], excluded: set[str], stage: str,

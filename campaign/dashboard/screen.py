@@ -43,7 +43,7 @@ class UIState:
     width: int = 80
 
 
-def bar(part: float, whole: float, width: int, style: str = "green") -> Text:
+def bar(part: float | Decimal, whole: float | Decimal, width: int, style: str = "green") -> Text:
     f = min(max(fraction(part, whole), 0.0), 1.0)
     full = int(round(f * width))
     t = Text()

@@ -49,20 +49,20 @@ def build(figures: dict, width: int = WIDE) -> Group:
             parts.append(t)
     for c in figures["campaigns"]:
         q = c["quality"]
-        t = Table(title=f"{escape(c['name'])}: quality and events", expand=True)
-        t.add_column("what", overflow="fold")
-        t.add_column("value", overflow="fold")
-        t.add_row("agreement (worker vs rest, label-weighted r)", "-" if q["agreement"] is None else f"{q['agreement']:.2f}")
-        t.add_row("trap pass rate", "-" if q["trap_pass_rate"] is None else f"{q['trap_pass_rate']:.0%}")
+        qt = Table(title=f"{escape(c['name'])}: quality and events", expand=True)
+        qt.add_column("what", overflow="fold")
+        qt.add_column("value", overflow="fold")
+        qt.add_row("agreement (worker vs rest, label-weighted r)", "-" if q["agreement"] is None else f"{q['agreement']:.2f}")
+        qt.add_row("trap pass rate", "-" if q["trap_pass_rate"] is None else f"{q['trap_pass_rate']:.0%}")
         eta = c["progress"]["eta_seconds"]
-        t.add_row("ETA at the recent rate", "-" if eta is None else f"{eta // 60} min {eta % 60} s")
-        t.add_row("workers (active / excluded / blocked)", f"{q['workers']} / {q['workers_excluded']} / {q['workers_blocked']}")
-        t.add_row("labels excluded", f"{q['labels_excluded']} of {q['labels']}")
+        qt.add_row("ETA at the recent rate", "-" if eta is None else f"{eta // 60} min {eta % 60} s")
+        qt.add_row("workers (active / excluded / blocked)", f"{q['workers']} / {q['workers_excluded']} / {q['workers_blocked']}")
+        qt.add_row("labels excluded", f"{q['labels_excluded']} of {q['labels']}")
         for w in q["worst_workers"]:
-            t.add_row(f"worker {escape(w['worker'])}", escape(str(w["reason"])))
+            qt.add_row(f"worker {escape(w['worker'])}", escape(str(w["reason"])))
         for e in c["events"][:5]:
-            t.add_row(f"{time.strftime('%H:%M:%S', time.localtime(e['ts']))} {e['level']}", escape(e["message"][:120]))
-        parts.append(t)
+            qt.add_row(f"{time.strftime('%H:%M:%S', time.localtime(e['ts']))} {e['level']}", escape(e["message"][:120]))
+        parts.append(qt)
     return Group(*parts)
 
 

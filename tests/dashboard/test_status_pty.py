@@ -125,6 +125,7 @@ def test_status_watch_redraws_and_stops_on_ctrl_c(tmp_path):
     state = tmp_path / "state"
     subprocess.run([sys.executable, "-m", "campaign", "run", "--config", str(tmp_path / "c.yaml"), "--state", str(state),
                            "--quiet", "--max-seconds", "3"], cwd=ROOT, capture_output=True, text=True)
-    screen = run_in_pty(["status", "--watch", "--interval", "0.3", "--state", str(state)], seconds=3)
-    assert screen.count("campaigns") >= 2, "expected several redraws"
+    screen = run_in_pty(["status", "--watch", "--interval", "0.3", "--state", str(state)], seconds=4)
+    stamps = set(re.findall(r"campaign dashboard\s+(\d\d:\d\d:\d\d)", screen))
+    assert len(stamps) >= 2, "expected several redraws (the full-screen dashboard)"
     assert "tty" in screen
