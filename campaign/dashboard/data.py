@@ -15,7 +15,8 @@ from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
-from sqlalchemy import Integer, cast, func, select
+import numpy as np
+from sqlalchemy import func, select
 from sqlalchemy.engine import Result
 from sqlmodel import Session, col
 
@@ -28,7 +29,7 @@ from campaign.dashboard.series import (
     liveness,
     projection,
     recent_rate,
-    weighted_series,
+    weighted_series_np,
 )
 from campaign.ledger import totals
 from campaign.store import AssignmentRow, CampaignRow, EventRow, HitRow, JudgmentRow, KVRow, LedgerRow, Store, WorkerRow
@@ -135,6 +136,34 @@ class Reader:
         self.store = store
         self.state_dir = state_dir
         self._precision: dict[tuple[str, str, int], float | None] = {}
+        self._arrivals: dict[str, Arrivals] = {}
+        self._parsed: dict[str, dict[str, Any]] = {}
+        self._label_count: dict[str, tuple[int, int]] = {}  # campaign -> (highest judgment id counted, labels)
+
+    def _evidence(self, raw: str | None) -> dict[str, Any]:
+        """A worker's evidence, parsed once per distinct text (most workers' evidence is unchanged
+        between two redraws)."""
+        if not raw:
+            return {}
+        got = self._parsed.get(raw)
+        if got is None:
+            if len(self._parsed) > 50_000:
+                self._parsed.clear()
+            got = self._parsed[raw] = json.loads(raw)
+        return got
+
+    def _labels(self, s: Session, name: str) -> tuple[int, int]:
+        """(labels, labels excluded): judgments are only ever added, so the total is counted on from the
+        highest id already counted; the excluded ones (a few percent, flags change) are counted afresh."""
+        last_id, total = self._label_count.get(name, (0, 0))
+        n, top = _rows(s, select(func.count(), func.max(col(JudgmentRow.id)))
+                       .where(col(JudgmentRow.campaign) == name, col(JudgmentRow.id) > last_id))[0]
+        if n:
+            last_id, total = int(top), total + int(n)
+            self._label_count[name] = (last_id, total)
+        excluded = _q(s, select(func.count()).select_from(JudgmentRow).where(
+            col(JudgmentRow.campaign) == name, col(JudgmentRow.excluded) == True)).scalar()  # noqa: E712
+        return total, int(excluded or 0)
 
     def names(self) -> list[str]:
         with self.store.session() as s:
@@ -156,11 +185,14 @@ class Reader:
             t = totals(s, name, Decimal(camp.budget))
             last_event = _q(s, select(func.max(col(EventRow.ts))).where(col(EventRow.campaign) == name,
                                                                     col(EventRow.kind).notin_(USER_EVENT_KINDS))).scalar()
-            last_ledger = _q(s, select(func.max(col(LedgerRow.created_at))).where(col(LedgerRow.campaign) == name)).scalar()
-            fix_row = next(iter(_rows(s, select(col(LedgerRow.created_at), col(AssignmentRow.decided_at))
-                             .join(AssignmentRow, col(AssignmentRow.assignment_id) == col(LedgerRow.assignment_id))
-                             .where(col(LedgerRow.campaign) == name, col(LedgerRow.kind) == "charge")
-                             .order_by(col(LedgerRow.id).desc()).limit(1))), None)
+            recent_ledger = _rows(s, select(col(LedgerRow.kind), col(LedgerRow.created_at), col(LedgerRow.assignment_id))
+                                  .where(col(LedgerRow.campaign) == name).order_by(col(LedgerRow.id).desc()).limit(200))
+            last_ledger = recent_ledger[0][1] if recent_ledger else None
+            fix_row = None
+            charge = next((r for r in recent_ledger if r[0] == "charge" and r[2]), None)
+            if charge is not None:
+                decided = _q(s, select(col(AssignmentRow.decided_at)).where(col(AssignmentRow.assignment_id) == charge[2])).scalar()
+                fix_row = (charge[1], decided)
         beat = heartbeat.parse(kv.get(heartbeat.KEY))
         spec_stages = {str(st.get("name")): st for st in spec.get("stages", []) if isinstance(st, dict)}
         poll = float(spec.get("poll_interval") or 1.0)
@@ -232,49 +264,56 @@ class Reader:
                     v.slots += int(slots)
                 if f"pairs_planned:{st}" in kv:
                     v.batch = max(v.batch or 0, int(batch or 0))
-            for st, astatus, count, first_submit in _rows(s, select(
-                    col(AssignmentRow.stage), col(AssignmentRow.status), func.count(), func.min(col(AssignmentRow.submit_time)))
-                    .where(col(AssignmentRow.campaign) == name).group_by(col(AssignmentRow.stage), col(AssignmentRow.status))):
+            by_status = dict(_rows(s, select(col(AssignmentRow.status), func.count())
+                                   .where(col(AssignmentRow.campaign) == name).group_by(col(AssignmentRow.status))))
+            arrivals = self._arrivals.setdefault(name, Arrivals())
+            arrivals.update(s, name, margin=max(1.0, 2 * speed), expected=sum(by_status.values()))
+            pending_total = sum(n for st_, n in by_status.items() if st_ in PENDING)
+            if len(arrivals.stage_names) > 1 and pending_total:
+                pending = dict(_rows(s, select(col(AssignmentRow.stage), func.count()).where(
+                    col(AssignmentRow.campaign) == name, col(AssignmentRow.status).in_(PENDING)).group_by(col(AssignmentRow.stage))))
+            else:
+                pending = {st_: pending_total for st_ in arrivals.stage_names}
+            for st, count in pending.items():
                 v = stage(st)
-                v.collected += count
-                if astatus in REVIEWED:
-                    v.reviewed += count
-                if astatus in PENDING:
-                    v.pending += count
-                    if first_submit is not None and v.auto_approval_delay:
-                        due = float(first_submit) + v.auto_approval_delay
-                        v.earliest_auto_approval = due if v.earliest_auto_approval is None else min(v.earliest_auto_approval, due)
-            first, last = _rows(s, select(func.min(col(AssignmentRow.collected_at)), func.max(col(AssignmentRow.collected_at)))
-                                 .where(col(AssignmentRow.campaign) == name))[0]
-            end = float(last) if last is not None and status in ("finished", "cancelled") else clock_now
-            start = float(first) if first is not None else end - 3600
-            buckets = Buckets(start=start, end=max(end, start + 60), n=N_BUCKETS)
-            b_expr = cast((col(AssignmentRow.collected_at) - buckets.start) / buckets.width, Integer)
-            counts = _rows(s, select(col(AssignmentRow.stage), col(AssignmentRow.worker_id), b_expr, func.count())
-                            .where(col(AssignmentRow.campaign) == name).group_by(col(AssignmentRow.stage), col(AssignmentRow.worker_id), b_expr))
-            active = set(_q(s, select(col(AssignmentRow.worker_id)).distinct().where(
-                col(AssignmentRow.campaign) == name, col(AssignmentRow.collected_at) >= clock_now - 3600)).scalars().all())
+                v.pending = count
+                if count and v.auto_approval_delay:
+                    # the oldest unreviewed answers, found along the collection-time index (answers are
+                    # collected in about the order they were submitted): the earliest auto-approval
+                    oldest = _q(s, select(col(AssignmentRow.submit_time)).where(
+                        col(AssignmentRow.campaign) == name, col(AssignmentRow.stage) == st, col(AssignmentRow.status).in_(PENDING))
+                        .order_by(col(AssignmentRow.collected_at)).limit(50)).scalars().all()
+                    known = [float(x) for x in oldest if x is not None]
+                    if known:
+                        v.earliest_auto_approval = min(known) + v.auto_approval_delay
+            n_labels, n_excluded = self._labels(s, name)
             workers = _rows(s, select(col(WorkerRow.worker_id), col(WorkerRow.excluded), col(WorkerRow.blocked), col(WorkerRow.evidence))
                              .where(col(WorkerRow.campaign) == name))
-            by_excluded: dict[Any, int] = dict(_rows(s, select(col(JudgmentRow.excluded), func.count()).where(col(JudgmentRow.campaign) == name)
-                                      .group_by(col(JudgmentRow.excluded))))
-        evidence = {w: json.loads(e) if e else {} for w, _, _, e in workers}
+        evidence = {w: self._evidence(e) for w, _, _, e in workers}
         excluded_w = {w for w, x, _, _ in workers if x}
-        total_answers = [0] * N_BUCKETS
-        per_stage_counts: dict[str, list[tuple[str, int, int]]] = {}
-        for st, worker, b, c in counts:
-            b = min(max(int(b), 0), N_BUCKETS - 1)
-            total_answers[b] += c
-            per_stage_counts.setdefault(st, []).append((worker, b, c))
-        for st, rows in per_stage_counts.items():
+        t_arr, s_arr, w_arr = arrivals.arrays()
+        if len(t_arr) and status in ("finished", "cancelled"):
+            end = float(t_arr.max())
+        else:
+            end = clock_now
+        start = float(t_arr.min()) if len(t_arr) else end - 3600
+        buckets = Buckets(start=start, end=max(end, start + 60), n=N_BUCKETS)
+        b_arr = np.clip(((t_arr - buckets.start) / buckets.width).astype(np.int64), 0, N_BUCKETS - 1) if len(t_arr) else t_arr.astype(np.int64)
+        total_answers = [int(x) for x in np.bincount(b_arr, minlength=N_BUCKETS)]
+        recent = np.bincount(w_arr[t_arr >= clock_now - 3600], minlength=len(arrivals.worker_names))
+        active = {arrivals.worker_names[i] for i in np.flatnonzero(recent)}
+        primary = next(iter(spec_stages), None)
+        for si, st in enumerate(arrivals.stage_names):
             v = stage(st)
-            agree, traps, excl = _worker_values(evidence, excluded_w, st, primary=st == next(iter(spec_stages), st))
-            v.agreement = weighted_series(rows, agree, N_BUCKETS)
-            v.trap_pass = weighted_series(rows, traps, N_BUCKETS)
-            v.excluded_share = weighted_series(rows, excl, N_BUCKETS)
-            v.answers = [0] * N_BUCKETS
-            for _, b, c in rows:
-                v.answers[b] += c
+            mask = s_arr == si
+            v.collected = int(mask.sum())
+            v.reviewed = v.collected - v.pending
+            agree, traps, excl = _worker_values(evidence, excluded_w, st, primary=st == (primary or st))
+            w_sel, b_sel = w_arr[mask], b_arr[mask]
+            v.agreement = weighted_series_np(w_sel, b_sel, _per_worker(arrivals.worker_names, agree), N_BUCKETS)
+            v.trap_pass = weighted_series_np(w_sel, b_sel, _per_worker(arrivals.worker_names, traps), N_BUCKETS)
+            v.excluded_share = weighted_series_np(w_sel, b_sel, _per_worker(arrivals.worker_names, excl), N_BUCKETS)
+            v.answers = [int(x) for x in np.bincount(b_sel, minlength=N_BUCKETS)]
         for st, v in stages.items():
             raw = kv.get(f"pairs_planned:{st}")
             if raw is not None:
@@ -294,7 +333,6 @@ class Reader:
         wsum = sum(n for _, n in weighted)
         seen = sum(e.get("traps_seen", 0) for e in evidence.values())
         passed = sum(e.get("traps_passed", 0) for e in evidence.values())
-        labels = sum(by_excluded.values())
         return CampaignView(
             name=name, status=status, budget=t.budget, spent=t.spent, reserved=t.reserved, fees=t.fees,
             projected_cost=projected.quantize(Decimal("0.01")), answers_per_hour=rate,
@@ -302,7 +340,7 @@ class Reader:
             finish_at=projection(slots - collected, rate, clock_now) if status in ("running", "paused") else None,
             clock_now=clock_now, clock_speed=speed, bucket_seconds=buckets.width, stages=list(stages.values()),
             workers=len(workers), workers_active=active, workers_excluded=len(excluded_w),
-            workers_blocked=sum(1 for w in workers if w[2]), labels=labels, labels_excluded=by_excluded.get(True, 0),
+            workers_blocked=sum(1 for w in workers if w[2]), labels=n_labels, labels_excluded=n_excluded,
             agreement=(sum(r * n for r, n in weighted) / wsum) if wsum else None,
             trap_pass_rate=passed / seen if seen else None,
             exclusions=[], events=[], live=Liveness(False, None, ""), acknowledged=None, alerts=[],
@@ -356,6 +394,59 @@ class Reader:
         self._precision = {k: v for k, v in self._precision.items() if k[:2] != (name, stage)}
         self._precision[key] = precision
         return precision
+
+
+class Arrivals:
+    """Every assignment's stage, worker and collection time (campaign clock), read once and afterwards
+    only from a little before the newest one seen (a campaign's answers are stored in the order of their
+    times); checked against the store's count each time and read afresh if one is missing."""
+
+    def __init__(self) -> None:
+        self.ids: set[str] = set()
+        self.stage_names: list[str] = []
+        self.worker_names: list[str] = []
+        self._stage_index: dict[str, int] = {}
+        self._worker_index: dict[str, int] = {}
+        self._t: list[float] = []
+        self._s: list[int] = []
+        self._w: list[int] = []
+        self._arrays: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None
+        self.cursor: float | None = None
+
+    def update(self, s: Session, name: str, margin: float, expected: int) -> None:
+        self._read(s, name, None if self.cursor is None else self.cursor - margin)
+        if len(self.ids) < expected:  # one was stored with a time before the cursor: read them all again
+            self._read(s, name, None)
+
+    def _read(self, s: Session, name: str, since: float | None) -> None:
+        stmt = select(col(AssignmentRow.assignment_id), col(AssignmentRow.stage), col(AssignmentRow.worker_id),
+                      col(AssignmentRow.collected_at)).where(col(AssignmentRow.campaign) == name)
+        if since is not None:
+            stmt = stmt.where(col(AssignmentRow.collected_at) >= since)
+        for aid, stage, worker, t in _rows(s, stmt):
+            if aid in self.ids:
+                continue
+            self.ids.add(aid)
+            if stage not in self._stage_index:
+                self._stage_index[stage] = len(self.stage_names)
+                self.stage_names.append(stage)
+            if worker not in self._worker_index:
+                self._worker_index[worker] = len(self.worker_names)
+                self.worker_names.append(worker)
+            self._t.append(float(t))
+            self._s.append(self._stage_index[stage])
+            self._w.append(self._worker_index[worker])
+            self.cursor = float(t) if self.cursor is None else max(self.cursor, float(t))
+            self._arrays = None
+
+    def arrays(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        if self._arrays is None:
+            self._arrays = (np.asarray(self._t, dtype=float), np.asarray(self._s, dtype=np.int64), np.asarray(self._w, dtype=np.int64))
+        return self._arrays
+
+
+def _per_worker(names: list[str], values: dict[str, float | None]) -> np.ndarray:
+    return np.array([np.nan if (v := values.get(w)) is None else float(v) for w in names], dtype=float)
 
 
 def _q(s: Session, stmt: Any) -> Result[Any]:
