@@ -3,8 +3,9 @@
 - budget: 80% and 100% of the budget committed (spent + reserved; the ledger never lets it go over);
 - review falling behind: the oldest unreviewed answer will be approved by the marketplace on its own
   (after the auto-approval delay) within a quarter of that delay, or already was;
-- agreement dropping sharply: the newest period's worker-vs-rest agreement is DROP below the median
-  of the periods before it;
+- agreement dropping sharply: the answers of the newest RECENT periods agree with the rest DROP less
+  (worker-vs-rest r, weighted by answers) than the answers before them, each side with at least
+  MIN_ANSWERS answers so one early spammer is not a trend;
 - a burst of marketplace errors: BURST or more error events within BURST_WINDOW wall seconds.
 
 Each alert has a stable `key`; `campaign.steps.alerts.raise_alerts` writes an event when a key appears
@@ -13,13 +14,13 @@ and writes again only after it has cleared, so a standing condition is one event
 
 from __future__ import annotations
 
-import statistics
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from decimal import Decimal
 
 DROP = 0.25
-MIN_HISTORY = 4
+RECENT = 6
+MIN_ANSWERS = 10
 BURST = 5
 BURST_WINDOW = 60.0
 REVIEW_MARGIN = 0.25
@@ -41,6 +42,7 @@ class AlertInput:
     review_deadlines: Sequence[tuple[str, float | None, float]] = ()  # stage, earliest auto-approval (clock), delay
     clock_now: float = 0.0
     agreement: dict[str, Sequence[float | None]] = field(default_factory=dict)  # stage -> per-period series
+    answers: dict[str, Sequence[int]] = field(default_factory=dict)  # stage -> answers per period
     error_times: Sequence[float] = ()  # wall times of marketplace/step error events
     wall_now: float = 0.0
     clock_speed: float = 1.0
@@ -66,7 +68,7 @@ def compute_alerts(x: AlertInput) -> list[Alert]:
                 out.append(Alert(f"review_behind:{stage}", "warning",
                                  f"{stage}: review is falling behind; the oldest answer is auto-approved in {_dur(left)}"))
     for stage, series in x.agreement.items():
-        drop = agreement_drop(series)
+        drop = agreement_drop(series, x.answers.get(stage, [1] * len(series)))
         if drop is not None:
             before, now = drop
             out.append(Alert(f"agreement_drop:{stage}", "warning",
@@ -77,14 +79,25 @@ def compute_alerts(x: AlertInput) -> list[Alert]:
     return out
 
 
-def agreement_drop(series: Sequence[float | None]) -> tuple[float, float] | None:
-    """(median before, newest) when the newest known value is DROP below the median of the earlier ones."""
-    known = [v for v in series if v is not None]
-    if len(known) < MIN_HISTORY + 1:
+def agreement_drop(series: Sequence[float | None], answers: Sequence[int]) -> tuple[float, float] | None:
+    """(agreement before, agreement of the newest answers) when the newest RECENT periods' answers,
+    pooled, agree DROP less than all earlier ones, both sides resting on MIN_ANSWERS answers or more."""
+    def pooled(idx: range) -> tuple[float, int]:
+        num, den = 0.0, 0
+        for i in idx:
+            v, n = series[i], answers[i] if i < len(answers) else 0
+            if v is not None and n:
+                num += v * n
+                den += n
+        return (num / den if den else 0.0), den
+
+    cut = max(len(series) - RECENT, 0)
+    before, n_before = pooled(range(0, cut))
+    recent, n_recent = pooled(range(cut, len(series)))
+    if n_before < MIN_ANSWERS or n_recent < MIN_ANSWERS:
         return None
-    before = statistics.median(known[:-1])
-    if before - known[-1] >= DROP:
-        return before, known[-1]
+    if before - recent >= DROP:
+        return before, recent
     return None
 
 

@@ -487,6 +487,7 @@ def alert_input(view: CampaignView, wall_now: float) -> AlertInput:
                           if st.earliest_auto_approval is not None],
         clock_now=view.clock_now,
         agreement={st.name: st.agreement for st in view.stages if st.agreement},
+        answers={st.name: st.answers for st in view.stages if st.agreement},
         error_times=errors, wall_now=wall_now, clock_speed=view.clock_speed,
     )
 

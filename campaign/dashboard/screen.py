@@ -61,19 +61,28 @@ def clock_time(ts: float | None) -> str:
 
 
 def header(snap: Snapshot, width: int) -> Text:
+    """Two lines at 80 columns: when, how fast and whether a daemon works; then the money."""
     t = Text(no_wrap=False, overflow="fold")
     t.append("campaign dashboard", style="bold")
-    t.append(f"  {time.strftime('%H:%M:%S', time.localtime(snap.taken_at))}  ")
+    t.append(f" {time.strftime('%H:%M:%S', time.localtime(snap.taken_at))}")
+    t.append(f" · {snap.answers_per_hour:,.0f} answers/h · {snap.workers_active} workers active · ")
     lives = [c.live for c in snap.campaigns if c.status not in ("finished", "cancelled")]
     if lives and not any(lv.live for lv in lives):
+        if width < 120:
+            t.rstrip()
+            t.rstrip_end(len(t.plain.rstrip(" ·")))
+            t.append("\n")
         t.append(" NO DAEMON RUNNING: figures as of its last write ", style="bold white on red")
     elif lives:
         t.append("daemon live", style="green")
+    else:
+        t.append("all campaigns done", style="cyan")
     t.append("\n")
     committed = snap.spent + snap.reserved
     t.append(f"spent {money(snap.spent)} + reserved {money(snap.reserved)} / budget {money(snap.budget)}",
              style="bold red" if snap.budget and committed >= snap.budget else "")
-    t.append(f"  ·  {snap.answers_per_hour:,.0f} answers/h  ·  {snap.workers_active} workers active")
+    if snap.budget:
+        t.append(f" ({fraction(committed, snap.budget):.0%} committed)")
     return t
 
 
@@ -140,8 +149,10 @@ def campaign_summary(c: CampaignView, width: int) -> Text:
     if c.status in ("running", "paused", "cancelling"):
         t.append(f"  spend ${c.spend_per_hour}/h · {c.answers_per_hour:,.0f} answers/h")
     if c.finish_at is not None:
-        t.append(f" · finish {clock_time(c.finish_at)} (in {human_seconds(c.finish_at - c.clock_now)}"
-                 f"{' clock' if c.clock_speed != 1 else ''}) at {money(c.projected_cost)}")
+        left = human_seconds(c.finish_at - c.clock_now)
+        # a simulated clock runs ahead of the wall: its time of day would mislead, its durations do not
+        when = f"in {left} of simulated time" if c.clock_speed != 1 else f"{clock_time(c.finish_at)}, in {left}"
+        t.append(f" · finish {when} at {money(c.projected_cost)}")
     else:
         t.append(f" · final cost {money(c.projected_cost)}")
     t.append("\n")
@@ -309,8 +320,8 @@ def build(snap: Snapshot, ui: UIState, width: int, height: int) -> RenderableTyp
     # narrow: summary, the stage panels that fit, exclusions, then events take the rest
     rows_left = avail - summary_rows
     body_parts = [Layout(summary, size=summary_rows)]
-    for p, r in zip(panels, panel_rows):
-        if rows_left - r < 5:
+    for k, (p, r) in enumerate(zip(panels, panel_rows)):
+        if rows_left - r < (3 if k == 0 else 5):  # the first panel goes before the event log; later ones only with room
             break
         body_parts.append(Layout(p, size=r))
         rows_left -= r

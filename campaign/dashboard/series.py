@@ -146,7 +146,7 @@ def liveness(now: float, signs: Iterable[float | None], threshold: float, finish
         return Liveness(False, last, "finished: no daemon needed")
     if last is None:
         return Liveness(False, None, "no daemon has written to this store yet")
-    age = now - last
+    age = max(now - last, 0.0)
     if age <= threshold:
         return Liveness(True, last, f"daemon live (last write {human_seconds(age)} ago)")
     return Liveness(False, last, f"NO DAEMON: nothing written for {human_seconds(age)}; figures are as of then")

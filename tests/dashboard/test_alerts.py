@@ -42,11 +42,15 @@ def test_review_deadline_margin_and_late():
     assert keys(compute_alerts(AlertInput(review_deadlines=[("likert", 999.0, delay)], **finished))) == set()
 
 
-def test_agreement_drop_needs_history_and_a_real_drop():
-    assert agreement_drop([0.8, 0.8, 0.2]) is None  # too little history
-    assert agreement_drop([0.8, None, 0.82, 0.79, 0.81, 0.7]) is None  # noise
-    before, now = agreement_drop([0.8, None, 0.82, 0.79, 0.81, 0.3])
-    assert round(before, 3) == 0.805 and now == 0.3  # the median of the four before
+def test_agreement_drop_needs_enough_answers_and_a_real_drop():
+    series = [0.8, None, 0.82, 0.79, 0.81, 0.8, 0.8, 0.8, 0.8, 0.8, 0.2, 0.3]
+    few = [5, 0, 5, 5, 5, 5, 0, 0, 0, 0, 1, 2]  # only 3 recent answers: one early spammer is not a trend
+    assert agreement_drop(series, few) is None
+    many = [5, 0, 5, 5, 5, 5, 0, 0, 0, 0, 6, 6]
+    before, now = agreement_drop(series, many)
+    assert round(before, 3) == round((0.8 + 0.82 + 0.79 + 0.81 + 0.8) / 5, 3) and round(now, 3) == 0.25
+    noise = [0.8, None, 0.82, 0.79, 0.81, 0.8, 0.8, 0.8, 0.8, 0.8, 0.7, 0.75]
+    assert agreement_drop(noise, many) is None
 
 
 def test_error_burst_counts_only_the_window():
@@ -123,9 +127,10 @@ def test_raise_alerts_agreement_drop_from_the_work_of_new_workers(tmp_path):
     clock_now = 1_800_000_000.0
     record_heartbeat(store, "c1", "running", clock_now=clock_now, speed=1.0)
     with store.session() as s:
-        for k in range(40):
-            w = "late" if k >= 36 else f"W{k % 4}"
-            t = clock_now - 4 * 3600 + k * 360
+        for k in range(60):
+            late = k >= 45  # 15 answers in the last 40 minutes, from one worker who does not agree
+            w = "late" if late else f"W{k % 4}"
+            t = clock_now - 2400 + (k - 45) * 150 if late else clock_now - 6 * 3600 + k * 360
             s.add(AssignmentRow(assignment_id=f"A{k}", campaign="c1", stage="likert", hit_key="h0", hit_id="H", worker_id=w,
                                 status="approved", answer_xml="", submit_time=t, collected_at=t))
         for k in range(4):
