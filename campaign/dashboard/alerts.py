@@ -50,7 +50,7 @@ class AlertInput:
 
 def compute_alerts(x: AlertInput) -> list[Alert]:
     out: list[Alert] = []
-    if x.budget > 0:
+    if x.budget > 0 and x.status not in ("finished", "cancelled"):
         share = x.committed / x.budget
         if share >= 1:
             out.append(Alert("budget100", "error", f"budget fully committed: ${x.committed} of ${x.budget} spent or reserved"))

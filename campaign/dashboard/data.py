@@ -328,7 +328,9 @@ class Reader:
         collected = sum(v.collected for v in stages.values())
         approved_like = sum(v.reviewed for v in stages.values())
         charged_each = t.spent / approved_like if approved_like else Decimal("0")
-        projected = t.spent + charged_each * max(slots - approved_like, 0)
+        # cost per decided answer so far, times the answers still to come; before the first decision,
+        # the reserved worst case (reward and fee of every assignment posted)
+        projected = t.spent + charged_each * max(slots - approved_like, 0) if approved_like else t.spent + t.reserved
         weighted = [(e["correlation"], e.get("labels", 0)) for e in evidence.values() if e.get("correlation") is not None]
         wsum = sum(n for _, n in weighted)
         seen = sum(e.get("traps_seen", 0) for e in evidence.values())

@@ -76,7 +76,7 @@ def header(snap: Snapshot, width: int) -> Text:
     elif lives:
         t.append("daemon live", style="green")
     else:
-        t.append("all campaigns done", style="cyan")
+        t.append("all done", style="cyan")
     t.append("\n")
     committed = snap.spent + snap.reserved
     t.append(f"spent {money(snap.spent)} + reserved {money(snap.reserved)} / budget {money(snap.budget)}",
@@ -148,7 +148,9 @@ def campaign_summary(c: CampaignView, width: int) -> Text:
     t.append(c.status, style=STATUS_STYLE.get(c.status, ""))
     if c.status in ("running", "paused", "cancelling"):
         t.append(f"  spend ${c.spend_per_hour}/h · {c.answers_per_hour:,.0f} answers/h")
-    if c.finish_at is not None:
+    if c.finish_at is not None and c.finish_at <= c.clock_now:
+        t.append(f" · all answers in; final cost {money(c.projected_cost)}")
+    elif c.finish_at is not None:
         left = human_seconds(c.finish_at - c.clock_now)
         # a simulated clock runs ahead of the wall: its time of day would mislead, its durations do not
         when = f"in {left} of simulated time" if c.clock_speed != 1 else f"{clock_time(c.finish_at)}, in {left}"
