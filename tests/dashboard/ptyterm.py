@@ -62,7 +62,7 @@ class Term:
     def lines(self) -> list[str]:
         return [line.rstrip() for line in self.screen.display]
 
-    def wait_for(self, predicate: Callable[[str], bool], timeout: float = 20.0) -> str:
+    def wait_for(self, predicate: Callable[[str], bool], timeout: float = 40.0) -> str:
         end = time.monotonic() + timeout
         while time.monotonic() < end:
             self.pump(0.2)
