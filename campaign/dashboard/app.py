@@ -45,10 +45,14 @@ class Dashboard:
         return argparse.Namespace(cmd=cmd, name=name, state=str(self.state_dir), db=self.db, **extra)
 
     def _call(self, fn: Any, args: argparse.Namespace) -> tuple[int, str]:
-        """Run an ops function with its printing captured (the screen is ours)."""
+        """Run an ops function with its printing captured (the screen is ours); a failure is a message on
+        the status line, not the end of the dashboard."""
         out, err = io.StringIO(), io.StringIO()
-        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
-            code = int(fn(args))
+        try:
+            with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+                code = int(fn(args))
+        except Exception as exc:  # any failure of the action is shown; the console stays up
+            return 1, f"{args.cmd} failed: {type(exc).__name__}: {exc}"
         text = (err.getvalue().strip() or out.getvalue().strip()).splitlines()
         return code, (text[-1] if text else "")
 

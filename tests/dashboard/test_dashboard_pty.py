@@ -18,7 +18,7 @@ import pytest
 from sqlmodel import select
 
 from campaign.dashboard.data import Reader
-from campaign.store import CampaignRow, Store
+from campaign.store import AssignmentRow, CampaignRow, HitRow, Store
 from tests.dashboard.ptyterm import ROOT, Term
 
 EXAMPLE = ROOT / "examples" / "ukpconvarg1-water"
@@ -241,3 +241,35 @@ def test_dashboard_keys_filter_workers_and_cancel_confirmation(tmp_path):
     finally:
         term.close()
     assert status_of(tmp_path, "c1") == "cancelling"
+
+
+def test_export_key_writes_the_scores_the_cli_writes(tmp_path):
+    from campaign.store import ItemRow, JudgmentRow
+    from tests.dashboard.test_alerts import make_store as make_spec_store
+
+    store = make_spec_store(tmp_path)
+    with store.session() as s:
+        for i, text in enumerate(["first", "second"]):
+            s.add(ItemRow(campaign="c1", item_key=f"p{i}", text=text, position=i))
+        s.add(HitRow(campaign="c1", stage="likert", hit_key="h0", item_keys='["p0", "p1"]', annotation="a", token="t",
+                     status="closed", reward="0.06", assignments=2))
+        for k in range(2):
+            s.add(AssignmentRow(assignment_id=f"A{k}", campaign="c1", stage="likert", hit_key="h0", hit_id="H", worker_id=f"W{k}",
+                                status="approved", answer_xml=""))
+            for i in range(2):
+                s.add(JudgmentRow(campaign="c1", stage="likert", assignment_id=f"A{k}", worker_id=f"W{k}", item_key=f"p{i}",
+                                  value=float(5 - 3 * i)))
+    store.close()
+    term = Term(["dashboard", "--state", str(tmp_path)], cols=80, rows=24)
+    try:
+        term.wait_for(lambda s: "▶ c1" in s)
+        term.send("e")
+        term.wait_for(lambda s: "items written to" in s)
+        term.send("q")
+        assert term.wait_exit() == 0
+    finally:
+        term.close()
+    (written,) = (tmp_path / "c1").glob("scores-*.csv")
+    cli = subprocess.run([sys.executable, "-m", "campaign", "export", "c1", "--state", str(tmp_path)], cwd=ROOT,
+                         capture_output=True, text=True, check=True).stdout
+    assert written.read_text(encoding="utf-8") == cli and "first" in cli
