@@ -86,10 +86,19 @@ def header(snap: Snapshot, width: int) -> Text:
     return t
 
 
-def campaign_list(snap: Snapshot, ui: UIState, width: int) -> Text:
+def campaign_list(snap: Snapshot, ui: UIState, width: int, max_rows: int = 1000) -> Text:
+    """One line per campaign; when there are more than `max_rows`, a window around the selected one."""
     t = Text(overflow="fold")
     gauge = 10 if width < 100 else 20
-    for i, c in enumerate(snap.campaigns):
+    n = len(snap.campaigns)
+    lo, hi = 0, n
+    if n > max_rows:
+        shown = max(max_rows - 1, 1)
+        lo = min(max(ui.selected - shown // 2, 0), n - shown)
+        hi = lo + shown
+    lines = 0
+    for i in range(lo, hi):
+        c = snap.campaigns[i]
         sel = i == ui.selected
         t.append("▶ " if sel else "  ", style="bold")
         t.append(c.name, style="bold reverse" if sel else "bold")
@@ -100,8 +109,11 @@ def campaign_list(snap: Snapshot, ui: UIState, width: int) -> Text:
         t.append("  ")
         t.append_text(bar(c.committed, c.budget, gauge, "red" if c.budget and c.committed >= c.budget * Decimal("0.8") else "green"))
         t.append(f" {money(c.spent)}+{money(c.reserved)}/{money(c.budget)}")
-        if i < len(snap.campaigns) - 1:
+        lines += 1
+        if i < hi - 1:
             t.append("\n")
+    if (lo, hi) != (0, n):
+        t.append(f"\n  … {lo} above, {n - hi} below (j/k to move)", style="grey62")
     return t
 
 
@@ -281,7 +293,7 @@ def build(snap: Snapshot, ui: UIState, width: int, height: int) -> RenderableTyp
     alerts = alerts_text(snap)
     head_rows = _rows(head, width)
     alert_rows = min(_rows(alerts, width), 3) if alerts else 0
-    clist = campaign_list(snap, ui, width)
+    clist = campaign_list(snap, ui, width, max_rows=max(3, height // 4))
     parts = [Layout(head, name="header", size=head_rows)]
     if alerts is not None:
         parts.append(Layout(alerts, name="alerts", size=alert_rows))
