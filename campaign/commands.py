@@ -7,12 +7,12 @@ and for people share the same numbers.
 from __future__ import annotations
 
 import argparse
-import json
 import logging
 import sys
 from collections.abc import Sequence
 from pathlib import Path
 
+from campaign.dashboard import cli as dashboard_cli
 from campaign.evaluate import cli as evaluate_cli
 from campaign.spec import SpecError, load_spec
 
@@ -75,6 +75,7 @@ def _parser() -> argparse.ArgumentParser:
     rp.add_argument("--out", default=None, help="default: <state>/<name>/report.html")
     common(rp)
     evaluate_cli.register(sub)
+    dashboard_cli.register(sub, common)
     return p
 
 
@@ -146,18 +147,7 @@ def cmd_run(args: argparse.Namespace) -> int:
 
 
 def cmd_status(args: argparse.Namespace) -> int:
-    from campaign.dashboard.figures import collect_figures
-    from campaign.dashboard.view import render_once, watch
-    from campaign.store import Store
-
-    store = Store.open(args.state, args.db)
-    if args.json:
-        print(json.dumps(collect_figures(store), indent=2, sort_keys=True))
-        return 0
-    if args.watch:
-        return watch(store, args.interval)
-    render_once(store)
-    return 0
+    return dashboard_cli.cmd_status(args)
 
 
 def cmd_export(args: argparse.Namespace) -> int:
@@ -176,5 +166,6 @@ def main(argv: Sequence[str]) -> int:
     args = _parser().parse_args(list(argv))
     if args.cmd == "evaluate":
         return evaluate_cli.run(args)
-    handlers = {"validate": cmd_validate, "run": cmd_run, "status": cmd_status, "export": cmd_export, "report": cmd_report}
+    handlers = {"validate": cmd_validate, "run": cmd_run, "status": cmd_status, "export": cmd_export, "report": cmd_report,
+                "dashboard": dashboard_cli.cmd_dashboard}
     return handlers.get(args.cmd, cmd_ops)(args)

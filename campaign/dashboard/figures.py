@@ -12,7 +12,7 @@ from decimal import Decimal
 from typing import Any
 
 from sqlalchemy import func
-from sqlmodel import select
+from sqlmodel import col, select
 
 from campaign.ledger import totals
 from campaign.money import fmt
@@ -30,14 +30,14 @@ def campaign_figures(store: Store, name: str, now: float | None = None) -> dict[
         stage_rows = s.exec(select(HitRow.stage, HitRow.status, func.count()).where(HitRow.campaign == name)
                             .group_by(HitRow.stage, HitRow.status)).all()
         slots = s.exec(select(func.coalesce(func.sum(HitRow.assignments), 0)).where(
-            HitRow.campaign == name, HitRow.status.notin_(("failed", "cancelled")))).one()
+            HitRow.campaign == name, col(HitRow.status).notin_(("failed", "cancelled")))).one()
         hit_counts: dict[str, int] = {}
         for _stage, status, n in stage_rows:
             hit_counts[status] = hit_counts.get(status, 0) + n
         a_counts: dict[str, int] = {}
         invalid = 0
         for status, valid, n in s.exec(select(AssignmentRow.status, AssignmentRow.valid, func.count())
-                                       .where(AssignmentRow.campaign == name).group_by(AssignmentRow.status, AssignmentRow.valid)).all():
+                                       .where(AssignmentRow.campaign == name).group_by(col(AssignmentRow.status), col(AssignmentRow.valid))).all():
             a_counts[status] = a_counts.get(status, 0) + n
             invalid += 0 if valid else n
         t = totals(s, name, Decimal(camp.budget))
@@ -45,15 +45,15 @@ def campaign_figures(store: Store, name: str, now: float | None = None) -> dict[
         w_excluded = s.exec(select(func.count()).select_from(WorkerRow).where(WorkerRow.campaign == name, WorkerRow.excluded == True)).one()  # noqa: E712
         w_blocked = s.exec(select(func.count()).select_from(WorkerRow).where(WorkerRow.campaign == name, WorkerRow.blocked == True)).one()  # noqa: E712
         by_excluded = dict(s.exec(select(JudgmentRow.excluded, func.count()).where(JudgmentRow.campaign == name)
-                                  .group_by(JudgmentRow.excluded)).all())
+                                  .group_by(col(JudgmentRow.excluded))).all())
         labels, labels_excluded = sum(by_excluded.values()), by_excluded.get(True, 0)
         recent = s.exec(select(func.count()).select_from(AssignmentRow).where(
             AssignmentRow.campaign == name, AssignmentRow.collected_at >= now - 600)).one()
-        events = s.exec(select(EventRow).where(EventRow.campaign == name).order_by(EventRow.id.desc()).limit(8)).all()
+        events = s.exec(select(EventRow).where(EventRow.campaign == name).order_by(col(EventRow.id).desc()).limit(8)).all()
         worst = s.exec(select(WorkerRow).where(WorkerRow.campaign == name, WorkerRow.reason != None)  # noqa: E711
-                       .order_by(WorkerRow.excluded.desc(), WorkerRow.blocked.desc(), WorkerRow.worker_id).limit(5)).all()
+                       .order_by(col(WorkerRow.excluded).desc(), col(WorkerRow.blocked).desc(), col(WorkerRow.worker_id)).limit(5)).all()
         evidence = [json.loads(e) for e in s.exec(select(WorkerRow.evidence).where(
-            WorkerRow.campaign == name, WorkerRow.evidence != None)).all()]  # noqa: E711
+            WorkerRow.campaign == name, WorkerRow.evidence != None)).all() if e]  # noqa: E711
     traps_seen = sum(e.get("traps_seen", 0) for e in evidence)
     traps_passed = sum(e.get("traps_passed", 0) for e in evidence)
     weighted = [(e["correlation"], e["labels"]) for e in evidence if e.get("correlation") is not None]

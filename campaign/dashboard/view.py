@@ -1,60 +1,71 @@
-"""The terminal dashboard: Rich tables drawn from `figures` (read-only), once or live with --watch."""
+"""`campaign status`: Rich tables drawn from `figures` (read-only), fitted to the terminal's width.
+
+The live, full-screen view (`status --watch`, `campaign dashboard`) is campaign.dashboard.app."""
 
 from __future__ import annotations
 
 import time
 
 from rich.console import Console, Group
-from rich.live import Live
 from rich.markup import escape
 from rich.table import Table
+from rich.text import Text
 
 from campaign.dashboard.figures import collect_figures
 from campaign.store import Store
 
+WIDE = 150
 
-def build(figures: dict) -> Group:
-    parts = []
-    overview = Table(title="campaigns", expand=True)
-    for col in ("campaign", "status", "HITs posted/assignable/done", "answers sub/appr/rej", "progress",
-                "spent", "reserved", "fees", "budget", "projected"):
-        overview.add_column(col)
-    for c in figures["campaigns"]:
-        h, a, m, p = c["hits"], c["assignments"], c["money"], c["progress"]
-        bar = "#" * int(p["fraction"] * 20)
-        overview.add_row(escape(c["name"]), c["status"], f"{h['posted']}/{h['assignable']}/{h['completed']}",
-                         f"{a['submitted']}/{a['approved']}/{a['rejected']}", f"[{bar:<20}] {p['fraction']:.0%}",
-                         f"${m['spent']}", f"${m['reserved']}", f"${m['fees']}", f"${m['budget']}", f"${m['projected']}")
-    parts.append(overview)
+
+def build(figures: dict, width: int = WIDE) -> Group:
+    """Wide terminals get one table row per campaign; narrower ones (80 columns and up) a block of
+    three lines per campaign, so no name, status or amount is ever cut to an ellipsis."""
+    parts: list = []
+    if width >= WIDE:
+        overview = Table(title="campaigns", expand=True)
+        for col in ("campaign", "status", "HITs posted/assignable/done", "answers sub/appr/rej", "progress",
+                    "spent", "reserved", "fees", "budget", "projected"):
+            overview.add_column(col, no_wrap=col in ("campaign", "status"), overflow="fold")
+        for c in figures["campaigns"]:
+            h, a, m, p = c["hits"], c["assignments"], c["money"], c["progress"]
+            bar = "#" * int(p["fraction"] * 20)
+            overview.add_row(escape(c["name"]), c["status"], f"{h['posted']}/{h['assignable']}/{h['completed']}",
+                             f"{a['submitted']}/{a['approved']}/{a['rejected']}", escape(f"[{bar:<20}] {p['fraction']:.0%}"),
+                             f"${m['spent']}", f"${m['reserved']}", f"${m['fees']}", f"${m['budget']}", f"${m['projected']}")
+        parts.append(overview)
+    else:
+        parts.append(Text("campaigns", style="bold"))
+        for c in figures["campaigns"]:
+            h, a, m, p = c["hits"], c["assignments"], c["money"], c["progress"]
+            t = Text(overflow="fold")
+            t.append(c["name"], style="bold")
+            t.append(f"  {c['status']}  ")
+            bar = "#" * int(p["fraction"] * 20)
+            t.append(f"[{bar:<20}] {p['fraction']:.0%}\n")
+            t.append(f"  HITs {h['posted']}/{h['assignable']}/{h['completed']} posted/assignable/done · "
+                     f"answers {a['submitted']}/{a['approved']}/{a['rejected']} sub/appr/rej\n")
+            t.append(f"  spent ${m['spent']} · reserved ${m['reserved']} · fees ${m['fees']} · budget ${m['budget']} · "
+                     f"projected ${m['projected']}")
+            parts.append(t)
     for c in figures["campaigns"]:
         q = c["quality"]
-        t = Table(title=f"{escape(c['name'])}: quality and events", expand=True)
-        t.add_column("what")
-        t.add_column("value")
-        t.add_row("agreement (worker vs rest, label-weighted r)", "-" if q["agreement"] is None else f"{q['agreement']:.2f}")
-        t.add_row("trap pass rate", "-" if q["trap_pass_rate"] is None else f"{q['trap_pass_rate']:.0%}")
+        qt = Table(title=f"{escape(c['name'])}: quality and events", expand=True)
+        qt.add_column("what", overflow="fold")
+        qt.add_column("value", overflow="fold")
+        qt.add_row("agreement (worker vs rest, label-weighted r)", "-" if q["agreement"] is None else f"{q['agreement']:.2f}")
+        qt.add_row("trap pass rate", "-" if q["trap_pass_rate"] is None else f"{q['trap_pass_rate']:.0%}")
         eta = c["progress"]["eta_seconds"]
-        t.add_row("ETA at the recent rate", "-" if eta is None else f"{eta // 60} min {eta % 60} s")
-        t.add_row("workers (active / excluded / blocked)", f"{q['workers']} / {q['workers_excluded']} / {q['workers_blocked']}")
-        t.add_row("labels excluded", f"{q['labels_excluded']} of {q['labels']}")
+        qt.add_row("ETA at the recent rate", "-" if eta is None else f"{eta // 60} min {eta % 60} s")
+        qt.add_row("workers (active / excluded / blocked)", f"{q['workers']} / {q['workers_excluded']} / {q['workers_blocked']}")
+        qt.add_row("labels excluded", f"{q['labels_excluded']} of {q['labels']}")
         for w in q["worst_workers"]:
-            t.add_row(f"worker {escape(w['worker'])}", escape(str(w["reason"])))
+            qt.add_row(f"worker {escape(w['worker'])}", escape(str(w["reason"])))
         for e in c["events"][:5]:
-            t.add_row(f"{time.strftime('%H:%M:%S', time.localtime(e['ts']))} {e['level']}", escape(e["message"][:120]))
-        parts.append(t)
+            qt.add_row(f"{time.strftime('%H:%M:%S', time.localtime(e['ts']))} {e['level']}", escape(e["message"][:120]))
+        parts.append(qt)
     return Group(*parts)
 
 
 def render_once(store: Store, console: Console | None = None) -> None:
-    (console or Console()).print(build(collect_figures(store)))
-
-
-def watch(store: Store, interval: float = 1.0) -> int:
-    console = Console()
-    try:
-        with Live(build(collect_figures(store)), console=console, refresh_per_second=4, screen=False) as live:
-            while True:
-                time.sleep(interval)
-                live.update(build(collect_figures(store)))
-    except KeyboardInterrupt:
-        return 0
+    console = console or Console()
+    console.print(build(collect_figures(store), console.width))

@@ -125,6 +125,18 @@ def test_status_watch_redraws_and_stops_on_ctrl_c(tmp_path):
     state = tmp_path / "state"
     subprocess.run([sys.executable, "-m", "campaign", "run", "--config", str(tmp_path / "c.yaml"), "--state", str(state),
                            "--quiet", "--max-seconds", "3"], cwd=ROOT, capture_output=True, text=True)
-    screen = run_in_pty(["status", "--watch", "--interval", "0.3", "--state", str(state)], seconds=3)
-    assert screen.count("campaigns") >= 2, "expected several redraws"
-    assert "tty" in screen
+    from tests.dashboard.ptyterm import Term
+
+    term = Term(["status", "--watch", "--interval", "0.3", "--state", str(state)], cols=100, rows=30)
+    try:
+        stamps: set[str] = set()
+
+        def redrawn(screen: str) -> bool:
+            stamps.update(re.findall(r"campaign dashboard\s+(\d\d:\d\d:\d\d)", screen))
+            return len(stamps) >= 2 and "tty" in screen
+
+        term.wait_for(redrawn, timeout=40)  # the full-screen dashboard, redrawn with fresh reads
+        term.send("\x03")  # Ctrl-C
+        assert term.wait_exit(20) == 0
+    finally:
+        term.close()

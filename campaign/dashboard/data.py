@@ -1,0 +1,495 @@
+"""What the full-screen dashboard shows, read from the store only (never the marketplace).
+
+A few grouped SQL queries per campaign (counts and sums in the database), so a redraw at 20,000 HITs
+stays well under 200 ms; the only per-row work is over workers (hundreds) and the newest events. The
+`Reader` keeps small caches between redraws (the ranking model, recomputed only when more rankings
+were reviewed) but never writes.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from dataclasses import dataclass, field
+from decimal import Decimal
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from sqlalchemy import func, select
+from sqlalchemy.engine import Result
+from sqlmodel import Session, col
+
+from campaign.dashboard import heartbeat
+from campaign.dashboard.alerts import Alert, AlertInput, compute_alerts
+from campaign.dashboard.series import (
+    Buckets,
+    ClockFix,
+    Liveness,
+    liveness,
+    projection,
+    recent_rate,
+    weighted_series_np,
+)
+from campaign.ledger import totals
+from campaign.store import AssignmentRow, CampaignRow, EventRow, HitRow, JudgmentRow, KVRow, LedgerRow, Store, WorkerRow
+
+N_BUCKETS = 48
+PENDING = ("submitted", "approving", "rejecting")
+REVIEWED = ("approved", "rejected")
+USER_EVENT_KINDS = ("pause", "resume", "cancel", "extend", "budget")  # written by commands, not by the daemon
+ERROR_KINDS = ("marketplace_error", "throttled", "review_error", "post_failed", "cancel_error", "extend_error",
+               "block_error", "bonus_error", "step_error")
+
+
+@dataclass
+class StageView:
+    name: str
+    hits_planned: int = 0
+    hits_posted: int = 0  # posted or closed
+    hits_closed: int = 0
+    slots: int = 0  # assignments the posted/planned HITs ask for
+    collected: int = 0
+    reviewed: int = 0
+    pending: int = 0
+    auto_approval_delay: float = 0.0
+    earliest_auto_approval: float | None = None  # campaign clock: when the oldest unreviewed answer is approved anyway
+    batch: int | None = None  # for stages planned in adaptive batches
+    pairs: int | None = None
+    keep: int | None = None
+    precision: float | None = None
+    agreement: list[float | None] = field(default_factory=list)
+    trap_pass: list[float | None] = field(default_factory=list)
+    excluded_share: list[float | None] = field(default_factory=list)
+    answers: list[int] = field(default_factory=list)
+
+
+@dataclass
+class CampaignView:
+    name: str
+    status: str
+    budget: Decimal
+    spent: Decimal
+    reserved: Decimal
+    fees: Decimal
+    projected_cost: Decimal
+    answers_per_hour: float
+    spend_per_hour: Decimal
+    finish_at: float | None  # campaign clock
+    clock_now: float
+    clock_speed: float
+    bucket_seconds: float
+    stages: list[StageView]
+    workers: int
+    workers_active: set[str]
+    workers_excluded: int
+    workers_blocked: int
+    labels: int
+    labels_excluded: int
+    agreement: float | None
+    trap_pass_rate: float | None
+    exclusions: list[tuple[float, str, str, str]]  # wall ts, kind, worker, reason
+    events: list[dict[str, Any]]
+    live: Liveness
+    acknowledged: dict[str, Any] | None  # the heartbeat's status, when the daemon writes one
+    alerts: list[Alert]
+
+    @property
+    def committed(self) -> Decimal:
+        return self.spent + self.reserved
+
+
+@dataclass
+class Snapshot:
+    taken_at: float
+    campaigns: list[CampaignView]
+    store_url: str
+
+    @property
+    def spent(self) -> Decimal:
+        return sum((c.spent for c in self.campaigns), Decimal("0.00"))
+
+    @property
+    def reserved(self) -> Decimal:
+        return sum((c.reserved for c in self.campaigns), Decimal("0.00"))
+
+    @property
+    def budget(self) -> Decimal:
+        return sum((c.budget for c in self.campaigns), Decimal("0.00"))
+
+    @property
+    def answers_per_hour(self) -> float:
+        return sum(c.answers_per_hour for c in self.campaigns)
+
+    @property
+    def workers_active(self) -> int:
+        active: set[str] = set()
+        for c in self.campaigns:
+            active |= c.workers_active
+        return len(active)
+
+
+class Reader:
+    """Reads snapshots of every campaign in a store; `state_dir` (when known) adds the saved clock."""
+
+    def __init__(self, store: Store, state_dir: Path | None = None) -> None:
+        self.store = store
+        self.state_dir = state_dir
+        self._precision: dict[tuple[str, str, int], float | None] = {}
+        self._arrivals: dict[str, Arrivals] = {}
+        self._parsed: dict[str, dict[str, Any]] = {}
+        self._label_count: dict[str, tuple[int, int]] = {}  # campaign -> (highest judgment id counted, labels)
+
+    def _evidence(self, raw: str | None) -> dict[str, Any]:
+        """A worker's evidence, parsed once per distinct text (most workers' evidence is unchanged
+        between two redraws)."""
+        if not raw:
+            return {}
+        got = self._parsed.get(raw)
+        if got is None:
+            if len(self._parsed) > 50_000:
+                self._parsed.clear()
+            got = self._parsed[raw] = json.loads(raw)
+        return got
+
+    def _labels(self, s: Session, name: str) -> tuple[int, int]:
+        """(labels, labels excluded): judgments are only ever added, so the total is counted on from the
+        highest id already counted; the excluded ones (a few percent, flags change) are counted afresh."""
+        last_id, total = self._label_count.get(name, (0, 0))
+        n, top = _rows(s, select(func.count(), func.max(col(JudgmentRow.id)))
+                       .where(col(JudgmentRow.campaign) == name, col(JudgmentRow.id) > last_id))[0]
+        if n:
+            last_id, total = int(top), total + int(n)
+            self._label_count[name] = (last_id, total)
+        excluded = _q(s, select(func.count()).select_from(JudgmentRow).where(
+            col(JudgmentRow.campaign) == name, col(JudgmentRow.excluded) == True)).scalar()  # noqa: E712
+        return total, int(excluded or 0)
+
+    def names(self) -> list[str]:
+        with self.store.session() as s:
+            return list(_q(s, select(col(CampaignRow.name)).order_by(col(CampaignRow.name))).scalars().all())
+
+    def snapshot(self, now: float | None = None) -> Snapshot:
+        now = time.time() if now is None else now
+        return Snapshot(taken_at=now, campaigns=[self.campaign(n, now) for n in self.names()], store_url=self.store.url)
+
+    # --- one campaign -----------------------------------------------------------------------------------
+    def campaign(self, name: str, now: float) -> CampaignView:
+        with self.store.session() as s:
+            camp = s.get(CampaignRow, name)
+            if camp is None:
+                raise KeyError(name)
+            spec = json.loads(camp.spec_json or "{}")
+            kv = {k: v for k, v in _rows(s, select(col(KVRow.key), col(KVRow.value)).where(
+                col(KVRow.campaign) == name, (col(KVRow.key) == heartbeat.KEY) | col(KVRow.key).startswith("pairs_planned:")))}
+            t = totals(s, name, Decimal(camp.budget))
+            last_event = _q(s, select(func.max(col(EventRow.ts))).where(col(EventRow.campaign) == name,
+                                                                    col(EventRow.kind).notin_(USER_EVENT_KINDS))).scalar()
+            recent_ledger = _rows(s, select(col(LedgerRow.kind), col(LedgerRow.created_at), col(LedgerRow.assignment_id))
+                                  .where(col(LedgerRow.campaign) == name).order_by(col(LedgerRow.id).desc()).limit(200))
+            last_ledger = recent_ledger[0][1] if recent_ledger else None
+            fix_row = None
+            charge = next((r for r in recent_ledger if r[0] == "charge" and r[2]), None)
+            if charge is not None:
+                decided = _q(s, select(col(AssignmentRow.decided_at)).where(col(AssignmentRow.assignment_id) == charge[2])).scalar()
+                fix_row = (charge[1], decided)
+        beat = heartbeat.parse(kv.get(heartbeat.KEY))
+        spec_stages = {str(st.get("name")): st for st in spec.get("stages", []) if isinstance(st, dict)}
+        poll = float(spec.get("poll_interval") or 1.0)
+        clock_file = self._clock_file()
+        # the heartbeat, when the daemon writes one, is the only sign needed; otherwise its newest write
+        signs = [beat["wall"]] if beat else [last_event, last_ledger, clock_file[0] if clock_file else None]
+        live = liveness(now, signs, threshold=max(10.0, 20 * poll), finished=camp.status in ("finished", "cancelled"))
+        fix = self._clock_fix(spec, beat, clock_file, fix_row)
+        clock_now = fix.at(now, running=live.live) if fix else now
+        if live.last_seen is not None and fix is not None and not live.live:
+            clock_now = fix.at(live.last_seen, running=True)  # the clock stopped with the daemon
+        view = self._work(name, camp.status, spec_stages, kv, t, clock_now, fix.speed if fix else 1.0)
+        view.live = live
+        view.acknowledged = beat
+        view.events = self._events(name)
+        view.exclusions = self._exclusions(name)
+        view.alerts = compute_alerts(alert_input(view, now))
+        return view
+
+    def _clock_file(self) -> tuple[float, float, float] | None:
+        """(wall mtime, clock now, speed) from the clock file the daemon saves after each tick."""
+        if self.state_dir is None:
+            return None
+        f = self.state_dir / "market" / "clock.json"
+        try:
+            data = json.loads(f.read_text())
+            return f.stat().st_mtime, float(data["now"]), float(data["speed"])
+        except (OSError, ValueError, KeyError, TypeError):
+            return None
+
+    @staticmethod
+    def _clock_fix(spec: dict[str, Any], beat: dict[str, Any] | None, clock_file: tuple[float, float, float] | None,
+                   fix_row: Any) -> ClockFix | None:
+        """The best-known wall/clock pair: the heartbeat, else the saved clock file, else the newest charge
+        (booked at wall time for an assignment decided at clock time) with the speed the spec asks for."""
+        if beat is not None:
+            return ClockFix(wall=float(beat["wall"]), clock=float(beat["clock"]), speed=float(beat.get("speed", 1.0)))
+        if clock_file is not None:
+            return ClockFix(wall=clock_file[0], clock=clock_file[1], speed=clock_file[2])
+        if fix_row is not None and fix_row[1] is not None:
+            crowd = spec.get("crowd") or {}
+            simulated = crowd.get("kind") == "simulated" and spec.get("marketplace") == "local" and not spec.get("endpoint_url")
+            return ClockFix(wall=float(fix_row[0]), clock=float(fix_row[1]), speed=float(crowd.get("speed", 1.0)) if simulated else 1.0)
+        return None
+
+    def _work(self, name: str, status: str, spec_stages: dict[str, dict[str, Any]], kv: dict[str, str], t: Any,
+              clock_now: float, speed: float) -> CampaignView:
+        stages: dict[str, StageView] = {}
+
+        def stage(n: str) -> StageView:
+            if n not in stages:
+                sp = spec_stages.get(n, {})
+                stages[n] = StageView(name=n, auto_approval_delay=float(sp.get("auto_approval_delay") or 0))
+            return stages[n]
+
+        for n in spec_stages:
+            stage(n)
+        with self.store.session() as s:
+            for st, hstatus, count, slots, batch in _rows(s, select(
+                    col(HitRow.stage), col(HitRow.status), func.count(), func.coalesce(func.sum(col(HitRow.assignments)), 0),
+                    func.max(col(HitRow.batch))).where(col(HitRow.campaign) == name).group_by(col(HitRow.stage), col(HitRow.status))):
+                v = stage(st)
+                v.hits_planned += count
+                if hstatus in ("posted", "closed"):
+                    v.hits_posted += count
+                if hstatus == "closed":
+                    v.hits_closed += count
+                if hstatus not in ("failed", "cancelled"):
+                    v.slots += int(slots)
+                if f"pairs_planned:{st}" in kv:
+                    v.batch = max(v.batch or 0, int(batch or 0))
+            by_status = dict(_rows(s, select(col(AssignmentRow.status), func.count())
+                                   .where(col(AssignmentRow.campaign) == name).group_by(col(AssignmentRow.status))))
+            arrivals = self._arrivals.setdefault(name, Arrivals())
+            arrivals.update(s, name, margin=max(1.0, 2 * speed), expected=sum(by_status.values()))
+            pending_total = sum(n for st_, n in by_status.items() if st_ in PENDING)
+            if len(arrivals.stage_names) > 1 and pending_total:
+                pending = dict(_rows(s, select(col(AssignmentRow.stage), func.count()).where(
+                    col(AssignmentRow.campaign) == name, col(AssignmentRow.status).in_(PENDING)).group_by(col(AssignmentRow.stage))))
+            else:
+                pending = {st_: pending_total for st_ in arrivals.stage_names}
+            for st, count in pending.items():
+                v = stage(st)
+                v.pending = count
+                if count and v.auto_approval_delay:
+                    # the oldest unreviewed answers, found along the collection-time index (answers are
+                    # collected in about the order they were submitted): the earliest auto-approval
+                    oldest = _q(s, select(col(AssignmentRow.submit_time)).where(
+                        col(AssignmentRow.campaign) == name, col(AssignmentRow.stage) == st, col(AssignmentRow.status).in_(PENDING))
+                        .order_by(col(AssignmentRow.collected_at)).limit(50)).scalars().all()
+                    known = [float(x) for x in oldest if x is not None]
+                    if known:
+                        v.earliest_auto_approval = min(known) + v.auto_approval_delay
+            n_labels, n_excluded = self._labels(s, name)
+            workers = _rows(s, select(col(WorkerRow.worker_id), col(WorkerRow.excluded), col(WorkerRow.blocked), col(WorkerRow.evidence))
+                             .where(col(WorkerRow.campaign) == name))
+        evidence = {w: self._evidence(e) for w, _, _, e in workers}
+        excluded_w = {w for w, x, _, _ in workers if x}
+        t_arr, s_arr, w_arr = arrivals.arrays()
+        if len(t_arr) and status in ("finished", "cancelled"):
+            end = float(t_arr.max())
+        else:
+            end = clock_now
+        start = float(t_arr.min()) if len(t_arr) else end - 3600
+        buckets = Buckets(start=start, end=max(end, start + 60), n=N_BUCKETS)
+        b_arr = np.clip(((t_arr - buckets.start) / buckets.width).astype(np.int64), 0, N_BUCKETS - 1) if len(t_arr) else t_arr.astype(np.int64)
+        total_answers = [int(x) for x in np.bincount(b_arr, minlength=N_BUCKETS)]
+        recent = np.bincount(w_arr[t_arr >= clock_now - 3600], minlength=len(arrivals.worker_names))
+        active = {arrivals.worker_names[i] for i in np.flatnonzero(recent)}
+        primary = next(iter(spec_stages), None)
+        for si, st in enumerate(arrivals.stage_names):
+            v = stage(st)
+            mask = s_arr == si
+            v.collected = int(mask.sum())
+            v.reviewed = v.collected - v.pending
+            agree, traps, excl = _worker_values(evidence, excluded_w, st, primary=st == (primary or st))
+            w_sel, b_sel = w_arr[mask], b_arr[mask]
+            v.agreement = weighted_series_np(w_sel, b_sel, _per_worker(arrivals.worker_names, agree), N_BUCKETS)
+            v.trap_pass = weighted_series_np(w_sel, b_sel, _per_worker(arrivals.worker_names, traps), N_BUCKETS)
+            v.excluded_share = weighted_series_np(w_sel, b_sel, _per_worker(arrivals.worker_names, excl), N_BUCKETS)
+            v.answers = [int(x) for x in np.bincount(b_sel, minlength=N_BUCKETS)]
+        for st, v in stages.items():
+            raw = kv.get(f"pairs_planned:{st}")
+            if raw is not None:
+                v.pairs = len(json.loads(raw))
+                keep = spec_stages.get(st, {}).get("keep")
+                v.keep = int(keep) if keep is not None else None
+                if v.batch is None:
+                    v.batch = 0
+                v.precision = self._ranking_precision(name, st, v.keep, v.reviewed)
+        rate = recent_rate(total_answers, buckets.width, last=max(2, N_BUCKETS // 8)) if status in ("running", "paused", "cancelling") else 0.0
+        slots = sum(v.slots for v in stages.values())
+        collected = sum(v.collected for v in stages.values())
+        approved_like = sum(v.reviewed for v in stages.values())
+        charged_each = t.spent / approved_like if approved_like else Decimal("0")
+        # cost per decided answer so far, times the answers still to come; before the first decision,
+        # the reserved worst case (reward and fee of every assignment posted)
+        projected = t.spent + charged_each * max(slots - approved_like, 0) if approved_like else t.spent + t.reserved
+        weighted = [(e["correlation"], e.get("labels", 0)) for e in evidence.values() if e.get("correlation") is not None]
+        wsum = sum(n for _, n in weighted)
+        seen = sum(e.get("traps_seen", 0) for e in evidence.values())
+        passed = sum(e.get("traps_passed", 0) for e in evidence.values())
+        return CampaignView(
+            name=name, status=status, budget=t.budget, spent=t.spent, reserved=t.reserved, fees=t.fees,
+            projected_cost=projected.quantize(Decimal("0.01")), answers_per_hour=rate,
+            spend_per_hour=(charged_each * Decimal(str(round(rate, 3)))).quantize(Decimal("0.01")),
+            finish_at=projection(slots - collected, rate, clock_now) if status in ("running", "paused") else None,
+            clock_now=clock_now, clock_speed=speed, bucket_seconds=buckets.width, stages=list(stages.values()),
+            workers=len(workers), workers_active=active, workers_excluded=len(excluded_w),
+            workers_blocked=sum(1 for w in workers if w[2]), labels=n_labels, labels_excluded=n_excluded,
+            agreement=(sum(r * n for r, n in weighted) / wsum) if wsum else None,
+            trap_pass_rate=passed / seen if seen else None,
+            exclusions=[], events=[], live=Liveness(False, None, ""), acknowledged=None, alerts=[],
+        )
+
+    def _events(self, name: str, limit: int = 200) -> list[dict[str, Any]]:
+        with self.store.session() as s:
+            rows = _rows(s, select(col(EventRow.id), col(EventRow.ts), col(EventRow.level), col(EventRow.kind), col(EventRow.message))
+                          .where(col(EventRow.campaign) == name).order_by(col(EventRow.id).desc()).limit(limit))
+        return [{"id": i, "ts": ts, "level": lv, "kind": k, "message": m} for i, ts, lv, k, m in rows]
+
+    def _exclusions(self, name: str, limit: int = 6) -> list[tuple[float, str, str, str]]:
+        with self.store.session() as s:
+            rows = _rows(s, select(col(EventRow.ts), col(EventRow.kind), col(EventRow.subject), col(EventRow.message))
+                          .where(col(EventRow.campaign) == name, col(EventRow.kind).in_(("worker_excluded", "worker_blocked")))
+                          .order_by(col(EventRow.id).desc()).limit(limit))
+        out = []
+        for ts, kind, subject, message in rows:
+            worker = subject or message.split(":", 1)[0]
+            reason = message.split(":", 1)[1].strip() if ":" in message else message
+            out.append((ts, kind, worker, reason))
+        return out
+
+    def _ranking_precision(self, name: str, stage: str, keep: int | None, reviewed: int) -> float | None:
+        """Expected top-`keep` precision of the online model over the stage's reviewed rankings; cached
+        until more of them are reviewed (the model is rebuilt from all rankings, as the daemon does)."""
+        if keep is None:
+            return None
+        key = (name, stage, reviewed)
+        if key in self._precision:
+            return self._precision[key]
+        from campaign.plan.pairs import expected_topk_precision
+        from campaign.steps.batches import online_model
+        from campaign.tasks.base import TRAP_PREFIX
+
+        with self.store.session() as s:
+            hit_items = _q(s, select(col(HitRow.item_keys)).where(col(HitRow.campaign) == name, col(HitRow.stage) == stage)).scalars().all()
+            rows = _rows(s, select(col(JudgmentRow.assignment_id), col(JudgmentRow.item_key), col(JudgmentRow.value))
+                          .join(AssignmentRow, col(AssignmentRow.assignment_id) == col(JudgmentRow.assignment_id))
+                          .where(col(JudgmentRow.campaign) == name, col(JudgmentRow.stage) == stage, col(JudgmentRow.excluded) == False,  # noqa: E712
+                                 col(AssignmentRow.status) == "approved"))
+        items = sorted({k for raw in hit_items for k in json.loads(raw) if not k.startswith(TRAP_PREFIX)})
+        by_assignment: dict[str, list[tuple[float, str]]] = {}
+        for aid, item, value in rows:
+            by_assignment.setdefault(aid, []).append((value, item))
+        ranks = [[i for _, i in sorted(v) if not i.startswith(TRAP_PREFIX)] for _, v in sorted(by_assignment.items())]
+        precision: float | None = None
+        if len(items) > 1:
+            model = online_model(items, ranks)
+            precision = float(expected_topk_precision(model.means(), model.sigmas(), min(keep, len(items) - 1)))
+        self._precision = {k: v for k, v in self._precision.items() if k[:2] != (name, stage)}
+        self._precision[key] = precision
+        return precision
+
+
+class Arrivals:
+    """Every assignment's stage, worker and collection time (campaign clock), read once and afterwards
+    only from a little before the newest one seen (a campaign's answers are stored in the order of their
+    times); checked against the store's count each time and read afresh if one is missing."""
+
+    def __init__(self) -> None:
+        self.ids: set[str] = set()
+        self.stage_names: list[str] = []
+        self.worker_names: list[str] = []
+        self._stage_index: dict[str, int] = {}
+        self._worker_index: dict[str, int] = {}
+        self._t: list[float] = []
+        self._s: list[int] = []
+        self._w: list[int] = []
+        self._arrays: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None
+        self.cursor: float | None = None
+
+    def update(self, s: Session, name: str, margin: float, expected: int) -> None:
+        self._read(s, name, None if self.cursor is None else self.cursor - margin)
+        if len(self.ids) < expected:  # one was stored with a time before the cursor: read them all again
+            self._read(s, name, None)
+
+    def _read(self, s: Session, name: str, since: float | None) -> None:
+        stmt = select(col(AssignmentRow.assignment_id), col(AssignmentRow.stage), col(AssignmentRow.worker_id),
+                      col(AssignmentRow.collected_at)).where(col(AssignmentRow.campaign) == name)
+        if since is not None:
+            stmt = stmt.where(col(AssignmentRow.collected_at) >= since)
+        for aid, stage, worker, t in _rows(s, stmt):
+            if aid in self.ids:
+                continue
+            self.ids.add(aid)
+            if stage not in self._stage_index:
+                self._stage_index[stage] = len(self.stage_names)
+                self.stage_names.append(stage)
+            if worker not in self._worker_index:
+                self._worker_index[worker] = len(self.worker_names)
+                self.worker_names.append(worker)
+            self._t.append(float(t))
+            self._s.append(self._stage_index[stage])
+            self._w.append(self._worker_index[worker])
+            self.cursor = float(t) if self.cursor is None else max(self.cursor, float(t))
+            self._arrays = None
+
+    def arrays(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        if self._arrays is None:
+            self._arrays = (np.asarray(self._t, dtype=float), np.asarray(self._s, dtype=np.int64), np.asarray(self._w, dtype=np.int64))
+        return self._arrays
+
+
+def _per_worker(names: list[str], values: dict[str, float | None]) -> np.ndarray:
+    return np.array([np.nan if (v := values.get(w)) is None else float(v) for w in names], dtype=float)
+
+
+def _q(s: Session, stmt: Any) -> Result[Any]:
+    """Run a Core select on the session's connection: the grouped queries here return plain rows."""
+    return s.connection().execute(stmt)
+
+
+def _rows(s: Session, stmt: Any) -> list[tuple[Any, ...]]:
+    return [tuple(r) for r in _q(s, stmt)]
+
+
+def _worker_values(evidence: dict[str, dict[str, Any]], excluded: set[str], stage: str,
+                   primary: bool) -> tuple[dict[str, float | None], dict[str, float | None], dict[str, float | None]]:
+    """Per worker: agreement, trap pass rate and 1/0 excluded, from the stage's own evidence (the
+    primary stage's evidence also sits at the top level of a worker's record)."""
+    agree: dict[str, float | None] = {}
+    traps: dict[str, float | None] = {}
+    excl: dict[str, float | None] = {}
+    for w, e in evidence.items():
+        ev = (e.get("stages") or {}).get(stage)
+        if ev is None and primary:
+            ev = e
+        if ev is None:
+            excl[w] = 1.0 if w in excluded and primary else 0.0
+            continue
+        agree[w] = ev.get("correlation")
+        seen = ev.get("traps_seen", 0)
+        traps[w] = ev.get("traps_passed", 0) / seen if seen else None
+        excl[w] = 1.0 if ev.get("excluded", w in excluded) else 0.0
+    return agree, traps, excl
+
+
+def alert_input(view: CampaignView, wall_now: float) -> AlertInput:
+    errors = [e["ts"] for e in view.events if e["kind"] in ERROR_KINDS]
+    return AlertInput(
+        campaign=view.name, status=view.status, budget=view.budget, committed=view.committed,
+        review_deadlines=[(st.name, st.earliest_auto_approval, st.auto_approval_delay) for st in view.stages
+                          if st.earliest_auto_approval is not None],
+        clock_now=view.clock_now,
+        agreement={st.name: st.agreement for st in view.stages if st.agreement},
+        answers={st.name: st.answers for st in view.stages if st.agreement},
+        error_times=errors, wall_now=wall_now, clock_speed=view.clock_speed,
+    )
+

@@ -1,0 +1,43 @@
+"""Alerts as events: each condition the dashboard flags is written to the event log once when it appears.
+
+A daemon step (wire it into each tick); it reads the same figures the dashboard shows and keeps the keys
+of the alerts currently standing under the `alerts:active` key, so a standing condition is one event,
+and an alert that cleared and comes back is a new one. Safe to run from several processes: the event
+and the new set of keys are written in one transaction.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+
+from sqlmodel import select
+
+from campaign.dashboard.alerts import Alert
+from campaign.dashboard.data import Reader
+from campaign.store import KVRow, Store
+
+ACTIVE_KEY = "alerts:active"
+EVENT_KIND = "alert"
+
+
+def raise_alerts(store: Store, campaign_name: str, now: float | None = None, state_dir: Path | None = None) -> list[Alert]:
+    """Write an `alert` event for every alert that was not standing at the last call; returns those."""
+    now = time.time() if now is None else now
+    current = Reader(store, state_dir).campaign(campaign_name, now).alerts
+    new: list[Alert] = []
+    with store.session() as s:
+        row = s.exec(select(KVRow).where(KVRow.campaign == campaign_name, KVRow.key == ACTIVE_KEY)).first()
+        standing = set(json.loads(row.value)) if row is not None else set()
+        for a in current:
+            if a.key not in standing:
+                store.event(campaign_name, EVENT_KIND, a.message, level=a.level, subject=a.key, session=s)
+                new.append(a)
+        keys = json.dumps(sorted(a.key for a in current))
+        if row is None:
+            s.add(KVRow(campaign=campaign_name, key=ACTIVE_KEY, value=keys))
+        elif row.value != keys:
+            row.value = keys
+            s.add(row)
+    return new
