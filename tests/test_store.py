@@ -149,3 +149,9 @@ def test_pg_url_fixture_gives_an_empty_database(pg_url):
         assert conn.execute(text("select 1")).scalar() == 1
         assert inspect(conn).get_table_names() == []
     engine.dispose()
+
+
+def test_the_known_head_is_the_newest_migration():
+    from campaign.store import SCHEMA_HEAD, _script
+
+    assert _script().get_heads() == [SCHEMA_HEAD]
