@@ -155,3 +155,42 @@ def test_the_known_head_is_the_newest_migration():
     from campaign.store import SCHEMA_HEAD, _script
 
     assert _script().get_heads() == [SCHEMA_HEAD]
+
+
+def test_an_old_store_is_migrated_through_a_later_revision(tmp_path, monkeypatch):
+    """The chain after the baseline runs: a copy of the migrations with one more revision adding a column."""
+    import shutil
+
+    import campaign.store as store_module
+
+    scripts = tmp_path / "migrations"
+    shutil.copytree(Path(store_module.__file__).parent / "migrations", scripts, ignore=shutil.ignore_patterns("__pycache__"))
+    (scripts / "versions" / "0002_kv_note.py").write_text(
+        '"""Add kv.note."""\n'
+        "import sqlalchemy as sa\nfrom alembic import op\n\n"
+        "revision = '0002'\ndown_revision = '0001'\nbranch_labels = None\ndepends_on = None\n\n\n"
+        "def upgrade():\n    with op.batch_alter_table('kv') as b:\n        b.add_column(sa.Column('note', sa.String(), nullable=True))\n\n\n"
+        "def downgrade():\n    with op.batch_alter_table('kv') as b:\n        b.drop_column('note')\n",
+        encoding="utf-8")
+    real_config = store_module.alembic_config
+
+    def config(url=None, connection=None):
+        cfg = real_config(url, connection)
+        cfg.set_main_option("script_location", str(scripts))
+        return cfg
+
+    monkeypatch.setattr(store_module, "alembic_config", config)
+    monkeypatch.setattr(store_module, "SCHEMA_HEAD", "0002")
+    store_module._script.cache_clear()
+    try:
+        state = tmp_path / "state"
+        state.mkdir()
+        legacy_store(f"sqlite:///{state / 'campaign.db'}")
+        store = Store.open(state)
+        assert store.schema_version() == "0002"
+        assert "note" in {c["name"] for c in inspect(store.engine).get_columns("kv")}
+        with store.session() as s:
+            assert s.get(CampaignRow, "old") is not None
+        store.close()
+    finally:
+        store_module._script.cache_clear()
