@@ -435,6 +435,7 @@ class _Doc:
         self.path = path
         self.lines: dict[tuple[Any, ...], int] = {}
         self.values = 0
+        self.duplicates: list[tuple[Any, ...]] = []  # keys given twice in one mapping (YAML keeps the last)
 
     def build(self, node: yaml.Node, at: tuple[Any, ...] = ()) -> Any:
         self.values += 1
@@ -445,6 +446,8 @@ class _Doc:
             out: dict[str, Any] = {}
             for k, v in node.value:
                 key = k.value if isinstance(k, yaml.ScalarNode) else str(k.value)
+                if key in out:
+                    self.duplicates.append(at + (key,))
                 self.lines[at + (key,)] = k.start_mark.line + 1
                 out[key] = self.build(v, at + (key,))
                 self.lines[at + (key,)] = k.start_mark.line + 1
@@ -620,11 +623,16 @@ def load_spec(path: str | Path) -> Spec:
     except _TooBig as exc:
         raise SpecError([f"{shown}:{exc.args[0]}: (yaml): the document expands to more than {MAX_VALUES} values or "
                          f"{MAX_DEPTH} levels (through aliases?); a spec is far smaller"]) from None
+    except yaml.YAMLError as exc:  # e.g. an unknown tag (`!foo`) on a value
+        mark = getattr(exc, "problem_mark", None)
+        raise SpecError([f"{shown}:{mark.line + 1 if mark else 0}: (yaml): {getattr(exc, 'problem', None) or exc}"]) from None
     return _validate(data, doc, base_dir=p.parent)
 
 
 def _validate(data: Any, doc: _Doc, base_dir: Path) -> Spec:
     ck = _Checker(doc, base_dir)
+    for at in doc.duplicates:
+        ck.err(at, "duplicate key (given twice in the same mapping; only the last would count)")
     top = ck.mapping(data, (), {"campaigns"}, {"campaigns"})
     raw_campaigns = top.get("campaigns") or []
     if not isinstance(raw_campaigns, list) or not raw_campaigns:

@@ -259,3 +259,10 @@ def test_bad_truth_file_is_caught_by_validate(tmp_path):
     (tmp_path / "truth.tsv").write_text("id\timportance\na\thigh\n", encoding="utf-8")
     ps = problems(tmp_path, GOOD.replace("kind: simulated", "kind: simulated\n      truth: truth.tsv"))
     assert any(p.endswith(f"campaigns[0].crowd.truth: {tmp_path / 'truth.tsv'}:2: importance must be a number, got 'high'") for p in ps)
+
+
+def test_unknown_yaml_tag_and_duplicate_keys_are_problems_with_lines(tmp_path):
+    ps = problems(tmp_path, GOOD.replace("topic: A topic", "topic: !foo A topic"))
+    assert len(ps) == 1 and ps[0].startswith(f"{tmp_path / 'campaigns.yaml'}:3: (yaml): could not determine a constructor")
+    ps = problems(tmp_path, GOOD.replace('      reward: "0.06"\n', '      reward: "0.06"\n      reward: "0.60"\n'))
+    assert ps == [f"{tmp_path / 'campaigns.yaml'}:9: campaigns[0].task.reward: duplicate key (given twice in the same mapping; only the last would count)"]
