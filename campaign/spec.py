@@ -232,6 +232,12 @@ class Stage:
     qualifications: Qualifications = opt(factory=Qualifications)  # read by the loader (its default depends on the kind)
     traps: Traps = opt(factory=Traps)  # read by the loader
 
+    def problems(self) -> list[tuple[str, str]]:
+        """(field, message) for every rule across this stage's own fields; a kind overrides it to add its own."""
+        if self.items_per_hit < self.min_items_per_hit:
+            return [("items_per_hit", f"a {self.kind} HIT needs at least {self.min_items_per_hit} items")]
+        return []
+
 
 @dataclass(frozen=True, kw_only=True)
 class LikertStage(Stage):
@@ -699,8 +705,8 @@ def _campaign(ck: _Checker, raw: Any, at: At, base_dir: Path) -> tuple[str, Camp
         ck.err(at + ("budget",), "must be more than 0")
 
     crowd_given = ck.read(Crowd, m.get("crowd"), at + ("crowd",))
-    if "crowd" not in m or m["crowd"] is None:
-        crowd_given.setdefault("kind", "none")
+    if "crowd" not in m or m["crowd"] is None:  # no crowd section: the campaign's default crowd (none)
+        crowd_given.setdefault("kind", _default(Campaign, "crowd").kind)
     crowd = Crowd(**crowd_given)
     marketplace = got.get("marketplace", _default(Campaign, "marketplace"))
     if crowd.kind == "simulated" and marketplace != "local":
@@ -765,8 +771,6 @@ def _stage(ck: _Checker, raw: Any, at: At, index: int) -> Stage | None:
             ck.choice(tuple(_STAGE_TYPES))(raw["kind"], at + ("kind",))
         return None
     got = ck.read(cls, raw, at, extra={"kind", "qualifications", "traps"}, required={"kind"}, elsewhere=_elsewhere(cls))
-    if got.get("items_per_hit", _default_or(cls, "items_per_hit", cls.min_items_per_hit)) < cls.min_items_per_hit:
-        ck.err(at + ("items_per_hit",), f"a {kind} HIT needs at least {cls.min_items_per_hit} items")
     quals = ck.read(Qualifications, raw.get("qualifications"), at + ("qualifications",))
     quals.setdefault("approval_rate", cls.default_approval_rate)
     traps = ck.read(Traps, raw.get("traps"), at + ("traps",))
@@ -774,10 +778,9 @@ def _stage(ck: _Checker, raw: Any, at: At, index: int) -> Stage | None:
     missing = [f.name for f in fields(cls) if f.name not in got and f.name != "kind" and not _has_default(cls, f.name)]
     for name in missing:
         ck.err(at, f"missing required key '{name}' (a {kind} stage has no default for it)")
-    if missing or len(ck.problems) > before:
+    if missing:
         return None
-    return cls(**got, kind=kind, qualifications=Qualifications(**quals), traps=Traps(**traps))
-
-
-def _default_or(cls: type, name: str, fallback: Any) -> Any:
-    return _default(cls, name) if _has_default(cls, name) else fallback
+    stage = cls(**got, kind=kind, qualifications=Qualifications(**quals), traps=Traps(**traps))
+    for name, message in stage.problems():
+        ck.err(at + (name,), message)
+    return None if len(ck.problems) > before else stage

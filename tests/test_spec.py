@@ -165,6 +165,9 @@ def test_a_kind_defined_elsewhere_brings_its_own_stage_type(tmp_path):
         description: str = "Answer yes or no."
         question: str = opt("Is this important?", spec_module._string)
 
+        def problems(self) -> list[tuple[str, str]]:
+            return super().problems() + ([] if self.question.endswith("?") else [("question", "must end with '?'")])
+
     saved = dict(spec_module._STAGE_TYPES)
     try:
         register_stage_type("yesno", YesNoStage)
@@ -172,6 +175,8 @@ def test_a_kind_defined_elsewhere_brings_its_own_stage_type(tmp_path):
         stage = load_spec(write(tmp_path, text)).campaigns[0].stages[0]
         assert type(stage) is YesNoStage and stage.kind == "yesno" and stage.question == "Is it true?"
         assert (stage.items_per_hit, stage.reward, stage.lifetime) == (3, Decimal("0.02"), 3 * 86400)
+        ps = problems(tmp_path, text.replace("Is it true?", "Is it true"))
+        assert ps == [f"{tmp_path / 'campaigns.yaml'}:8: campaigns[0].task.question: must end with '?'"]
         ps = problems(tmp_path, GOOD.replace("kind: likert", "kind: yesnoo"))
         assert any("must be one of likert, ranking, nuggets, yesno, got 'yesnoo' (did you mean 'yesno'?)" in p for p in ps)
         ps = problems(tmp_path, GOOD.replace("      kind: likert\n", "      kind: likert\n      question: Why?\n"))
