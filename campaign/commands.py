@@ -168,4 +168,10 @@ def main(argv: Sequence[str]) -> int:
         return evaluate_cli.run(args)
     handlers = {"validate": cmd_validate, "run": cmd_run, "status": cmd_status, "export": cmd_export, "report": cmd_report,
                 "dashboard": dashboard_cli.cmd_dashboard}
-    return handlers.get(args.cmd, cmd_ops)(args)
+    from campaign.store import StoreError
+
+    try:
+        return handlers.get(args.cmd, cmd_ops)(args)
+    except StoreError as exc:  # missing (read-only), damaged, or from a newer campaign: a message, not a traceback
+        print(f"campaign {args.cmd}: {exc}", file=sys.stderr)
+        return 2

@@ -6,7 +6,7 @@ campaign's first run: later edits to the file do not reach a campaign that has s
 
 from __future__ import annotations
 
-import csv
+import re
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -24,25 +24,54 @@ class Item:
     position: int = 0  # order within the input (sentence index within a document)
 
 
+def _read_lines(path: Path) -> list[str]:
+    """The file's lines, split the way a tab-separated file without quoting is: at \\n, \\r\\n or \\r only.
+
+    Read whole and split by hand rather than with `csv`, which caps a field at 128 KiB and would also
+    need the text decoded first; a file that is not UTF-8 is an error naming the line of the first bad byte.
+    """
+    try:
+        raw = path.read_bytes()
+    except OSError as exc:
+        raise InputError(f"{path}:0: cannot read: {exc.strerror or exc}") from None
+    try:
+        text = raw.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        start = exc.start + (3 if raw.startswith(b"\xef\xbb\xbf") else 0)
+        line = raw[:start].count(b"\n") + 1
+        raise InputError(f"{path}:{line}: not UTF-8 text (byte 0x{raw[start]:02x}); save the file as UTF-8") from None
+    lines = re.split(r"\r\n|\r|\n", text)
+    if lines and lines[-1] == "":
+        lines.pop()
+    return lines
+
+
+def _table(path: Path, columns: tuple[str, ...]) -> Iterator[tuple[int, dict[str, str]]]:
+    """(line number, the named columns) of every non-blank row of a TSV whose header names `columns`.
+    Every row must have as many cells as the header: a longer row would otherwise lose cells silently."""
+    lines = _read_lines(path)
+    names = ", ".join(f"'{c}'" for c in columns)
+    if not lines or not any(line.strip() for line in lines):
+        raise InputError(f"{path}:1: the file is empty; the first line must be a header naming the columns {names} (tab-separated)")
+    header = lines[0].split("\t")
+    if not set(columns) <= set(header):
+        raise InputError(f"{path}:1: the header must name the columns {names} (tab-separated)")
+    index = {c: header.index(c) for c in columns}
+    for line_no, line in enumerate(lines[1:], start=2):
+        row = line.split("\t")
+        if all(not cell.strip() for cell in row):
+            continue
+        if len(row) != len(header):
+            raise InputError(f"{path}:{line_no}: expected {len(header)} tab-separated columns, got {len(row)}")
+        yield line_no, {c: row[i].strip() for c, i in index.items()}
+
+
 def _rows(path: Path, columns: tuple[str, ...]) -> Iterator[tuple[int, dict[str, str]]]:
-    """(line number, the named columns) of every non-blank row of a TSV whose header names `columns`;
-    a short row or an empty cell is an error that names its line."""
-    with path.open(encoding="utf-8", newline="") as fh:
-        reader = csv.reader(fh, delimiter="\t", quoting=csv.QUOTE_NONE)
-        header = next(reader, None)
-        if header is None or not set(columns) <= set(header):
-            names = ", ".join(f"'{c}'" for c in columns)
-            raise InputError(f"{path}:1: the header must name the columns {names} (tab-separated)")
-        index = {c: header.index(c) for c in columns}
-        for line_no, row in enumerate(reader, start=2):
-            if not row or all(not cell.strip() for cell in row):
-                continue
-            if len(row) <= max(index.values()):
-                raise InputError(f"{path}:{line_no}: expected {len(header)} tab-separated columns, got {len(row)}")
-            values = {c: row[i].strip() for c, i in index.items()}
-            if not all(values.values()):
-                raise InputError(f"{path}:{line_no}: empty {' or '.join(c for c, v in values.items() if not v)}")
-            yield line_no, values
+    """Rows of `_table` with every named cell non-empty; an empty cell is an error that names its line."""
+    for line_no, values in _table(path, columns):
+        if not all(values.values()):
+            raise InputError(f"{path}:{line_no}: empty {' or '.join(c for c, v in values.items() if not v)}")
+        yield line_no, values
 
 
 def _items(path: str | Path, columns: tuple[str, ...], what: str) -> list[Item]:
@@ -55,7 +84,7 @@ def _items(path: str | Path, columns: tuple[str, ...], what: str) -> list[Item]:
         seen.add(v["id"])
         items.append(Item(key=v["id"], text=v["text"], doc=v.get("doc"), position=len(items)))
     if not items:
-        raise InputError(f"{p}: no {what} found")
+        raise InputError(f"{p}:2: no {what} found below the header")
     return items
 
 
@@ -68,15 +97,11 @@ def load_truth(path: str | Path) -> dict[str, float]:
     """Hidden importance per item (0..1) for the simulated crowd: TSV with `id` and `importance`."""
     p = Path(path)
     out: dict[str, float] = {}
-    with p.open(encoding="utf-8", newline="") as fh:
-        reader = csv.DictReader(fh, delimiter="\t", quoting=csv.QUOTE_NONE)
-        if reader.fieldnames is None or "id" not in reader.fieldnames or "importance" not in reader.fieldnames:
-            raise InputError(f"{p}:1: the header must name the columns 'id' and 'importance'")
-        for line_no, row in enumerate(reader, start=2):
-            try:
-                out[row["id"].strip()] = float(row["importance"])
-            except (TypeError, ValueError):
-                raise InputError(f"{p}:{line_no}: importance must be a number, got {row.get('importance')!r}") from None
+    for line_no, row in _table(p, ("id", "importance")):
+        try:
+            out[row["id"]] = float(row["importance"])
+        except ValueError:
+            raise InputError(f"{p}:{line_no}: importance must be a number, got {row['importance']!r}") from None
     return out
 
 

@@ -3,35 +3,53 @@
 Validation collects all problems instead of stopping at the first, because a researcher editing a long
 spec wants one round trip, not ten. Unknown keys are errors: a misspelt `asignments:` silently ignored
 would post HITs with the default and spend money on the wrong design.
+
+Every field is declared once, on its dataclass, with its default and the converter that reads it from
+YAML (`opt(...)`); the loader walks the dataclass fields, so the allowed keys, the defaults and the
+checks cannot drift apart. Each task kind has its own stage type carrying only its own fields and its
+own rules (class attributes); a kind defined elsewhere brings its type with `register_stage_type`.
 """
 
 from __future__ import annotations
 
+import difflib
 import hashlib
 import json
 import re
-from collections.abc import Callable
-from dataclasses import asdict, dataclass
+from collections.abc import Callable, Mapping
+from dataclasses import MISSING, asdict, dataclass, field, fields, is_dataclass
 from decimal import Decimal
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar, TypeVar
 
 import yaml
 
+from campaign.inputs import InputError, load_items, load_truth
 from campaign.money import MoneyError, hit_cost, parse_amount
 
 MARKETPLACES = ("local", "mturk-sandbox", "mturk")
-TASK_KINDS = ("likert", "ranking", "nuggets")
 CROWD_KINDS = ("simulated", "none")
 WORKER_KINDS = ("diligent", "noisy", "biased", "constant_spammer", "random_spammer")
+INPUT_KINDS = ("propositions", "documents")
 NAME_PATTERN = re.compile(r"^[a-z0-9][a-z0-9_-]{0,62}$")
 DURATION_PATTERN = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(s|m|h|d)?\s*$")
 DURATION_UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400, None: 1}
+QUAL_COMPARATORS = ("Exists", "DoesNotExist", "GreaterThanOrEqualTo", "GreaterThan", "LessThan", "LessThanOrEqualTo",
+                    "EqualTo", "NotEqualTo")
 
 # MTurk's limits (reference §2, legacy limits) so a spec is refused here rather than by the marketplace.
 LIFETIME_RANGE = (30, 31_536_000)
 DURATION_RANGE = (30, 31_536_000)
 AUTO_APPROVAL_RANGE = (0, 2_592_000)
+MIN_REWARD = Decimal("0.01")  # MTurk refuses a smaller reward; a $0.00 HIT would book fee-only charges
+
+# A spec is a few hundred values; a document that expands (through YAML aliases) to far more is an
+# alias bomb, refused before it can take seconds and gigabytes.
+MAX_VALUES = 100_000
+MAX_DEPTH = 64
+
+At = tuple[Any, ...]
+Conv = Callable[["_Checker", Any, At], Any]
 
 
 class SpecError(Exception):
@@ -42,100 +60,312 @@ class SpecError(Exception):
         self.problems = problems
 
 
+def opt(default: Any = MISSING, conv: Conv | None = None, *, key: str | None = None,
+        factory: Callable[[], Any] | None = None) -> Any:
+    """A spec field: its one default and the converter that reads it from YAML key `key` (default: its name)."""
+    md = {"conv": conv, "key": key}
+    if factory is not None:
+        return field(default_factory=factory, metadata=md)
+    if default is MISSING:
+        return field(metadata=md)
+    return field(default=default, metadata=md)
+
+
+# converters: each checks one YAML value and returns the typed value (or a stand-in after reporting)
+def _string(ck: _Checker, v: Any, at: At) -> str:
+    return ck.string(v, at)
+
+
+def _integer(lo: int | None = None, hi: int | None = None) -> Conv:
+    return lambda ck, v, at: ck.integer(lo, hi)(v, at)
+
+
+def _number(lo: float | None = None, hi: float | None = None, lo_open: bool = False) -> Conv:
+    return lambda ck, v, at: ck.number(lo, hi, lo_open)(v, at)
+
+
+def _boolean(ck: _Checker, v: Any, at: At) -> bool:
+    return ck.boolean(v, at)
+
+
+def _money(ck: _Checker, v: Any, at: At) -> Decimal:
+    return ck.money(v, at)
+
+
+def _reward(ck: _Checker, v: Any, at: At) -> Decimal:
+    before = len(ck.problems)
+    amount = ck.money(v, at)
+    if len(ck.problems) == before and amount < MIN_REWARD:
+        ck.err(at, f"must be at least ${MIN_REWARD} (MTurk's minimum reward), got ${amount}")
+    return amount
+
+
+def _money_text(ck: _Checker, v: Any, at: At) -> str:
+    return str(ck.money(v, at))
+
+
+def _duration(lo: int, hi: int) -> Conv:
+    return lambda ck, v, at: ck.duration(lo, hi)(v, at)
+
+
+def _choice(options: tuple[str, ...]) -> Conv:
+    return lambda ck, v, at: ck.choice(options)(v, at)
+
+
+def _locales(ck: _Checker, v: Any, at: At) -> tuple[str, ...]:
+    if isinstance(v, str):
+        v = [v]
+    if not isinstance(v, list) or not all(isinstance(x, str) and re.fullmatch(r"[A-Z]{2}(-[A-Z0-9]{1,3})?", x) for x in v):
+        ck.err(at, "must be a list of ISO 3166 country codes like [US, GB] (optionally US-NY)")
+        return ()
+    return tuple(v)
+
+
+def _custom_qualifications(ck: _Checker, v: Any, at: At) -> tuple[tuple[str, str, int], ...]:
+    if not isinstance(v, list):
+        ck.err(at, "must be a list of {name, comparator, value}")
+        return ()
+    out = []
+    for j, c in enumerate(v):
+        got = ck.read(_CustomQualification, c, at + (j,), required={"name"})
+        out.append((got.get("name", ""), got.get("comparator", "Exists"), got.get("value", 1)))
+    return tuple(out)
+
+
+def _trap_texts(ck: _Checker, v: Any, at: At) -> tuple[str, ...]:
+    if not isinstance(v, list) or not v or not all(isinstance(t, str) and t.strip() for t in v):
+        ck.err(at, "must be a non-empty list of trap sentences")
+        return ()
+    return tuple(v)
+
+
+def _mix(ck: _Checker, v: Any, at: At) -> tuple[tuple[str, float], ...]:
+    mm = ck.mapping(v, at, set(WORKER_KINDS))
+    vals = [(k, ck.number(0.0, 1.0)(x, at + (k,))) for k, x in mm.items()]
+    if vals and sum(x for _, x in vals) <= 0:
+        ck.err(at, "shares must add up to more than 0")
+    if not vals:
+        return _default(Crowd, "mix")
+    return tuple(sorted(vals))
+
+
+def _truth_file(ck: _Checker, v: Any, at: At) -> str:
+    name = ck.string(v, at)
+    if not name:
+        return name
+    path = ck.base_dir / name
+    if not path.is_file():
+        ck.err(at, f"file not found: {name}")
+    else:
+        try:
+            load_truth(path)
+        except InputError as exc:
+            ck.err(at, str(exc))
+    return str(path)
+
+
 # ---------------------------------------------------------------------------------------------- typed spec
 
 
 @dataclass(frozen=True)
 class Qualifications:
-    locales: tuple[str, ...] = ()
-    approval_rate: int | None = None
-    approved_hits: int | None = None
-    masters: bool = False
-    custom: tuple[tuple[str, str, int], ...] = ()  # (qualification type name, comparator, value)
+    locales: tuple[str, ...] = opt(("US",), _locales, key="locale")
+    approval_rate: int | None = opt(None, _integer(0, 100))  # the loader's default comes from the stage type
+    approved_hits: int | None = opt(None, _integer(0))
+    masters: bool = opt(False, _boolean)
+    # (qualification type name, comparator, value)
+    custom: tuple[tuple[str, str, int], ...] = opt((), _custom_qualifications)
+
+
+@dataclass(frozen=True)
+class _CustomQualification:
+    name: str = opt("", _string)
+    comparator: str = opt("Exists", _choice(QUAL_COMPARATORS))
+    value: int = opt(1, _integer(0))
 
 
 @dataclass(frozen=True)
 class Traps:
-    share: float = 0.0  # share of HITs that carry one trap item
-    texts: tuple[str, ...] = ("This sentence is not important.",)
-    max_rating: int = 2  # a Likert trap passes when rated at most this
-    tolerance: int = 1  # a ranking trap passes when placed within this many positions of last
+    share: float = opt(0.0, _number(0.0, 1.0))  # share of HITs that carry one trap item
+    texts: tuple[str, ...] = opt(("This sentence is not important.",), _trap_texts)
+    max_rating: int = opt(2, _integer(1, 5))  # a Likert trap passes when rated at most this
+    tolerance: int = opt(1, _integer(0, 10))  # a ranking trap passes when placed within this many positions of last
 
 
 @dataclass(frozen=True)
 class QualityPolicy:
-    enabled: bool = True
-    min_shared: int = 5  # items shared with the rest before a worker's correlation counts
-    min_correlation: float = 0.2
-    max_excluded_share: float = 0.05
-    reject_spam: bool = True
-    block: bool = False
-    block_list: str | None = None  # campaigns naming the same list share their blocks
-    bonus: str | None = None  # bonus amount for consistently good workers, or None
+    enabled: bool = opt(True, _boolean)
+    min_shared: int = opt(5, _integer(1))  # items shared with the rest before a worker's correlation counts
+    min_correlation: float = opt(0.2, _number(-1.0, 1.0))
+    max_excluded_share: float = opt(0.05, _number(0.0, 1.0))
+    reject_spam: bool = opt(True, _boolean)
+    block: bool = opt(False, _boolean)
+    block_list: str | None = opt(None, _string)  # campaigns naming the same list share their blocks
+    bonus: str | None = opt(None, _money_text)  # bonus amount for consistently good workers, or None
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class Stage:
-    name: str
-    kind: str
-    items_per_hit: int
-    assignments: int
-    reward: Decimal
-    lifetime: int
-    duration: int
-    auto_approval_delay: int
-    title: str
-    description: str
-    keywords: str
-    qualifications: Qualifications
-    traps: Traps
-    # ranking stage only
-    source: str | None = None  # name of the stage whose top items feed this one
-    shortlist: int = 100
-    keep: int = 50
-    batch_pairs: int = 100
-    pair_budget: float = 0.10
-    target_confidence: float | None = None
-    # nugget stage only
-    window: int = 7
-    min_nugget_tokens: int = 3
-    require_verb: bool = False
-    min_workers: int = 3
+    """What every stage has. A kind's own type adds its fields, its defaults and its rules (class attributes)."""
+
+    # the campaign input this kind reads ("propositions" | "documents"; None: any)
+    needs_input: ClassVar[str | None] = None
+    # whether `needs_input` is checked only when the stage is the first (later stages may read an earlier one)
+    input_checked_first_only: ClassVar[bool] = True
+    may_be_first: ClassVar[bool] = True
+    # after other stages it must name an earlier stage as `source`
+    needs_source: ClassVar[bool] = False
+    min_items_per_hit: ClassVar[int] = 1
+    default_approval_rate: ClassVar[int] = 95  # seed 000: >=95%
+
+    name: str = opt(conv=_string)  # default: the kind (first stage) or kind + index
+    kind: str = opt()
+    items_per_hit: int = opt(conv=_integer(1, 50))
+    assignments: int = opt(conv=_integer(1, 100))
+    reward: Decimal = opt(conv=_reward)
+    lifetime: int = opt(3 * 86400, _duration(*LIFETIME_RANGE))
+    duration: int = opt(1800, _duration(*DURATION_RANGE))
+    auto_approval_delay: int = opt(3 * 86400, _duration(*AUTO_APPROVAL_RANGE))
+    title: str = opt(conv=_string)
+    description: str = opt(conv=_string)
+    keywords: str = opt("importance, summary, rating", _string)
+    qualifications: Qualifications = opt(factory=Qualifications)  # read by the loader (its default depends on the kind)
+    traps: Traps = opt(factory=Traps)  # read by the loader
+
+    def problems(self) -> list[tuple[str, str]]:
+        """(field, message) for every rule across this stage's own fields; a kind overrides it to add its own."""
+        if self.items_per_hit < self.min_items_per_hit:
+            return [("items_per_hit", f"a {self.kind} HIT needs at least {self.min_items_per_hit} items")]
+        return []
+
+
+@dataclass(frozen=True, kw_only=True)
+class LikertStage(Stage):
+    """Seed 000 §4.1: 5 propositions per Likert HIT, 5 workers, $0.06."""
+
+    needs_input = "propositions"
+
+    kind: str = "likert"
+    items_per_hit: int = 5
+    assignments: int = 5
+    reward: Decimal = Decimal("0.06")
+    title: str = "How important is this statement for the topic?"
+    description: str = "Rate how important each of five short statements is for a summary of a topic."
+
+
+@dataclass(frozen=True, kw_only=True)
+class RankingStage(Stage):
+    """Seed 000 §4.3: 5 propositions per ranking HIT, 5 workers, $0.05."""
+
+    needs_input = "propositions"
+    needs_source = True
+    min_items_per_hit = 2
+
+    kind: str = "ranking"
+    items_per_hit: int = 5
+    assignments: int = 5
+    reward: Decimal = Decimal("0.05")
+    title: str = "Order five statements by importance"
+    description: str = "Put five short statements in order, from most to least important for a summary of a topic."
+    source: str | None = opt(None, _string)  # name of the stage whose top items feed this one
+    shortlist: int = opt(100, _integer(2))
+    keep: int = opt(50, _integer(1))
+    batch_pairs: int = opt(100, _integer(1))
+    pair_budget: float = opt(0.10, _number(0.0, 1.0, lo_open=True))
+    target_confidence: float | None = opt(None, _number(0.0, 1.0))
+
+
+@dataclass(frozen=True, kw_only=True)
+class NuggetStage(Stage):
+    """Seed 002 §3: 7 sentences per HIT, 7 workers, $0.07, >=98% approval."""
+
+    needs_input = "documents"
+    input_checked_first_only = False
+    default_approval_rate = 98
+
+    kind: str = "nuggets"
+    items_per_hit: int = 7
+    assignments: int = 7
+    reward: Decimal = Decimal("0.07")
+    title: str = "Mark the important facts in a short text"
+    description: str = "Mark the facts, opinions or claims you would put in a summary of a topic."
+    window: int = opt(7, _integer(1, 50))
+    min_nugget_tokens: int = opt(3, _integer(1))
+    require_verb: bool = opt(False, _boolean)
+    min_workers: int = opt(3, _integer(1))
+
+
+_STAGE_TYPES: dict[str, type[Stage]] = {}
+
+
+def register_stage_type(kind: str, cls: type[Stage]) -> None:
+    """Let task kind `kind` be used in specs, read into `cls` (a subclass of `Stage`).
+
+    Registering the same class again is harmless; a different class replaces the earlier one, so a
+    kind defined in a test can stand in for a built-in one.
+    """
+    if not (isinstance(cls, type) and issubclass(cls, Stage) and is_dataclass(cls)):
+        raise TypeError(f"stage type for {kind!r} must be a dataclass subclassing campaign.spec.Stage, got {cls!r}")
+    _STAGE_TYPES[kind] = cls
+
+
+def stage_types() -> Mapping[str, type[Stage]]:
+    """The registered task kinds and their stage types, in registration order."""
+    return dict(_STAGE_TYPES)
+
+
+register_stage_type("likert", LikertStage)
+register_stage_type("ranking", RankingStage)
+register_stage_type("nuggets", NuggetStage)
+TASK_KINDS = ("likert", "ranking", "nuggets")  # the built-in kinds; `stage_types()` has every registered one
 
 
 @dataclass(frozen=True)
 class Crowd:
-    kind: str = "simulated"
-    workers: int = 40
-    mix: tuple[tuple[str, float], ...] = (
+    kind: str = opt("simulated", _choice(CROWD_KINDS))  # with no `crowd:` section at all: none
+    workers: int = opt(40, _integer(1, 100000))
+    mix: tuple[tuple[str, float], ...] = opt((
         ("diligent", 0.6),
         ("noisy", 0.2),
         ("biased", 0.1),
         ("random_spammer", 0.05),
         ("constant_spammer", 0.05),
-    )
-    speed: float = 3600.0  # simulated seconds per real second
-    arrival_span: int = 3600  # simulated seconds over which workers arrive
-    truth: str | None = None  # file with the hidden importance per item (simulation only)
+    ), _mix)
+    speed: float = opt(3600.0, _number(0.0, 1e7, lo_open=True))  # simulated seconds per real second
+    arrival_span: int = opt(3600, _duration(0, 31_536_000))  # simulated seconds over which workers arrive
+    truth: str | None = opt(None, _truth_file)  # file with the hidden importance per item (simulation only)
+
+
+@dataclass(frozen=True)
+class _Schedule:
+    poll_interval: float = opt(1.0, _number(0.05, 86400.0))
 
 
 @dataclass(frozen=True)
 class Campaign:
-    name: str
-    topic: str
-    input_kind: str  # "propositions" | "documents"
-    input_path: str
-    stages: tuple[Stage, ...]
-    budget: Decimal
-    marketplace: str
-    crowd: Crowd
-    quality: QualityPolicy
-    poll_interval: float
-    endpoint_url: str | None = None
+    name: str = opt(conv=_string)
+    topic: str = opt(conv=_string)
+    input_kind: str = opt()  # "propositions" | "documents"
+    input_path: str = opt()
+    stages: tuple[Stage, ...] = opt()
+    budget: Decimal = opt(conv=_money)
+    marketplace: str = opt("local", _choice(MARKETPLACES))
+    crowd: Crowd = opt(factory=lambda: Crowd(kind="none"))
+    quality: QualityPolicy = opt(factory=QualityPolicy)
+    poll_interval: float = opt(_Schedule.poll_interval)
+    endpoint_url: str | None = opt(None, _string)
 
     def fingerprint(self) -> str:
-        """A hash of everything that shapes HITs; a resumed run refuses a changed spec."""
-        blob = json.dumps(asdict(self), default=str, sort_keys=True).encode("utf-8")
+        """A hash of everything that shapes HITs; a resumed run refuses a changed spec.
+
+        Computed as it was when every stage carried every kind's fields, so that campaigns stored before
+        stages got one type per kind resume: a stage lacks the built-in kinds' fields it does not have, and
+        their defaults stand in.
+        """
+        data = asdict(self)
+        legacy = _legacy_stage_fields()
+        data["stages"] = [{**legacy, **s} for s in data["stages"]]
+        blob = json.dumps(data, default=str, sort_keys=True).encode("utf-8")
         return hashlib.sha256(blob).hexdigest()[:16]
 
     def stage(self, name: str) -> Stage:
@@ -143,6 +373,16 @@ class Campaign:
             if s.name == name:
                 return s
         raise KeyError(name)
+
+
+def _legacy_stage_fields() -> dict[str, Any]:
+    base = {f.name for f in fields(Stage)}
+    out: dict[str, Any] = {}
+    for cls in (RankingStage, NuggetStage):
+        for f in fields(cls):
+            if f.name not in base:
+                out[f.name] = f.default
+    return out
 
 
 @dataclass(frozen=True)
@@ -157,7 +397,41 @@ class Spec:
         raise KeyError(f"no campaign named {name!r} in {self.path}; it has: {', '.join(c.name for c in self.campaigns)}")
 
 
+T = TypeVar("T")
+
+
+def _default(cls: type, name: str) -> Any:
+    for f in fields(cls):
+        if f.name == name:
+            if f.default is not MISSING:
+                return f.default
+            if f.default_factory is not MISSING:
+                return f.default_factory()
+    raise KeyError(name)
+
+
+def _spec_fields(cls: type) -> dict[str, tuple[str, Conv]]:
+    """field name -> (YAML key, converter), for every field of `cls` read from YAML. A subclass that only
+    changes a default keeps its base's converter."""
+    out: dict[str, tuple[str, Conv]] = {}
+    for klass in reversed(cls.__mro__):
+        for f in getattr(klass, "__dataclass_fields__", {}).values():
+            conv = f.metadata.get("conv")
+            if conv is not None:
+                out[f.name] = (f.metadata.get("key") or f.name, conv)
+    return out
+
+
+def _has_default(cls: type, name: str) -> bool:
+    f = cls.__dataclass_fields__[name]  # type: ignore[attr-defined]
+    return f.default is not MISSING or f.default_factory is not MISSING
+
+
 # --------------------------------------------------------------------------------- YAML with line numbers
+
+
+class _TooBig(Exception):
+    pass
 
 
 class _Doc:
@@ -166,13 +440,20 @@ class _Doc:
     def __init__(self, path: str) -> None:
         self.path = path
         self.lines: dict[tuple[Any, ...], int] = {}
+        self.values = 0
+        self.duplicates: list[tuple[Any, ...]] = []  # keys given twice in one mapping (YAML keeps the last)
 
     def build(self, node: yaml.Node, at: tuple[Any, ...] = ()) -> Any:
+        self.values += 1
+        if self.values > MAX_VALUES or len(at) > MAX_DEPTH:
+            raise _TooBig(node.start_mark.line + 1)
         self.lines.setdefault(at, node.start_mark.line + 1)
         if isinstance(node, yaml.MappingNode):
             out: dict[str, Any] = {}
             for k, v in node.value:
                 key = k.value if isinstance(k, yaml.ScalarNode) else str(k.value)
+                if key in out:
+                    self.duplicates.append(at + (key,))
                 self.lines[at + (key,)] = k.start_mark.line + 1
                 out[key] = self.build(v, at + (key,))
                 self.lines[at + (key,)] = k.start_mark.line + 1
@@ -195,14 +476,18 @@ def _field_name(at: tuple[Any, ...]) -> str:
 
 
 class _Checker:
-    def __init__(self, doc: _Doc) -> None:
+    def __init__(self, doc: _Doc, base_dir: Path) -> None:
         self.doc = doc
+        self.base_dir = base_dir
         self.problems: list[str] = []
 
     def err(self, at: tuple[Any, ...], message: str) -> None:
         self.problems.append(f"{self.doc.path}:{self.doc.line(at)}: {_field_name(at)}: {message}")
 
-    def mapping(self, value: Any, at: tuple[Any, ...], allowed: set[str], required: set[str] = frozenset()) -> dict:
+    def mapping(self, value: Any, at: tuple[Any, ...], allowed: set[str], required: frozenset[str] | set[str] = frozenset(),
+                elsewhere: Mapping[str, str] | None = None) -> dict:
+        """`value` as a dict, every unknown key and missing required key reported; `elsewhere` names, for a
+        key this mapping does not take, where it would belong (e.g. "ranking stages")."""
         if value is None:
             value = {}
         if not isinstance(value, dict):
@@ -210,6 +495,9 @@ class _Checker:
             return {}
         for k in value:
             if k not in allowed:
+                if elsewhere and k in elsewhere:
+                    self.err(at + (k,), f"unknown key here (only {elsewhere[k]} take it)")
+                    continue
                 hint = _closest(k, allowed)
                 self.err(at + (k,), "unknown key" + (f" (did you mean '{hint}'?)" if hint else f"; allowed: {', '.join(sorted(allowed))}"))
         for k in sorted(required):
@@ -217,10 +505,18 @@ class _Checker:
                 self.err(at, f"missing required key '{k}'")
         return value
 
-    def get(self, m: dict, key: str, at: tuple[Any, ...], conv: Callable[[Any, tuple[Any, ...]], Any], default: Any) -> Any:
-        if key not in m or m[key] is None:
-            return default
-        return conv(m[key], at + (key,))
+    def read(self, cls: type, value: Any, at: At, *, extra: frozenset[str] | set[str] = frozenset(),
+             required: frozenset[str] | set[str] = frozenset(),
+             elsewhere: Mapping[str, str] | None = None) -> dict[str, Any]:
+        """The fields of `cls` given in mapping `value`, converted; keys in `extra` are allowed and left to
+        the caller. Returns only what the YAML gave, so every default stays on the dataclass."""
+        spec_fields = _spec_fields(cls)
+        m = self.mapping(value, at, {k for k, _ in spec_fields.values()} | set(extra), set(required), elsewhere)
+        out: dict[str, Any] = {}
+        for name, (key, conv) in spec_fields.items():
+            if key in m and m[key] is not None:
+                out[name] = conv(self, m[key], at + (key,))
+        return out
 
     # converters ---------------------------------------------------------------------------------------
     def string(self, v: Any, at: tuple[Any, ...]) -> str:
@@ -287,7 +583,8 @@ class _Checker:
     def choice(self, options: tuple[str, ...]) -> Callable[[Any, tuple[Any, ...]], str]:
         def conv(v: Any, at: tuple[Any, ...]) -> str:
             if v not in options:
-                self.err(at, f"must be one of {', '.join(options)}, got {v!r}")
+                hint = _closest(v, set(options)) if isinstance(v, str) else None
+                self.err(at, f"must be one of {', '.join(options)}, got {v!r}" + (f" (did you mean '{hint}'?)" if hint else ""))
                 return options[0]
             return v
 
@@ -295,55 +592,53 @@ class _Checker:
 
 
 def _closest(word: str, options: set[str]) -> str | None:
-    import difflib
-
     match = difflib.get_close_matches(word, sorted(options), n=1, cutoff=0.7)
     return match[0] if match else None
 
 
 # ----------------------------------------------------------------------------------------------- loading
 
-STAGE_DEFAULTS: dict[str, dict[str, Any]] = {
-    # seed 000 §4.1: 5 propositions per Likert HIT, 5 workers, $0.06
-    "likert": {"items_per_hit": 5, "assignments": 5, "reward": Decimal("0.06")},
-    # seed 000 §4.3: 5 propositions per ranking HIT, 5 workers, $0.05
-    "ranking": {"items_per_hit": 5, "assignments": 5, "reward": Decimal("0.05")},
-    # seed 002 §3: 7 sentences per HIT, 7 workers, $0.07, >=98% approval
-    "nuggets": {"items_per_hit": 7, "assignments": 7, "reward": Decimal("0.07")},
-}
-STAGE_TITLES = {
-    "likert": ("How important is this statement for the topic?", "Rate how important each of five short statements is for a summary of a topic."),
-    "ranking": ("Order five statements by importance", "Put five short statements in order, from most to least important for a summary of a topic."),
-    "nuggets": ("Mark the important facts in a short text", "Mark the facts, opinions or claims you would put in a summary of a topic."),
-}
-STAGE_KEYS = {
-    "name", "kind", "items_per_hit", "assignments", "reward", "lifetime", "duration", "auto_approval_delay",
-    "title", "description", "keywords", "qualifications", "traps", "source", "shortlist", "keep",
-    "batch_pairs", "pair_budget", "target_confidence", "window", "min_nugget_tokens", "require_verb", "min_workers",
-}
-CAMPAIGN_KEYS = {"name", "topic", "input", "task", "stages", "budget", "marketplace", "endpoint_url", "crowd", "quality", "schedule"}
+CAMPAIGN_EXTRA_KEYS = {"input", "task", "stages", "crowd", "quality", "schedule"}
 
 
 def load_spec(path: str | Path) -> Spec:
-    """Read and validate a spec file; raise `SpecError` listing every problem."""
+    """Read and validate a spec file, its input files included; raise `SpecError` listing every problem.
+
+    Input files are read here too (not only when a campaign first runs), so that `validate` sees an
+    empty or damaged TSV and `run` refuses it before it creates any state.
+    """
     p = Path(path)
     shown = str(path)
     if not p.is_file():
         raise SpecError([f"{shown}:0: (file): no such file (give one with --config, or create campaigns.yaml)"])
-    text = p.read_text(encoding="utf-8")
+    raw = p.read_bytes()
     try:
-        node = yaml.compose(text)
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        line = raw[: exc.start].count(b"\n") + 1
+        raise SpecError([f"{shown}:{line}: (file): not UTF-8 text (byte 0x{raw[exc.start]:02x}); save the file as UTF-8"]) from None
+    try:
+        node = yaml.compose(text, Loader=yaml.SafeLoader)
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         line = mark.line + 1 if mark else 0
         raise SpecError([f"{shown}:{line}: (yaml): {getattr(exc, 'problem', None) or exc}"]) from None
     doc = _Doc(shown)
-    data = doc.build(node) if node is not None else {}
+    try:
+        data = doc.build(node) if node is not None else {}
+    except _TooBig as exc:
+        raise SpecError([f"{shown}:{exc.args[0]}: (yaml): the document expands to more than {MAX_VALUES} values or "
+                         f"{MAX_DEPTH} levels (through aliases?); a spec is far smaller"]) from None
+    except yaml.YAMLError as exc:  # e.g. an unknown tag (`!foo`) on a value
+        mark = getattr(exc, "problem_mark", None)
+        raise SpecError([f"{shown}:{mark.line + 1 if mark else 0}: (yaml): {getattr(exc, 'problem', None) or exc}"]) from None
     return _validate(data, doc, base_dir=p.parent)
 
 
 def _validate(data: Any, doc: _Doc, base_dir: Path) -> Spec:
-    ck = _Checker(doc)
+    ck = _Checker(doc, base_dir)
+    for at in doc.duplicates:
+        ck.err(at, "duplicate key (given twice in the same mapping; only the last would count)")
     top = ck.mapping(data, (), {"campaigns"}, {"campaigns"})
     raw_campaigns = top.get("campaigns") or []
     if not isinstance(raw_campaigns, list) or not raw_campaigns:
@@ -352,40 +647,82 @@ def _validate(data: Any, doc: _Doc, base_dir: Path) -> Spec:
     campaigns: list[Campaign] = []
     seen: set[str] = set()
     for i, raw in enumerate(raw_campaigns):
-        c = _campaign(ck, raw, ("campaigns", i), base_dir)
-        if c is None:
+        name, c = _campaign(ck, raw, ("campaigns", i), base_dir)
+        if not name:
             continue
-        if c.name in seen:
-            ck.err(("campaigns", i, "name"), f"duplicate campaign name {c.name!r}")
-        seen.add(c.name)
-        campaigns.append(c)
+        if name in seen:
+            ck.err(("campaigns", i, "name"), f"duplicate campaign name {name!r}")
+        seen.add(name)
+        if c is not None:
+            campaigns.append(c)
     if ck.problems:
         raise SpecError(ck.problems)
     return Spec(path=doc.path, campaigns=tuple(campaigns))
 
 
-def _campaign(ck: _Checker, raw: Any, at: tuple[Any, ...], base_dir: Path) -> Campaign | None:
-    m = ck.mapping(raw, at, CAMPAIGN_KEYS, {"name", "topic", "input", "budget"})
-    name = ck.get(m, "name", at, ck.string, "")
-    if name and not NAME_PATTERN.match(name):
-        ck.err(at + ("name",), "must be lower-case letters, digits, '-' or '_' (it names a folder under state/)")
-    topic = ck.get(m, "topic", at, ck.string, "")
-
-    inp = ck.mapping(m.get("input"), at + ("input",), {"propositions", "documents"})
-    input_kind, input_path = "propositions", ""
-    kinds = [k for k in ("propositions", "documents") if k in inp]
+def _input(ck: _Checker, m: dict, at: At, base_dir: Path) -> tuple[str, str]:
+    inp = ck.mapping(m.get("input"), at + ("input",), set(INPUT_KINDS))
+    input_kind, input_path = INPUT_KINDS[0], ""
+    kinds = [k for k in INPUT_KINDS if k in inp]
     if len(kinds) != 1 and "input" in m:
         ck.err(at + ("input",), "give exactly one of 'propositions' (a TSV of id and text) or 'documents'")
     elif kinds:
         input_kind = kinds[0]
-        input_path = ck.get(inp, input_kind, at + ("input",), ck.string, "")
-        if input_path and not (base_dir / input_path).is_file():
-            ck.err(at + ("input", input_kind), f"file not found: {input_path} (relative to {base_dir or '.'})")
-        input_path = str(base_dir / input_path) if input_path else ""
+        here = at + ("input", input_kind)
+        given = ck.string(inp[input_kind], here) if inp[input_kind] is not None else ""
+        if given:
+            path = base_dir / given
+            if not path.is_file():
+                where = "" if Path(given).is_absolute() else f" (relative to {base_dir or '.'})"
+                ck.err(here, f"file not found: {given}{where}")
+            else:
+                try:
+                    load_items(input_kind, path)
+                except InputError as exc:
+                    ck.err(here, str(exc))
+            input_path = str(path)
+    return input_kind, input_path
 
+
+def _campaign(ck: _Checker, raw: Any, at: At, base_dir: Path) -> tuple[str, Campaign | None]:
+    before = len(ck.problems)
+    got = ck.read(Campaign, raw, at, extra=CAMPAIGN_EXTRA_KEYS, required={"name", "topic", "input", "budget"})
+    m = raw if isinstance(raw, dict) else {}
+    name = got.get("name", "")
+    if name and not NAME_PATTERN.match(name):
+        ck.err(at + ("name",), "must be lower-case letters, digits, '-' or '_' (it names a folder under state/)")
+
+    input_kind, input_path = _input(ck, m, at, base_dir)
+    stages = _stages(ck, m, at, input_kind)
+
+    budget = got.get("budget", Decimal("0"))
+    if stages and budget > 0:
+        first = stages[0]
+        one_hit = hit_cost(first.reward, first.assignments)
+        if budget < one_hit:
+            ck.err(at + ("budget",), f"${budget} is below the cost of one HIT (${one_hit} = {first.assignments} x ${first.reward} + fees)")
+    elif "budget" in m and budget <= 0:
+        ck.err(at + ("budget",), "must be more than 0")
+
+    crowd_given = ck.read(Crowd, m.get("crowd"), at + ("crowd",))
+    if "crowd" not in m or m["crowd"] is None:  # no crowd section: the campaign's default crowd (none)
+        crowd_given.setdefault("kind", _default(Campaign, "crowd").kind)
+    crowd = Crowd(**crowd_given)
+    marketplace = got.get("marketplace", _default(Campaign, "marketplace"))
+    if crowd.kind == "simulated" and marketplace != "local":
+        ck.err(at + ("crowd", "kind"), "a simulated crowd can only work the built-in marketplace (marketplace: local)")
+    quality = QualityPolicy(**ck.read(QualityPolicy, m.get("quality"), at + ("quality",)))
+    schedule = _Schedule(**ck.read(_Schedule, m.get("schedule"), at + ("schedule",)))
+    if len(ck.problems) > before or not name:
+        return name, None
+    return name, Campaign(**got, input_kind=input_kind, input_path=input_path, stages=tuple(stages), crowd=crowd,
+                          quality=quality, poll_interval=schedule.poll_interval)
+
+
+def _stages(ck: _Checker, m: dict, at: At, input_kind: str) -> list[Stage]:
     if "task" in m and "stages" in m:
         ck.err(at + ("stages",), "give either 'task' (one stage) or 'stages', not both")
-    raw_stages: list[tuple[Any, tuple[Any, ...]]] = []
+    raw_stages: list[tuple[Any, At]] = []
     if "stages" in m:
         if not isinstance(m["stages"], list) or not m["stages"]:
             ck.err(at + ("stages",), "must be a non-empty list of stages")
@@ -395,161 +732,55 @@ def _campaign(ck: _Checker, raw: Any, at: tuple[Any, ...], base_dir: Path) -> Ca
         raw_stages = [(m["task"], at + ("task",))]
     else:
         ck.err(at, "missing required key 'task' (or 'stages')")
-    stages = [s for s in (_stage(ck, r, a, j) for j, (r, a) in enumerate(raw_stages)) if s is not None]
-    names = [s.name for s in stages]
-    for j, s in enumerate(stages):
+    read = [(_stage(ck, r, a, j), a) for j, (r, a) in enumerate(raw_stages)]
+    stages = [(s, a) for s, a in read if s is not None]
+    names = [s.name for s, _ in stages]
+    for j, (s, sat) in enumerate(stages):
         if names.count(s.name) > 1:
-            ck.err(raw_stages[j][1] + ("name",), f"duplicate stage name {s.name!r}")
-        if s.kind == "ranking" and len(stages) > 1:
-            if s.source is None or s.source not in names[:j]:
-                ck.err(raw_stages[j][1] + ("source",), "a ranking stage after others must name an earlier stage as 'source'")
-        if s.kind == "nuggets" and input_kind != "documents":
-            ck.err(raw_stages[j][1] + ("kind",), "a nuggets stage needs 'input: documents'")
-        if s.kind in ("likert", "ranking") and input_kind != "propositions" and j == 0:
-            ck.err(raw_stages[j][1] + ("kind",), f"a {s.kind} stage needs 'input: propositions'")
+            ck.err(sat + ("name",), f"duplicate stage name {s.name!r}")
+        if j == 0 and not s.may_be_first:
+            ck.err(sat + ("kind",), f"a {s.kind} stage cannot be the first stage")
+        if s.needs_source and len(stages) > 1 and j > 0:
+            source = getattr(s, "source", None)
+            if source is None or source not in names[:j]:
+                ck.err(sat + ("source",), f"a {s.kind} stage after others must name an earlier stage as 'source'")
+        if s.needs_input is not None and input_kind != s.needs_input and (j == 0 or not s.input_checked_first_only):
+            ck.err(sat + ("kind",), f"a {s.kind} stage needs 'input: {s.needs_input}'")
+    return [s for s, _ in stages]
 
-    budget = ck.get(m, "budget", at, ck.money, Decimal("0"))
-    if stages and budget > 0:
-        first = stages[0]
-        one_hit = hit_cost(first.reward, first.assignments)
-        if budget < one_hit:
-            ck.err(at + ("budget",), f"${budget} is below the cost of one HIT (${one_hit} = {first.assignments} x ${first.reward} + fees)")
-    elif "budget" in m and budget <= 0:
-        ck.err(at + ("budget",), "must be more than 0")
 
-    marketplace = ck.get(m, "marketplace", at, ck.choice(MARKETPLACES), "local")
-    endpoint_url = ck.get(m, "endpoint_url", at, ck.string, None)
-    crowd = _crowd(ck, m.get("crowd"), at + ("crowd",), base_dir)
-    if crowd.kind == "simulated" and marketplace != "local":
-        ck.err(at + ("crowd", "kind"), "a simulated crowd can only work the built-in marketplace (marketplace: local)")
-    quality = _quality(ck, m.get("quality"), at + ("quality",))
-    sched = ck.mapping(m.get("schedule"), at + ("schedule",), {"poll_interval"})
-    poll = ck.get(sched, "poll_interval", at + ("schedule",), ck.number(0.05, 86400.0), 1.0)
-    if not name:
+def _elsewhere(cls: type[Stage] | None) -> dict[str, str]:
+    """For keys other kinds take and `cls` does not: which kinds' stages take them."""
+    own = {k for k, _ in _spec_fields(cls).values()} if cls else set()
+    out: dict[str, list[str]] = {}
+    for kind, other in _STAGE_TYPES.items():
+        for k, _ in _spec_fields(other).values():
+            if k not in own and kind not in out.setdefault(k, []):
+                out[k].append(kind)
+    return {k: " and ".join(v) + " stages" for k, v in out.items()}
+
+
+def _stage(ck: _Checker, raw: Any, at: At, index: int) -> Stage | None:
+    kind = raw.get("kind") if isinstance(raw, dict) else None
+    cls = _STAGE_TYPES.get(kind) if isinstance(kind, str) else None
+    before = len(ck.problems)
+    if cls is None or not isinstance(kind, str):
+        # unknown kind: report it, and check the keys against every kind's so a typo elsewhere still shows
+        ck.mapping(raw, at, {k for t in _STAGE_TYPES.values() for k, _ in _spec_fields(t).values()} | {"kind"}, {"kind"})
+        if isinstance(raw, dict) and "kind" in raw and raw["kind"] is not None:
+            ck.choice(tuple(_STAGE_TYPES))(raw["kind"], at + ("kind",))
         return None
-    return Campaign(
-        name=name, topic=topic, input_kind=input_kind, input_path=input_path, stages=tuple(stages),
-        budget=budget, marketplace=marketplace, crowd=crowd, quality=quality, poll_interval=poll,
-        endpoint_url=endpoint_url,
-    )
-
-
-def _stage(ck: _Checker, raw: Any, at: tuple[Any, ...], index: int) -> Stage | None:
-    m = ck.mapping(raw, at, STAGE_KEYS, {"kind"})
-    kind = ck.get(m, "kind", at, ck.choice(TASK_KINDS), None)
-    if kind is None:
+    got = ck.read(cls, raw, at, extra={"kind", "qualifications", "traps"}, required={"kind"}, elsewhere=_elsewhere(cls))
+    quals = ck.read(Qualifications, raw.get("qualifications"), at + ("qualifications",))
+    quals.setdefault("approval_rate", cls.default_approval_rate)
+    traps = ck.read(Traps, raw.get("traps"), at + ("traps",))
+    got.setdefault("name", kind if index == 0 else f"{kind}{index}")
+    missing = [f.name for f in fields(cls) if f.name not in got and f.name != "kind" and not _has_default(cls, f.name)]
+    for name in missing:
+        ck.err(at, f"missing required key '{name}' (a {kind} stage has no default for it)")
+    if missing:
         return None
-    d = STAGE_DEFAULTS[kind]
-    title, description = STAGE_TITLES[kind]
-    items_per_hit = ck.get(m, "items_per_hit", at, ck.integer(1, 50), d["items_per_hit"])
-    if kind == "ranking" and items_per_hit < 2:
-        ck.err(at + ("items_per_hit",), "a ranking HIT needs at least 2 items")
-    quals = _qualifications(ck, m.get("qualifications"), at + ("qualifications",), kind)
-    traps = _traps(ck, m.get("traps"), at + ("traps",))
-    return Stage(
-        name=ck.get(m, "name", at, ck.string, kind if index == 0 else f"{kind}{index}"),
-        kind=kind,
-        items_per_hit=items_per_hit,
-        assignments=ck.get(m, "assignments", at, ck.integer(1, 100), d["assignments"]),
-        reward=ck.get(m, "reward", at, ck.money, d["reward"]),
-        lifetime=ck.get(m, "lifetime", at, ck.duration(*LIFETIME_RANGE), 3 * 86400),
-        duration=ck.get(m, "duration", at, ck.duration(*DURATION_RANGE), 1800),
-        auto_approval_delay=ck.get(m, "auto_approval_delay", at, ck.duration(*AUTO_APPROVAL_RANGE), 3 * 86400),
-        title=ck.get(m, "title", at, ck.string, title),
-        description=ck.get(m, "description", at, ck.string, description),
-        keywords=ck.get(m, "keywords", at, ck.string, "importance, summary, rating"),
-        qualifications=quals,
-        traps=traps,
-        source=ck.get(m, "source", at, ck.string, None),
-        shortlist=ck.get(m, "shortlist", at, ck.integer(2), 100),
-        keep=ck.get(m, "keep", at, ck.integer(1), 50),
-        batch_pairs=ck.get(m, "batch_pairs", at, ck.integer(1), 100),
-        pair_budget=ck.get(m, "pair_budget", at, ck.number(0.0, 1.0, lo_open=True), 0.10),
-        target_confidence=ck.get(m, "target_confidence", at, ck.number(0.0, 1.0), None),
-        window=ck.get(m, "window", at, ck.integer(1, 50), 7),
-        min_nugget_tokens=ck.get(m, "min_nugget_tokens", at, ck.integer(1), 3),
-        require_verb=ck.get(m, "require_verb", at, ck.boolean, False),
-        min_workers=ck.get(m, "min_workers", at, ck.integer(1), 3),
-    )
-
-
-def _qualifications(ck: _Checker, raw: Any, at: tuple[Any, ...], kind: str) -> Qualifications:
-    m = ck.mapping(raw, at, {"locale", "approval_rate", "approved_hits", "masters", "custom"})
-    locales = m.get("locale", ["US"])
-    if isinstance(locales, str):
-        locales = [locales]
-    if not isinstance(locales, list) or not all(isinstance(x, str) and re.fullmatch(r"[A-Z]{2}(-[A-Z0-9]{1,3})?", x) for x in locales):
-        ck.err(at + ("locale",), "must be a list of ISO 3166 country codes like [US, GB] (optionally US-NY)")
-        locales = []
-    default_rate = 98 if kind == "nuggets" else 95  # seed 002: >=98%; seed 000: >=95%
-    custom: list[tuple[str, str, int]] = []
-    for j, c in enumerate(m.get("custom") or []):
-        cm = ck.mapping(c, at + ("custom", j), {"name", "comparator", "value"}, {"name"})
-        custom.append((
-            ck.get(cm, "name", at + ("custom", j), ck.string, ""),
-            ck.get(cm, "comparator", at + ("custom", j), ck.choice(
-                ("Exists", "DoesNotExist", "GreaterThanOrEqualTo", "GreaterThan", "LessThan", "LessThanOrEqualTo", "EqualTo", "NotEqualTo")
-            ), "Exists"),
-            ck.get(cm, "value", at + ("custom", j), ck.integer(0), 1),
-        ))
-    return Qualifications(
-        locales=tuple(locales),
-        approval_rate=ck.get(m, "approval_rate", at, ck.integer(0, 100), default_rate),
-        approved_hits=ck.get(m, "approved_hits", at, ck.integer(0), None),
-        masters=ck.get(m, "masters", at, ck.boolean, False),
-        custom=tuple(custom),
-    )
-
-
-def _traps(ck: _Checker, raw: Any, at: tuple[Any, ...]) -> Traps:
-    m = ck.mapping(raw, at, {"share", "texts", "max_rating", "tolerance"})
-    texts = m.get("texts", list(Traps.texts))
-    if not isinstance(texts, list) or not texts or not all(isinstance(t, str) and t.strip() for t in texts):
-        ck.err(at + ("texts",), "must be a non-empty list of trap sentences")
-        texts = list(Traps.texts)
-    return Traps(
-        share=ck.get(m, "share", at, ck.number(0.0, 1.0), 0.0),
-        texts=tuple(texts),
-        max_rating=ck.get(m, "max_rating", at, ck.integer(1, 5), 2),
-        tolerance=ck.get(m, "tolerance", at, ck.integer(0, 10), 1),
-    )
-
-
-def _crowd(ck: _Checker, raw: Any, at: tuple[Any, ...], base_dir: Path) -> Crowd:
-    m = ck.mapping(raw, at, {"kind", "workers", "mix", "speed", "arrival_span", "truth"})
-    kind = ck.get(m, "kind", at, ck.choice(CROWD_KINDS), "simulated" if raw is not None else "none")
-    mix = Crowd.mix
-    if "mix" in m:
-        mm = ck.mapping(m["mix"], at + ("mix",), set(WORKER_KINDS))
-        vals = [(k, ck.number(0.0, 1.0)(v, at + ("mix", k))) for k, v in mm.items()]
-        if vals and sum(v for _, v in vals) <= 0:
-            ck.err(at + ("mix",), "shares must add up to more than 0")
-        mix = tuple(sorted(vals)) or mix
-    truth = ck.get(m, "truth", at, ck.string, None)
-    if truth is not None:
-        if not (base_dir / truth).is_file():
-            ck.err(at + ("truth",), f"file not found: {truth}")
-        truth = str(base_dir / truth)
-    return Crowd(
-        kind=kind,
-        workers=ck.get(m, "workers", at, ck.integer(1, 100000), 40),
-        mix=mix,
-        speed=ck.get(m, "speed", at, ck.number(0.0, 1e7, lo_open=True), 3600.0),
-        arrival_span=ck.get(m, "arrival_span", at, ck.duration(0, 31_536_000), 3600),
-        truth=truth,
-    )
-
-
-def _quality(ck: _Checker, raw: Any, at: tuple[Any, ...]) -> QualityPolicy:
-    m = ck.mapping(raw, at, {"enabled", "min_shared", "min_correlation", "max_excluded_share", "reject_spam", "block", "block_list", "bonus"})
-    bonus = ck.get(m, "bonus", at, ck.money, None)
-    return QualityPolicy(
-        enabled=ck.get(m, "enabled", at, ck.boolean, True),
-        min_shared=ck.get(m, "min_shared", at, ck.integer(1), 5),
-        min_correlation=ck.get(m, "min_correlation", at, ck.number(-1.0, 1.0), 0.2),
-        max_excluded_share=ck.get(m, "max_excluded_share", at, ck.number(0.0, 1.0), 0.05),
-        reject_spam=ck.get(m, "reject_spam", at, ck.boolean, True),
-        block=ck.get(m, "block", at, ck.boolean, False),
-        block_list=ck.get(m, "block_list", at, ck.string, None),
-        bonus=str(bonus) if bonus is not None else None,
-    )
+    stage = cls(**got, kind=kind, qualifications=Qualifications(**quals), traps=Traps(**traps))
+    for name, message in stage.problems():
+        ck.err(at + (name,), message)
+    return None if len(ck.problems) > before else stage

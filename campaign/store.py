@@ -9,16 +9,38 @@ replays harmless: a second insert of the same fact fails instead of counting twi
 
 from __future__ import annotations
 
+import functools
 import json
+import logging
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
+from importlib import resources
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from sqlalchemy import Index, UniqueConstraint, event
-from sqlalchemy.engine import Engine
+from sqlalchemy import Index, MetaData, UniqueConstraint, event, inspect, text
+from sqlalchemy.engine import Connection, Engine, make_url
+from sqlalchemy.exc import DatabaseError
 from sqlmodel import Field, Session, SQLModel, create_engine, select
+
+if TYPE_CHECKING:
+    from alembic.config import Config
+    from alembic.script import ScriptDirectory
+
+log = logging.getLogger(__name__)
+
+# The version the previous releases' `create_all` stores are at (they carry no version table): opening
+# one stamps it with this and migrates it on from there.
+BASELINE = "0001"
+# The newest revision in campaign/migrations/versions (a test checks they agree). Known here so that
+# opening a store that is already at it needs no Alembic import, which costs a second of start-up on a
+# busy machine for every `campaign status`.
+SCHEMA_HEAD = "0001"
+
+
+class StoreError(Exception):
+    """The store cannot be used as it is: missing (read-only open), damaged, or from a newer `campaign`."""
 
 
 class CampaignRow(SQLModel, table=True):
@@ -182,8 +204,45 @@ def _sqlite_pragmas(dbapi_conn: Any, _record: Any) -> None:
     cur.close()
 
 
+STORE_TABLES = frozenset({"campaigns", "items", "hits", "assignments", "judgments", "workers", "ledger", "events", "kv"})
+
+
+def metadata() -> MetaData:
+    """The metadata the migrations are written against (the store's tables are among SQLModel's)."""
+    return SQLModel.metadata
+
+
+def alembic_config(url: str | None = None, connection: Connection | None = None) -> Config:
+    """Alembic's configuration for the store, without an alembic.ini: the scripts ship in the package."""
+    from alembic.config import Config
+
+    cfg = Config()
+    cfg.set_main_option("script_location", str(resources.files("campaign.migrations")))
+    if url is not None:
+        cfg.set_main_option("sqlalchemy.url", url.replace("%", "%%"))
+    cfg.attributes["connection"] = connection
+    return cfg
+
+
+@functools.cache
+def _script() -> ScriptDirectory:
+    from alembic.script import ScriptDirectory
+
+    return ScriptDirectory.from_config(alembic_config())
+
+
+def schema_head() -> str:
+    """The schema version this `campaign` writes."""
+    return SCHEMA_HEAD
+
+
 class Store:
-    """Owns the engine; `session()` yields a transaction that commits on success."""
+    """Owns the engine; `session()` yields a transaction that commits on success.
+
+    Opening migrates the schema to this version's head: an empty database gets every table, a store
+    written before stores carried a version (by `create_all`) is stamped as the baseline first, and a
+    store from a newer `campaign` is refused rather than misread.
+    """
 
     def __init__(self, url: str) -> None:
         self.url = url
@@ -193,15 +252,90 @@ class Store:
         self.engine: Engine = create_engine(url, **kwargs)
         if url.startswith("sqlite"):
             event.listen(self.engine, "connect", _sqlite_pragmas)
-        SQLModel.metadata.create_all(self.engine)
+        try:
+            self._check_and_migrate()
+        except StoreError:
+            self.engine.dispose()
+            raise
+        except DatabaseError as exc:
+            self.engine.dispose()
+            raise StoreError(self._damaged(str(getattr(exc, "orig", None) or exc))) from None
+
+    @property
+    def where(self) -> str:
+        """The store's address as shown to a user (no password)."""
+        u = make_url(self.url)
+        return str(u.database) if u.drivername.startswith("sqlite") else u.render_as_string(hide_password=True)
+
+    def _damaged(self, what: str) -> str:
+        if self.url.startswith("sqlite"):
+            return (f"{self.where}: the store is damaged or not a campaign store ({what.strip()}); "
+                    "restore it from a backup, or move it away to start afresh")
+        return f"{self.where}: cannot open the store ({what.strip()})"
+
+    def _check_and_migrate(self) -> None:
+        with self.engine.begin() as conn:
+            if conn.dialect.name == "sqlite":
+                problems = [line.strip() for r in conn.execute(text("PRAGMA quick_check")).fetchall()
+                            for line in str(r[0]).splitlines() if line.strip() and not line.startswith("***")]
+                if problems != ["ok"]:
+                    raise StoreError(self._damaged("; ".join(problems[:3]) + (" ..." if len(problems) > 3 else "")))
+            tables = set(inspect(conn).get_table_names())
+            current: tuple[str, ...] = ()
+            if "alembic_version" in tables:
+                current = tuple(str(r[0]) for r in conn.execute(text("SELECT version_num FROM alembic_version")))
+            if current == (SCHEMA_HEAD,):
+                return
+            self._migrate(conn, current, "campaigns" in tables)
+
+    def _migrate(self, conn: Connection, current: tuple[str, ...], has_tables: bool) -> None:
+        from alembic import command
+        from alembic.util.exc import CommandError
+
+        for version in current:
+            try:
+                known = _script().get_revision(version)
+            except CommandError:
+                known = None
+            if known is None:
+                raise StoreError(
+                    f"{self.where}: the store's schema version {version!r} is newer than this campaign knows "
+                    f"(it knows up to {SCHEMA_HEAD!r}); upgrade campaign, or use another --state/--db")
+        cfg = alembic_config(self.url, conn)
+        if not current and has_tables:
+            log.info("store %s has no schema version: stamping it as the baseline %s", self.where, BASELINE)
+            command.stamp(cfg, BASELINE)
+            current = (BASELINE,)
+        if current != (SCHEMA_HEAD,):
+            log.info("store %s: migrating schema %s -> %s", self.where, ",".join(current) or "(empty)", SCHEMA_HEAD)
+            command.upgrade(cfg, "head")
+
+    def schema_version(self) -> str | None:
+        """The store's schema version (None before stores carried one)."""
+        with self.engine.connect() as conn:
+            if "alembic_version" not in inspect(conn).get_table_names():
+                return None
+            return conn.execute(text("SELECT version_num FROM alembic_version")).scalar()
 
     @classmethod
-    def open(cls, state_dir: str | Path, db: str | None = None) -> Store:
+    def open(cls, state_dir: str | Path, db: str | None = None, *, create: bool = True) -> Store:
+        """The store under `state_dir` (SQLite) or at URL `db`. With `create=False` (read-only commands) a
+        missing SQLite store is an error and nothing is created, not even the folder."""
         if db:
+            if not create:
+                u = make_url(db)
+                if u.drivername.startswith("sqlite") and u.database not in (None, "", ":memory:") \
+                        and not Path(u.database).is_file():
+                    raise StoreError(f"no store at {u.database}; `campaign run` creates it")
             return cls(db)
         p = Path(state_dir)
-        p.mkdir(parents=True, exist_ok=True)
-        return cls(f"sqlite:///{p / 'campaign.db'}")
+        f = p / "campaign.db"
+        if not create:
+            if not f.is_file():
+                raise StoreError(f"no store at {f}; `campaign run` creates it (or give --state/--db)")
+        else:
+            p.mkdir(parents=True, exist_ok=True)
+        return cls(f"sqlite:///{f}")
 
     @contextmanager
     def session(self) -> Iterator[Session]:

@@ -32,3 +32,42 @@ def test_truth_must_be_numeric(tmp_path):
     assert load_truth(write(tmp_path, "id\timportance\na\t0.5\n")) == {"a": 0.5}
     with pytest.raises(InputError, match=":2: importance must be a number"):
         load_truth(write(tmp_path, "id\timportance\na\thigh\n"))
+
+
+def write_bytes(tmp_path, data: bytes, name="f.tsv"):
+    p = tmp_path / name
+    p.write_bytes(data)
+    return p
+
+
+def test_non_utf8_names_the_line_of_the_bad_byte(tmp_path):
+    p = write_bytes(tmp_path, "id\ttext\na\tfine\nb\tna\xefve\n".encode("latin-1"))
+    with pytest.raises(InputError, match=r":3: not UTF-8 text \(byte 0xef\)"):
+        load_propositions(p)
+
+
+def test_a_field_over_the_csv_module_limit_loads(tmp_path):
+    long = "word " * 40_000  # 200 KB, over csv's 128 KiB field limit
+    items = load_propositions(write(tmp_path, f"id\ttext\na\t{long}\nb\tshort\n"))
+    assert [len(i.text) for i in items] == [len(long.strip()), 5]
+
+
+@pytest.mark.parametrize("text,message", [
+    ("", ":1: the file is empty"),
+    ("\n\n", ":1: the file is empty"),
+    ("id\ttext\n", ":2: no propositions found below the header"),
+    ("id\ttext\na\tx\tsurplus\n", ":2: expected 2 tab-separated columns, got 3"),
+])
+def test_empty_header_only_and_ragged_files(tmp_path, text, message):
+    with pytest.raises(InputError, match=message):
+        load_propositions(write(tmp_path, text))
+
+
+def test_truth_rows_must_match_the_header(tmp_path):
+    with pytest.raises(InputError, match=":2: expected 2 tab-separated columns, got 1"):
+        load_truth(write(tmp_path, "id\timportance\na\n"))
+
+
+def test_windows_line_ends_and_byte_order_mark(tmp_path):
+    items = load_propositions(write_bytes(tmp_path, b"\xef\xbb\xbfid\ttext\r\na\tOne\r\nb\tTwo\r\n"))
+    assert [(i.key, i.text) for i in items] == [("a", "One"), ("b", "Two")]

@@ -112,3 +112,162 @@ def test_validate_command_exits_2_and_prints_problems(tmp_path, capsys):
 def test_production_and_simulated_crowd_do_not_mix(tmp_path):
     ps = problems(tmp_path, GOOD.replace("    crowd:", "    marketplace: mturk\n    crowd:"))
     assert any("simulated crowd can only work the built-in marketplace" in p for p in ps)
+
+
+# --- one type per stage kind, a registry for new kinds --------------------------------------------------
+
+def test_shipped_specs_keep_their_fingerprints(monkeypatch):
+    """A stored campaign compares this on resume; these are the values stored before stage types split."""
+    monkeypatch.chdir(ROOT)
+    got = {c.name: c.fingerprint() for f in ("campaigns.yaml", "examples/two-stage.yaml") for c in load_spec(f).campaigns}
+    assert got == {"water-bottles": "29e4155bd439217f", "water-nuggets": "4cccb6745081bf55",
+                   "water-two-stage": "c64d533c6b6a7933"}
+
+
+def test_each_kind_gets_its_own_stage_type_with_only_its_fields(tmp_path):
+    from campaign.spec import LikertStage, NuggetStage, RankingStage, Stage
+
+    c = load_spec(ROOT / "examples" / "two-stage.yaml").campaigns[0]
+    likert, ranking = c.stages
+    assert type(likert) is LikertStage and type(ranking) is RankingStage and isinstance(likert, Stage)
+    assert ranking.source == "likert" and ranking.shortlist == 30 and not hasattr(likert, "shortlist")
+    nuggets = load_spec(ROOT / "campaigns.yaml").campaign("water-nuggets").stages[0]
+    assert type(nuggets) is NuggetStage and nuggets.window == 7 and nuggets.qualifications.approval_rate == 98
+    assert not hasattr(nuggets, "keep")
+
+
+def test_a_field_of_another_kind_is_refused_and_says_whose_it_is(tmp_path):
+    ps = problems(tmp_path, GOOD.replace("      kind: likert\n", "      kind: likert\n      shortlist: 10\n      window: 5\n"))
+    assert any(p.endswith("campaigns[0].task.shortlist: unknown key here (only ranking stages take it)") for p in ps)
+    assert any(p.endswith("campaigns[0].task.window: unknown key here (only nuggets stages take it)") for p in ps)
+
+
+def test_unknown_kind_lists_registered_kinds_with_a_hint(tmp_path):
+    (p,) = problems(tmp_path, GOOD.replace("kind: likert", "kind: rankng"))
+    assert p.endswith("campaigns[0].task.kind: must be one of likert, ranking, nuggets, got 'rankng' (did you mean 'ranking'?)")
+    assert ":7:" in p
+
+
+def test_a_kind_defined_elsewhere_brings_its_own_stage_type(tmp_path):
+    from dataclasses import dataclass
+
+    from campaign import spec as spec_module
+    from campaign.spec import Stage, opt, register_stage_type
+
+    @dataclass(frozen=True, kw_only=True)
+    class YesNoStage(Stage):
+        needs_input = "propositions"
+        may_be_first = True
+        items_per_hit: int = 3
+        assignments: int = 3
+        reward: Decimal = Decimal("0.02")
+        title: str = "Yes or no?"
+        description: str = "Answer yes or no."
+        question: str = opt("Is this important?", spec_module._string)
+
+        def problems(self) -> list[tuple[str, str]]:
+            return super().problems() + ([] if self.question.endswith("?") else [("question", "must end with '?'")])
+
+    saved = dict(spec_module._STAGE_TYPES)
+    try:
+        register_stage_type("yesno", YesNoStage)
+        text = GOOD.replace("      kind: likert\n      reward: \"0.06\"\n", "      kind: yesno\n      question: Is it true?\n")
+        stage = load_spec(write(tmp_path, text)).campaigns[0].stages[0]
+        assert type(stage) is YesNoStage and stage.kind == "yesno" and stage.question == "Is it true?"
+        assert (stage.items_per_hit, stage.reward, stage.lifetime) == (3, Decimal("0.02"), 3 * 86400)
+        ps = problems(tmp_path, text.replace("Is it true?", "Is it true"))
+        assert ps == [f"{tmp_path / 'campaigns.yaml'}:8: campaigns[0].task.question: must end with '?'"]
+        ps = problems(tmp_path, GOOD.replace("kind: likert", "kind: yesnoo"))
+        assert any("must be one of likert, ranking, nuggets, yesno, got 'yesnoo' (did you mean 'yesno'?)" in p for p in ps)
+        ps = problems(tmp_path, GOOD.replace("      kind: likert\n", "      kind: likert\n      question: Why?\n"))
+        assert any(p.endswith("task.question: unknown key here (only yesno stages take it)") for p in ps)
+    finally:
+        spec_module._STAGE_TYPES.clear()
+        spec_module._STAGE_TYPES.update(saved)
+    with pytest.raises(TypeError):
+        register_stage_type("bad", dict)  # type: ignore[arg-type]
+
+
+def test_stage_rules_come_from_the_type(tmp_path):
+    ps = problems(tmp_path, GOOD.replace("kind: likert", "kind: nuggets"))
+    assert any(p.endswith("campaigns[0].task.kind: a nuggets stage needs 'input: documents'") for p in ps)
+    ps = problems(tmp_path, GOOD.replace("kind: likert", "kind: ranking\n      items_per_hit: 1"))
+    assert any(p.endswith("task.items_per_hit: a ranking HIT needs at least 2 items") for p in ps)
+    two = GOOD.replace("    task:\n      kind: likert\n      reward: \"0.06\"\n",
+                       "    stages:\n      - kind: likert\n      - kind: ranking\n        source: nope\n")
+    ps = problems(tmp_path, two)
+    assert any(p.endswith("stages[1].source: a ranking stage after others must name an earlier stage as 'source'") for p in ps)
+
+
+# --- inputs and YAML a new user can get wrong (issue 15) ------------------------------------------------
+
+def test_zero_reward_is_refused(tmp_path):
+    (p,) = problems(tmp_path, GOOD.replace('"0.06"', '"0.00"'))
+    assert p.endswith("campaigns[0].task.reward: must be at least $0.01 (MTurk's minimum reward), got $0.00") and ":8:" in p
+
+
+def test_non_utf8_yaml_is_a_problem_with_its_line(tmp_path):
+    p = write(tmp_path, GOOD)
+    p.write_bytes(GOOD.replace("A topic", "Caf\xe9").encode("latin-1"))
+    with pytest.raises(SpecError) as exc:
+        load_spec(p)
+    assert exc.value.problems == [f"{p}:3: (file): not UTF-8 text (byte 0xe9); save the file as UTF-8"]
+
+
+def test_alias_bomb_is_refused_fast(tmp_path):
+    import time
+
+    lines = ["a0: &a0 [x, x, x, x, x, x, x, x, x]"]
+    lines += [f"a{i}: &a{i} [{', '.join(f'*a{i - 1}' for _ in range(9))}]" for i in range(1, 10)]
+    p = tmp_path / "bomb.yaml"
+    p.write_text("\n".join(lines) + "\ncampaigns: *a9\n", encoding="utf-8")
+    t0 = time.perf_counter()
+    with pytest.raises(SpecError) as exc:
+        load_spec(p)
+    assert time.perf_counter() - t0 < 2.0
+    assert "(yaml): the document expands to more than" in exc.value.problems[0]
+
+
+def test_missing_absolute_input_path_does_not_say_relative(tmp_path):
+    absent = tmp_path / "elsewhere" / "nope.tsv"
+    ps = problems(tmp_path, GOOD.replace("props.tsv", str(absent)))
+    assert any(p.endswith(f"input.propositions: file not found: {absent}") for p in ps)
+    ps = problems(tmp_path, GOOD.replace("props.tsv", "nope.tsv"))
+    assert any(p.endswith(f"input.propositions: file not found: nope.tsv (relative to {tmp_path})") for p in ps)
+
+
+BAD_TSVS = {
+    "empty": (b"", ":1: the file is empty"),
+    "header only": (b"id\ttext\n", ":2: no propositions found below the header"),
+    "duplicate ids": (b"id\ttext\na\tx\na\ty\n", ":3: duplicate id 'a'"),
+    "ragged": (b"id\ttext\na\tx\textra\n", ":2: expected 2 tab-separated columns, got 3"),
+    "not utf-8": (b"id\ttext\na\tna\xefve\n", ":2: not UTF-8 text (byte 0xef)"),
+}
+
+
+@pytest.mark.parametrize("case", sorted(BAD_TSVS))
+def test_validate_and_run_catch_bad_input_files_before_creating_anything(tmp_path, capsys, monkeypatch, case):
+    data, message = BAD_TSVS[case]
+    p = write(tmp_path, GOOD)
+    (tmp_path / "props.tsv").write_bytes(data)
+    assert commands_main(["validate", str(p)]) == 2
+    err = capsys.readouterr().err
+    tsv = tmp_path / "props.tsv"
+    assert f"{p}:5: campaigns[0].input.propositions: {tsv}{message}" in err
+    monkeypatch.chdir(tmp_path)
+    state = tmp_path / "state"
+    assert commands_main(["run", "--config", str(p), "--state", str(state), "--quiet"]) == 2
+    assert not state.exists() and sorted(x.name for x in tmp_path.iterdir()) == ["campaigns.yaml", "props.tsv"]
+
+
+def test_bad_truth_file_is_caught_by_validate(tmp_path):
+    (tmp_path / "truth.tsv").write_text("id\timportance\na\thigh\n", encoding="utf-8")
+    ps = problems(tmp_path, GOOD.replace("kind: simulated", "kind: simulated\n      truth: truth.tsv"))
+    assert any(p.endswith(f"campaigns[0].crowd.truth: {tmp_path / 'truth.tsv'}:2: importance must be a number, got 'high'") for p in ps)
+
+
+def test_unknown_yaml_tag_and_duplicate_keys_are_problems_with_lines(tmp_path):
+    ps = problems(tmp_path, GOOD.replace("topic: A topic", "topic: !foo A topic"))
+    assert len(ps) == 1 and ps[0].startswith(f"{tmp_path / 'campaigns.yaml'}:3: (yaml): could not determine a constructor")
+    ps = problems(tmp_path, GOOD.replace('      reward: "0.06"\n', '      reward: "0.06"\n      reward: "0.60"\n'))
+    assert ps == [f"{tmp_path / 'campaigns.yaml'}:9: campaigns[0].task.reward: duplicate key (given twice in the same mapping; only the last would count)"]

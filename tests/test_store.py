@@ -1,0 +1,196 @@
+"""The store's schema version: migrations on SQLite and PostgreSQL, old stores opened, newer and damaged
+ones refused with a message (and exit 2 from the commands), read-only opens that create nothing."""
+
+from __future__ import annotations
+
+import sqlite3
+from pathlib import Path
+
+import pytest
+from alembic.autogenerate import compare_metadata
+from alembic.runtime.migration import MigrationContext
+from sqlalchemy import create_engine, inspect, text
+from sqlmodel import SQLModel
+
+from campaign.commands import main as commands_main
+from campaign.store import BASELINE, STORE_TABLES, CampaignRow, EventRow, Store, StoreError, schema_head
+
+
+def schema_diff(store: Store) -> list:
+    """What the migrated schema lacks or has beyond the models (empty when they agree)."""
+    metadata = SQLModel.metadata
+    with store.engine.connect() as conn:
+        ctx = MigrationContext.configure(conn, opts={"compare_type": True, "include_object": lambda o, n, t, r, c: t != "table" or n in STORE_TABLES})
+        return compare_metadata(ctx, metadata)
+
+
+def legacy_store(url: str) -> None:
+    """A store as the previous version left it: `create_all`, no version table, some rows."""
+    engine = create_engine(url)
+    SQLModel.metadata.create_all(engine, tables=[t for n, t in SQLModel.metadata.tables.items() if n in STORE_TABLES])
+    with engine.begin() as conn:
+        conn.execute(CampaignRow.__table__.insert(), [{"name": "old", "fingerprint": "f", "spec_json": "{}", "status": "finished",  # type: ignore[attr-defined]
+                                                         "seed": 1, "budget": "5.00", "created_at": 1.0}])
+    engine.dispose()
+
+
+def set_version(url: str, version: str) -> None:
+    engine = create_engine(url)
+    with engine.begin() as conn:
+        conn.execute(text("UPDATE alembic_version SET version_num = :v"), {"v": version})
+    engine.dispose()
+
+
+# --- SQLite ----------------------------------------------------------------------------------------------
+
+def test_a_new_store_is_built_by_the_migrations_and_matches_the_models(tmp_path):
+    store = Store.open(tmp_path)
+    assert store.schema_version() == schema_head()
+    assert STORE_TABLES <= set(inspect(store.engine).get_table_names())
+    assert schema_diff(store) == []
+    store.close()
+
+
+def test_a_store_from_the_previous_version_is_stamped_and_kept(tmp_path):
+    legacy_store(f"sqlite:///{tmp_path / 'campaign.db'}")
+    store = Store.open(tmp_path)
+    assert store.schema_version() == schema_head()
+    with store.session() as s:
+        assert s.get(CampaignRow, "old").budget == "5.00"
+    assert schema_diff(store) == []
+    store.close()
+    assert BASELINE == "0001"
+
+
+def test_a_newer_store_is_refused_and_commands_exit_2(tmp_path, capsys):
+    Store.open(tmp_path).close()
+    set_version(f"sqlite:///{tmp_path / 'campaign.db'}", "9999_future")
+    with pytest.raises(StoreError, match=r"schema version '9999_future' is newer than this campaign knows \(it knows up to '0001'\)"):
+        Store.open(tmp_path)
+    assert commands_main(["status", "--state", str(tmp_path)]) == 2
+    assert "newer than this campaign knows" in capsys.readouterr().err
+    spec = Path(__file__).resolve().parent.parent / "campaigns.yaml"
+    assert commands_main(["run", "--config", str(spec), "--state", str(tmp_path), "--quiet"]) == 2
+    assert "newer than this campaign knows" in capsys.readouterr().err
+
+
+def test_read_only_open_of_a_missing_store_creates_nothing(tmp_path):
+    state = tmp_path / "state"
+    with pytest.raises(StoreError, match="no store at .*campaign.db"):
+        Store.open(state, create=False)
+    assert not state.exists()
+    with pytest.raises(StoreError, match="no store at"):
+        Store.open(state, f"sqlite:///{tmp_path / 'other.db'}", create=False)
+    assert list(tmp_path.iterdir()) == []
+    Store.open(state).close()
+    Store.open(state, create=False).close()
+
+
+def _filled(tmp_path: Path) -> Path:
+    store = Store.open(tmp_path)
+    with store.session() as s:
+        for i in range(3000):
+            s.add(EventRow(campaign="c", kind="k", message="x" * 200 + str(i)))
+    store.close()
+    db = tmp_path / "campaign.db"
+    with sqlite3.connect(db) as conn:  # fold the WAL into the file, as a cleanly stopped daemon leaves it
+        conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+    return db
+
+
+@pytest.mark.parametrize("damage", ["truncated", "garbage", "torn page"])
+def test_a_damaged_store_says_what_is_damaged_and_commands_exit_2(tmp_path, capsys, damage):
+    db = _filled(tmp_path)
+    data = db.read_bytes()
+    if damage == "truncated":
+        db.write_bytes(data[: len(data) // 2])
+    elif damage == "garbage":
+        db.write_bytes(b"this is not a database" * 100)
+    else:
+        db.write_bytes(data[:8192] + b"\xff" * 4096 + data[12288:])
+    with pytest.raises(StoreError, match=r"campaign.db: the store is damaged or not a campaign store \(.+\); restore it"):
+        Store.open(tmp_path)
+    assert commands_main(["status", "--state", str(tmp_path)]) == 2
+    err = capsys.readouterr().err
+    assert "the store is damaged" in err and "Traceback" not in err
+
+
+# --- PostgreSQL ------------------------------------------------------------------------------------------
+
+@pytest.mark.postgres
+def test_postgres_new_legacy_and_newer_stores(pg_server_session):
+    url = pg_server_session.create_database()
+    store = Store(url)
+    assert store.schema_version() == schema_head()
+    assert schema_diff(store) == []
+    with store.session() as s:
+        s.add(CampaignRow(name="c", fingerprint="f", spec_json="{}"))
+    store.close()
+    assert "postgresql" in url and Store(url).schema_version() == schema_head()
+
+    legacy = pg_server_session.create_database()
+    legacy_store(legacy)
+    store = Store(legacy)
+    assert store.schema_version() == schema_head() and schema_diff(store) == []
+    with store.session() as s:
+        assert s.get(CampaignRow, "old").status == "finished"
+    store.close()
+
+    set_version(legacy, "9999_future")
+    with pytest.raises(StoreError, match="newer than this campaign knows") as exc:
+        Store(legacy)
+    assert "postgres@127.0.0.1" in str(exc.value)
+
+
+@pytest.mark.postgres
+def test_pg_url_fixture_gives_an_empty_database(pg_url):
+    engine = create_engine(pg_url)
+    with engine.connect() as conn:
+        assert conn.execute(text("select 1")).scalar() == 1
+        assert inspect(conn).get_table_names() == []
+    engine.dispose()
+
+
+def test_the_known_head_is_the_newest_migration():
+    from campaign.store import SCHEMA_HEAD, _script
+
+    assert _script().get_heads() == [SCHEMA_HEAD]
+
+
+def test_an_old_store_is_migrated_through_a_later_revision(tmp_path, monkeypatch):
+    """The chain after the baseline runs: a copy of the migrations with one more revision adding a column."""
+    import shutil
+
+    import campaign.store as store_module
+
+    scripts = tmp_path / "migrations"
+    shutil.copytree(Path(store_module.__file__).parent / "migrations", scripts, ignore=shutil.ignore_patterns("__pycache__"))
+    (scripts / "versions" / "0002_kv_note.py").write_text(
+        '"""Add kv.note."""\n'
+        "import sqlalchemy as sa\nfrom alembic import op\n\n"
+        "revision = '0002'\ndown_revision = '0001'\nbranch_labels = None\ndepends_on = None\n\n\n"
+        "def upgrade():\n    with op.batch_alter_table('kv') as b:\n        b.add_column(sa.Column('note', sa.String(), nullable=True))\n\n\n"
+        "def downgrade():\n    with op.batch_alter_table('kv') as b:\n        b.drop_column('note')\n",
+        encoding="utf-8")
+    real_config = store_module.alembic_config
+
+    def config(url=None, connection=None):
+        cfg = real_config(url, connection)
+        cfg.set_main_option("script_location", str(scripts))
+        return cfg
+
+    monkeypatch.setattr(store_module, "alembic_config", config)
+    monkeypatch.setattr(store_module, "SCHEMA_HEAD", "0002")
+    store_module._script.cache_clear()
+    try:
+        state = tmp_path / "state"
+        state.mkdir()
+        legacy_store(f"sqlite:///{state / 'campaign.db'}")
+        store = Store.open(state)
+        assert store.schema_version() == "0002"
+        assert "note" in {c["name"] for c in inspect(store.engine).get_columns("kv")}
+        with store.session() as s:
+            assert s.get(CampaignRow, "old") is not None
+        store.close()
+    finally:
+        store_module._script.cache_clear()
