@@ -1,49 +1,73 @@
-"""The `campaign` command line: parses arguments and hands each command to one function.
+"""The `campaign` command line: one argparse tree, built from the command modules listed in
+`campaign.commands.COMMAND_MODULES`, each adding its commands with `register(sub)`.
 
-Commands stay thin (the amti pattern): each one parses its flags and calls a single function in the
-module that does the work, so every action is testable without the CLI. `bench NAME` and `market ...`
-dispatch to `campaign.bench.<name>.main(argv)` and `campaign.market.server.main(argv)`.
+This module registers the two commands whose arguments belong to another program: `market SUBCOMMAND`
+and `bench NAME`. They appear in the top-level help like every other command, with their subcommands
+listed, but everything after the subcommand is handed untouched to the module that owns it (its own
+argparse prints its own `--help`), so those modules keep full control of their flags.
 """
 
 from __future__ import annotations
 
+import argparse
 import importlib
 import sys
 from collections.abc import Sequence
 
-BENCHES = ("market", "ranking", "mace", "nuggets", "quality", "dashboard")
+#: `campaign bench NAME` runs `campaign.bench.NAME.main(argv)`; one line each, shown by `campaign bench --help`.
+BENCHES: dict[str, str] = {
+    "market": "throughput, latency and memory of the built-in marketplace under a campaign's load",
+    "ranking": "random pairs vs random 5-item rankings vs adaptive batches: Spearman and top-k precision",
+    "mace": "MACE vs majority vote on Snow et al. (2008) RTE/TEMP/WSD and UKPConvArg1",
+    "nuggets": "seed 002's gold nuggets and agreement recomputed from its raw crowd data",
+    "quality": "the Likert stage at 0/10/25% spammers, with and without the quality policy",
+    "dashboard": "one dashboard redraw on a campaign of 20,000 HITs",
+}
+
+#: `campaign market NAME ...` runs the function named here with the remaining arguments.
+MARKET_COMMANDS: dict[str, tuple[str, str]] = {
+    "serve": ("campaign.market.server:main", "run the built-in MTurk-compatible marketplace as a standalone server"),
+}
 
 
-def _bench(argv: Sequence[str]) -> int:
-    if not argv or argv[0] in ("-h", "--help"):
-        print("usage: campaign bench {" + ",".join(BENCHES) + "} [options]")
-        return 0 if argv else 2
-    name = argv[0]
-    if name not in BENCHES:
-        print(f"campaign bench: unknown benchmark {name!r}; choose one of {', '.join(BENCHES)}", file=sys.stderr)
-        return 2
-    module = importlib.import_module(f"campaign.bench.{name}")
-    return int(module.main(list(argv[1:])) or 0)
+def _call(target: str, argv: Sequence[str]) -> int:
+    module, _, func = target.partition(":")
+    return int(getattr(importlib.import_module(module), func)(list(argv)) or 0)
 
 
-def _market(argv: Sequence[str]) -> int:
-    if not argv or argv[0] in ("-h", "--help"):
-        print("usage: campaign market serve [--host 127.0.0.1] [--port 8765] [--state DIR] ...")
-        return 0 if argv else 2
-    if argv[0] != "serve":
-        print(f"campaign market: unknown command {argv[0]!r}; try 'campaign market serve'", file=sys.stderr)
-        return 2
-    from campaign.market import server
+def _bench(args: argparse.Namespace) -> int:
+    return _call(f"campaign.bench.{args.bench}:main", args.rest)
 
-    return int(server.main(list(argv[1:])) or 0)
+
+def _market(args: argparse.Namespace) -> int:
+    return _call(MARKET_COMMANDS[args.market_cmd][0], args.rest)
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    m = sub.add_parser("market", help="the built-in marketplace (serve it standalone)",
+                       description="The built-in MTurk-compatible marketplace. "
+                                   "Run `campaign market SUBCOMMAND --help` for a subcommand's options.")
+    msub = m.add_subparsers(dest="market_cmd", required=True, metavar="SUBCOMMAND", title="subcommands")
+    for name, (_target, text) in MARKET_COMMANDS.items():
+        sp = msub.add_parser(name, help=text.replace("%", "%%"), add_help=False, description=text.replace("%", "%%"))
+        sp.set_defaults(func=_market, passthrough=True)
+
+    b = sub.add_parser("bench", help="benchmarks that print numbers (--json for machines)",
+                       description="Benchmarks that print numbers. Run `campaign bench NAME --help` for a benchmark's options.")
+    bsub = b.add_subparsers(dest="bench", required=True, metavar="NAME", title="benchmarks")
+    for name, text in BENCHES.items():
+        sp = bsub.add_parser(name, help=text.replace("%", "%%"), add_help=False, description=text.replace("%", "%%"))
+        sp.set_defaults(func=_bench, passthrough=True)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    argv = list(sys.argv[1:] if argv is None else argv)
-    if argv and argv[0] == "bench":
-        return _bench(argv[1:])
-    if argv and argv[0] == "market":
-        return _market(argv[1:])
-    from campaign import commands
+    from campaign.commands import build_parser
 
-    return commands.main(argv)
+    argv = list(sys.argv[1:] if argv is None else argv)
+    parser = build_parser()
+    args, rest = parser.parse_known_args(argv)
+    if getattr(args, "passthrough", False):
+        args.rest = rest
+    elif rest:
+        parser.error(f"unrecognized arguments: {' '.join(rest)}")
+    return int(args.func(args) or 0)

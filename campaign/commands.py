@@ -7,90 +7,146 @@ and for people share the same numbers.
 from __future__ import annotations
 
 import argparse
+import importlib
+import json
 import logging
 import sys
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
-from campaign.dashboard import cli as dashboard_cli
-from campaign.evaluate import cli as evaluate_cli
 from campaign.spec import SpecError, load_spec
 
 
-def _parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="campaign", description="Crowdsourcing campaign manager (see README.md).")
-    sub = p.add_subparsers(dest="cmd", required=True)
+class HelpFormatter(argparse.RawDescriptionHelpFormatter):
+    """Shows each option's default after its help, except where a default says nothing (flags, None) or
+    the help text already names it."""
 
-    def common(sp: argparse.ArgumentParser) -> None:
-        sp.add_argument("--state", default="state", help="state directory (default: state/)")
-        sp.add_argument("--db", default=None, help="SQLAlchemy URL of the store (default: sqlite under --state)")
+    def _get_help_string(self, action: argparse.Action) -> str | None:
+        text = action.help or ""
+        silent = action.default is None or action.default is False or action.default == [] or action.default == argparse.SUPPRESS
+        if ("default" in text or silent or action.const is not None
+                or not action.option_strings and action.nargs not in (argparse.OPTIONAL, argparse.ZERO_OR_MORE)):
+            return text
+        return f"{text} (default: %(default)s)"
 
-    r = sub.add_parser("run", help="run campaigns until they finish")
-    r.add_argument("--config", default="campaigns.yaml")
-    r.add_argument("--campaign", action="append", default=[], help="run only this campaign (repeatable)")
-    r.add_argument("--seed", type=int, default=0)
+
+class CampaignParser(argparse.ArgumentParser):
+    """An ArgumentParser whose help shows defaults; every subparser of the tree is one of these."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        kwargs.setdefault("formatter_class", HelpFormatter)
+        super().__init__(*args, **kwargs)
+
+
+#: Modules that add commands, in the order `campaign --help` lists them. Each has `register(sub)`, which
+#: adds its parsers to the `sub` subparsers action and sets `func` (a function of the parsed args that
+#: returns the exit code) on each; a module's imports inside `register` should stay light.
+COMMAND_MODULES: tuple[str, ...] = (
+    "campaign.commands",
+    "campaign.evaluate.cli",
+    "campaign.cli",
+)
+
+
+def build_parser() -> CampaignParser:
+    from campaign import __version__
+
+    p = CampaignParser(prog="campaign", description="Crowdsourcing campaign manager: turns YAML campaign specs into "
+                       "annotation HITs, posts them, checks and pays for the answers, and writes scores (see README.md).")
+    p.add_argument("--version", action="version", version=f"campaign {__version__}")
+    sub = p.add_subparsers(dest="cmd", required=True, metavar="COMMAND", title="commands", parser_class=CampaignParser)
+    for name in COMMAND_MODULES:
+        module = importlib.import_module(name)
+        before = set(sub.choices)
+        module.register(sub)
+        run = getattr(module, "run", None)
+        for added in set(sub.choices) - before:  # a module may run its commands with one `run(args)` instead
+            if run is not None and sub.choices[added].get_default("func") is None:
+                sub.choices[added].set_defaults(func=run)
+    return p
+
+
+def _common(sp: argparse.ArgumentParser) -> None:
+    sp.add_argument("--state", default="state", help="state directory")
+    sp.add_argument("--db", default=None, help="SQLAlchemy URL of the store (default: sqlite under --state)")
+
+
+def _name(sp: argparse.ArgumentParser) -> None:
+    sp.add_argument("name", help="the campaign's name, as in its spec")
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    r = sub.add_parser("run", help="run campaigns until they finish; resumes whatever the store holds")
+    r.add_argument("--config", default="campaigns.yaml", help="the spec file")
+    r.add_argument("--campaign", action="append", default=[], metavar="NAME", help="run only this campaign (repeatable)")
+    r.add_argument("--seed", type=int, default=0, help="seed of every random choice (plans, simulated crowd)")
     r.add_argument("--forever", action="store_true", help="keep running after every campaign has finished")
     r.add_argument("--production", action="store_true", help="allow posting to MTurk production (real money)")
     r.add_argument("--max-seconds", type=float, default=None, help=argparse.SUPPRESS)
-    r.add_argument("--quiet", action="store_true")
-    common(r)
+    r.add_argument("--quiet", action="store_true", help="no progress view; warnings and errors only")
+    _common(r)
+    r.set_defaults(func=cmd_run)
 
     v = sub.add_parser("validate", help="check a spec; print every problem as file:line: field: message")
-    v.add_argument("file", nargs="?", default="campaigns.yaml")
+    v.add_argument("file", nargs="?", default=None, help="the spec file (default: campaigns.yaml in this folder)")
+    v.set_defaults(func=cmd_validate)
 
-    st = sub.add_parser("status", help="money, progress and quality of every campaign")
-    st.add_argument("--json", action="store_true")
-    st.add_argument("--watch", action="store_true")
-    st.add_argument("--interval", type=float, default=1.0)
-    common(st)
+    st = sub.add_parser("status", help="money, progress, quality and recent events of every campaign")
+    st.add_argument("--json", action="store_true", help="print the figures as JSON")
+    st.add_argument("--watch", action="store_true", help="redraw until Ctrl-C")
+    st.add_argument("--interval", type=float, default=1.0, help="seconds between redraws with --watch")
+    _common(st)
+    st.set_defaults(func=cmd_status)
 
-    ex = sub.add_parser("export", help="write a campaign's scores")
-    ex.add_argument("name")
-    ex.add_argument("--format", choices=("csv", "jsonl"), default="csv")
-    ex.add_argument("--out", default=None)
-    common(ex)
+    ex = sub.add_parser("export", help="write a campaign's scores (the final export once finished, scores so far before)")
+    _name(ex)
+    ex.add_argument("--format", choices=("csv", "jsonl"), default="csv", help="output format")
+    ex.add_argument("--out", default=None, help="output file (default: standard output)")
+    _common(ex)
+    ex.set_defaults(func=cmd_ops)
+
+    rp = sub.add_parser("report", help="write an HTML report: results, agreement, quality control, spend")
+    _name(rp)
+    rp.add_argument("--out", default=None, help="output file (default: <state>/<name>/report.html)")
+    _common(rp)
+    rp.set_defaults(func=cmd_report)
 
     for name, helptext in (("pause", "stop posting and reviewing (collecting goes on)"),
                            ("resume", "resume a paused campaign"),
                            ("cancel", "expire outstanding HITs and release their reservations")):
         sp = sub.add_parser(name, help=helptext)
-        sp.add_argument("name")
-        common(sp)
-    e = sub.add_parser("extend", help="extend the lifetime of a campaign's open HITs")
-    e.add_argument("name")
-    e.add_argument("--hours", type=float, required=True)
-    e.add_argument("--config", default="campaigns.yaml")
-    common(e)
+        _name(sp)
+        _common(sp)
+        sp.set_defaults(func=cmd_ops)
+    e = sub.add_parser("extend", help="push back the expiry of a campaign's open HITs")
+    _name(e)
+    e.add_argument("--hours", type=float, required=True, help="hours to add to every open HIT's lifetime")
+    _common(e)
+    e.set_defaults(func=cmd_ops)
     w = sub.add_parser("workers", help="workers of a campaign with the evidence behind each decision")
-    w.add_argument("name")
-    w.add_argument("--json", action="store_true")
-    common(w)
+    _name(w)
+    w.add_argument("--json", action="store_true", help="print the workers as JSON")
+    _common(w)
+    w.set_defaults(func=cmd_ops)
     ev = sub.add_parser("events", help="a campaign's event log")
-    ev.add_argument("name")
-    ev.add_argument("--json", action="store_true")
-    ev.add_argument("--limit", type=int, default=50)
-    common(ev)
-    rp = sub.add_parser("report", help="write an HTML report with plots")
-    rp.add_argument("name")
-    rp.add_argument("--out", default=None, help="default: <state>/<name>/report.html")
-    common(rp)
-    evaluate_cli.register(sub)
-    dashboard_cli.register(sub, common)
-    return p
+    _name(ev)
+    ev.add_argument("--json", action="store_true", help="print the events as JSON")
+    ev.add_argument("--limit", type=int, default=50, help="show the last N events")
+    _common(ev)
+    ev.set_defaults(func=cmd_ops)
 
 
 def cmd_report(args: argparse.Namespace) -> int:
+    from campaign.ops import missing, open_existing
     from campaign.report import write_report
-    from campaign.store import Store
 
-    store = Store.open(args.state, args.db)
+    store = open_existing(args)
+    if store is None or missing(store, args.name):
+        return 2
     out = Path(args.out) if args.out else Path(args.state) / args.name / "report.html"
     out.parent.mkdir(parents=True, exist_ok=True)
-    try:
-        write_report(store, args.name, out)
-    except KeyError as exc:
-        print(f"campaign report: {exc.args[0]}", file=sys.stderr)
-        return 2
+    write_report(store, args.name, out)
     print(f"report written to {out}")
     return 0
 
@@ -103,6 +159,12 @@ def _refuse(exc: SpecError) -> int:
 
 
 def cmd_validate(args: argparse.Namespace) -> int:
+    if args.file is None:
+        if not Path("campaigns.yaml").is_file():
+            print(f"campaign validate: no campaigns.yaml in {Path.cwd()}; name the spec to check: "
+                  "campaign validate FILE", file=sys.stderr)
+            return 2
+        args.file = "campaigns.yaml"
     try:
         spec = load_spec(args.file)
     except SpecError as exc:
@@ -147,13 +209,20 @@ def cmd_run(args: argparse.Namespace) -> int:
 
 
 def cmd_status(args: argparse.Namespace) -> int:
-    return dashboard_cli.cmd_status(args)
+    from campaign.dashboard.figures import collect_figures
+    from campaign.dashboard.view import render_once, watch
+    from campaign.ops import open_existing
 
-
-def cmd_export(args: argparse.Namespace) -> int:
-    from campaign.ops import export
-
-    return export(args)
+    store = open_existing(args)
+    if store is None:
+        return 2
+    if args.json:
+        print(json.dumps(collect_figures(store), indent=2, sort_keys=True))
+        return 0
+    if args.watch:
+        return watch(store, args.interval)
+    render_once(store)
+    return 0
 
 
 def cmd_ops(args: argparse.Namespace) -> int:
@@ -162,16 +231,7 @@ def cmd_ops(args: argparse.Namespace) -> int:
     return getattr(ops, args.cmd)(args)
 
 
-def main(argv: Sequence[str]) -> int:
-    args = _parser().parse_args(list(argv))
-    if args.cmd == "evaluate":
-        return evaluate_cli.run(args)
-    handlers = {"validate": cmd_validate, "run": cmd_run, "status": cmd_status, "export": cmd_export, "report": cmd_report,
-                "dashboard": dashboard_cli.cmd_dashboard}
-    from campaign.store import StoreError
+def main(argv: Sequence[str] | None = None) -> int:
+    from campaign.cli import main as cli_main
 
-    try:
-        return handlers.get(args.cmd, cmd_ops)(args)
-    except StoreError as exc:  # missing (read-only), damaged, or from a newer campaign: a message, not a traceback
-        print(f"campaign {args.cmd}: {exc}", file=sys.stderr)
-        return 2
+    return cli_main(argv)

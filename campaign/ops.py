@@ -10,17 +10,29 @@ import json
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
-from sqlmodel import select
+from sqlmodel import col, select
 
 from campaign.store import CampaignRow, EventRow, Store, WorkerRow
 
 
-def _open(args: argparse.Namespace) -> Store:
+def open_existing(args: argparse.Namespace) -> Store | None:
+    """The store named by --state/--db, or None (after saying so) when there is none yet.
+
+    Only `run` creates a store: a command that reads or changes a campaign opening an empty folder
+    would otherwise leave a fresh, empty state/campaign.db behind and report on nothing.
+    """
+    if args.db is None:
+        path = Path(args.state) / "campaign.db"
+        if not path.is_file():
+            print(f"campaign {args.cmd}: no campaign store at {path} (start one with `campaign run`, "
+                  "or name it with --state DIR or --db URL)", file=sys.stderr)
+            return None
     return Store.open(args.state, args.db)
 
 
-def _missing(store: Store, name: str) -> bool:
+def missing(store: Store, name: str) -> bool:
     """True (after saying so) when the store has no campaign of that name."""
     with store.session() as s:
         if s.get(CampaignRow, name) is not None:
@@ -30,11 +42,12 @@ def _missing(store: Store, name: str) -> bool:
 
 
 def _set_status(args: argparse.Namespace, allowed_from: tuple[str, ...], to: str, message: str) -> int:
-    store = _open(args)
-    if _missing(store, args.name):
+    store = open_existing(args)
+    if store is None or missing(store, args.name):
         return 2
     with store.session() as s:
         row = s.get(CampaignRow, args.name)
+        assert row is not None  # checked by missing()
         if row.status not in allowed_from:
             print(f"campaign: {args.name} is {row.status}; cannot {args.cmd} it", file=sys.stderr)
             return 2
@@ -62,8 +75,8 @@ def extend(args: argparse.Namespace) -> int:
     if args.hours <= 0:
         print("campaign extend: --hours must be positive", file=sys.stderr)
         return 2
-    store = _open(args)
-    if _missing(store, args.name):
+    store = open_existing(args)
+    if store is None or missing(store, args.name):
         return 2
     pending = float(store.get_kv(args.name, "extend_hours", "0") or 0) + args.hours
     store.set_kv(args.name, "extend_hours", str(pending))
@@ -75,11 +88,12 @@ def extend(args: argparse.Namespace) -> int:
 def export(args: argparse.Namespace) -> int:
     from campaign.steps.finish import EXPORT_COLUMNS, compute_scores, scores_csv, scores_jsonl
 
-    store = _open(args)
-    if _missing(store, args.name):
+    store = open_existing(args)
+    if store is None or missing(store, args.name):
         return 2
     with store.session() as s:
         row = s.get(CampaignRow, args.name)
+    assert row is not None  # checked by missing()
     out_dir = Path(args.state) / args.name
     written = out_dir / ("scores.csv" if args.format == "csv" else "scores.jsonl")
     if row.status == "finished" and written.is_file():
@@ -97,10 +111,12 @@ def export(args: argparse.Namespace) -> int:
 
 
 def workers(args: argparse.Namespace) -> int:
-    store = _open(args)
+    store = open_existing(args)
+    if store is None or missing(store, args.name):
+        return 2
     with store.session() as s:
         rows = s.exec(select(WorkerRow).where(WorkerRow.campaign == args.name).order_by(WorkerRow.worker_id)).all()
-    data = [{"worker": w.worker_id, "assignments": w.assignments, "excluded": w.excluded, "blocked": w.blocked,
+    data: list[dict[str, Any]] = [{"worker": w.worker_id, "assignments": w.assignments, "excluded": w.excluded, "blocked": w.blocked,
              "reason": w.reason, "evidence": json.loads(w.evidence) if w.evidence else None} for w in rows]
     if args.json:
         print(json.dumps(data, indent=2))
@@ -110,8 +126,8 @@ def workers(args: argparse.Namespace) -> int:
     from rich.table import Table
 
     t = Table(title=f"workers of {args.name}")
-    for col in ("worker", "assignments", "labels", "r (vs rest)", "shared", "traps passed", "excluded", "blocked", "reason"):
-        t.add_column(col, no_wrap=col == "worker")
+    for heading in ("worker", "assignments", "labels", "r (vs rest)", "shared", "traps passed", "excluded", "blocked", "reason"):
+        t.add_column(heading, no_wrap=heading == "worker")
     for d in data:
         e = d["evidence"] or {}
         r = e.get("correlation")
@@ -123,9 +139,11 @@ def workers(args: argparse.Namespace) -> int:
 
 
 def events(args: argparse.Namespace) -> int:
-    store = _open(args)
+    store = open_existing(args)
+    if store is None or missing(store, args.name):
+        return 2
     with store.session() as s:
-        rows = s.exec(select(EventRow).where(EventRow.campaign == args.name).order_by(EventRow.id.desc()).limit(args.limit)).all()
+        rows = s.exec(select(EventRow).where(EventRow.campaign == args.name).order_by(col(EventRow.id).desc()).limit(args.limit)).all()
     rows = list(reversed(rows))
     if args.json:
         print(json.dumps([{"ts": e.ts, "level": e.level, "kind": e.kind, "subject": e.subject, "message": e.message,

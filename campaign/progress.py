@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 import time
-from typing import IO, Any
+from typing import IO, TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from rich.progress import TaskID
 
 from campaign.dashboard.figures import campaign_figures
 
@@ -16,21 +19,37 @@ def _line(f: dict[str, Any]) -> str:
 
 
 class PlainProgress:
-    """One line per campaign every few seconds (and at the end), for logs and pipes."""
+    """One line per campaign every few seconds, at once when a campaign's status changes, and the
+    latest figures at the end, so the last line printed for a campaign is what `status` says."""
 
     def __init__(self, stream: IO[str], every: float = 3.0) -> None:
         self.stream, self.every, self._last = stream, every, 0.0
+        self._printed: dict[str, str] = {}  # campaign -> last line printed
+        self._latest: dict[str, str] = {}  # campaign -> line from the latest figures
+        self._status: dict[str, str] = {}  # campaign -> status in the last printed figures
 
-    def __call__(self, rt) -> None:
+    def __call__(self, rt: Any) -> None:
         now = time.monotonic()
-        if now - self._last < self.every:
-            return
-        self._last = now
+        due = now - self._last >= self.every
+        changed = False
         for ctx in rt.contexts:
-            print(_line(campaign_figures(rt.store, ctx.name)), file=self.stream, flush=True)
+            f = campaign_figures(rt.store, ctx.name)
+            self._latest[ctx.name] = _line(f)
+            changed |= self._status.get(ctx.name) != f["status"]
+            self._status[ctx.name] = f["status"]
+        if due or changed:
+            self._last = now
+            self._flush(only_new=False)
+
+    def _flush(self, only_new: bool) -> None:
+        for name, line in self._latest.items():
+            if only_new and self._printed.get(name) == line:
+                continue
+            print(line, file=self.stream, flush=True)
+            self._printed[name] = line
 
     def close(self) -> None:
-        self._last = 0.0
+        self._flush(only_new=True)
 
 
 class LiveProgress:
@@ -43,10 +62,10 @@ class LiveProgress:
         self.console = Console(file=stream)
         self.progress = Progress(TextColumn("{task.description}"), BarColumn(), TextColumn("{task.completed}/{task.total}"),
                                  TextColumn("{task.fields[money]}"), TimeElapsedColumn(), console=self.console)
-        self.tasks: dict[str, int] = {}
+        self.tasks: dict[str, TaskID] = {}
         self.progress.start()
 
-    def __call__(self, rt) -> None:
+    def __call__(self, rt: Any) -> None:
         for ctx in rt.contexts:
             f = campaign_figures(rt.store, ctx.name)
             a, m = f["assignments"], f["money"]
@@ -60,5 +79,5 @@ class LiveProgress:
         self.progress.stop()
 
 
-def make_progress(stream: IO[str]):
+def make_progress(stream: IO[str]) -> PlainProgress | LiveProgress:
     return LiveProgress(stream) if stream.isatty() else PlainProgress(stream)

@@ -62,7 +62,7 @@ def register(sub: argparse._SubParsersAction) -> None:
                                                   "sentences (TSV sentence, rank, sets; or .jsonl)")
     ex.add_argument("--system", required=True, help="the system's extract: one source sentence id per line")
     ex.add_argument("--weights", default=None, help="rank weights for weighted coverage (default A=1,B=0.5,C=0.333: 1/rank)")
-    ex.add_argument("--json", action="store_true")
+    ex.add_argument("--json", action="store_true", help="print one JSON object instead of a table")
 
     nu = kinds.add_parser("nuggets", help="support-weighted recall and precision of a summary over a campaign's gold nuggets")
     nu.add_argument("--gold", required=True, help="state/NAME/gold_nuggets.jsonl written by a nugget stage")
@@ -71,20 +71,20 @@ def register(sub: argparse._SubParsersAction) -> None:
                     help="share of a nugget's content words one summary sentence must hold to match it (default 0.5)")
     nu.add_argument("--weight", choices=("workers", "mace"), default="workers",
                     help="a nugget's support: its worker count (default) or their summed MACE competence")
-    nu.add_argument("--json", action="store_true")
+    nu.add_argument("--json", action="store_true", help="print one JSON object instead of a table")
 
     cl = kinds.add_parser("clusters", help="V-measure, V_beta, homogeneity, completeness, NMI, VI, Rand and adjusted Rand (seed 003)")
     cl.add_argument("--gold", required=True, help="TSV with columns item, cluster")
     cl.add_argument("--pred", required=True, help="TSV with columns item, cluster")
     cl.add_argument("--beta", type=_non_negative, default=None, help="the β of V_beta (default |L|/|C|, Vlachos et al. 2009)")
-    cl.add_argument("--json", action="store_true")
+    cl.add_argument("--json", action="store_true", help="print one JSON object instead of a table")
 
     hi = kinds.add_parser("hierarchy", help="hierarchy overlap HO = a·TO + b·SupO + c·SubO of two nugget hierarchies (seed 002)")
     hi.add_argument("--gold", required=True, help="TSV with columns node, parent, nuggets")
     hi.add_argument("--pred", required=True, help="TSV with columns node, parent, nuggets")
     hi.add_argument("--weights", type=_abc, default=(0.8, 0.1, 0.1), help="a,b,c (default 0.8,0.1,0.1 as in the seed)")
     hi.add_argument("--per-nugget", action="store_true", help="with --json: every nugget's TO, SupO and SubO")
-    hi.add_argument("--json", action="store_true")
+    hi.add_argument("--json", action="store_true", help="print one JSON object instead of a table")
 
 
 def run(args: argparse.Namespace) -> int:

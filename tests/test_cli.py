@@ -1,0 +1,156 @@
+"""The command line as a new user meets it: help that lists everything, options that explain themselves,
+clear errors, and read-only commands that leave an empty folder empty."""
+
+from __future__ import annotations
+
+import argparse
+import io
+import os
+import subprocess
+import sys
+from pathlib import Path
+from types import SimpleNamespace
+
+import pytest
+
+from campaign.cli import BENCHES, MARKET_COMMANDS
+from campaign.commands import build_parser
+from campaign.store import CampaignRow, Store
+
+ROOT = Path(__file__).resolve().parent.parent
+COMMANDS = ("run", "validate", "status", "export", "report", "pause", "resume", "cancel", "extend", "workers",
+            "events", "market", "bench")
+READ_OR_CHANGE = (("status",), ("status", "--json"), ("workers", "x"), ("events", "x"), ("export", "x"),
+                  ("report", "x"), ("pause", "x"), ("resume", "x"), ("cancel", "x"), ("extend", "x", "--hours", "1"))
+
+
+def cli(*args: str, cwd: Path = ROOT) -> subprocess.CompletedProcess:
+    env = dict(os.environ, PYTHONPATH=str(ROOT), COLUMNS="100")
+    return subprocess.run([sys.executable, "-m", "campaign", *args], cwd=cwd, env=env, capture_output=True, text=True,
+                          timeout=60)
+
+
+def test_top_level_help_and_unknown_command_list_every_command():
+    out = cli("--help")
+    assert out.returncode == 0
+    for name in COMMANDS:
+        assert f"\n    {name} " in out.stdout, name
+    bad = cli("frobnicate")
+    assert bad.returncode == 2
+    for name in COMMANDS:
+        assert f"'{name}'" in bad.stderr, name
+
+
+def test_bench_and_market_help_list_their_subcommands_with_descriptions():
+    bench = cli("bench", "--help")
+    assert bench.returncode == 0
+    for name, text in BENCHES.items():
+        assert name in bench.stdout
+        assert " ".join(text.split()[:3]) in " ".join(bench.stdout.split()), name
+    market = cli("market", "--help")
+    assert market.returncode == 0
+    for name in MARKET_COMMANDS:
+        assert f"\n    {name} " in market.stdout
+    assert "marketplace" in market.stdout
+
+
+def test_market_and_bench_arguments_reach_their_own_parsers():
+    serve = cli("market", "serve", "--help")
+    assert serve.returncode == 0 and "--port" in serve.stdout and "--throttle-rate" in serve.stdout
+    bench = cli("bench", "nuggets", "--no-such-flag")
+    assert bench.returncode == 2 and "campaign bench nuggets" in bench.stderr and "--no-such-flag" in bench.stderr
+    missing = cli("bench", "nosuch")
+    assert missing.returncode == 2 and "'ranking'" in missing.stderr
+
+
+def test_version():
+    from campaign import __version__
+
+    out = cli("--version")
+    assert out.returncode == 0 and out.stdout.strip() == f"campaign {__version__}"
+
+
+def _walk(parser: argparse.ArgumentParser, prog: str = "campaign"):
+    yield prog, parser
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            for name, sp in action.choices.items():
+                yield from _walk(sp, f"{prog} {name}")
+
+
+def test_every_option_has_help_and_shows_its_default():
+    checked = 0
+    for prog, parser in _walk(build_parser()):
+        text = parser.format_help()
+        for action in parser._actions:
+            if isinstance(action, argparse._SubParsersAction | argparse._HelpAction | argparse._VersionAction):
+                continue
+            if action.help == argparse.SUPPRESS:
+                continue
+            assert action.help, f"{prog} {action.option_strings or action.dest} has no help text"
+            checked += 1
+            default = action.default
+            if default in (None, False, [], argparse.SUPPRESS) and not isinstance(default, int | float) or default is False:
+                continue
+            shown = " ".join(text.split())
+            # shown by the formatter, or said in words by the help text itself ("its worker count (default)")
+            assert f"(default: {default})" in shown or "default" in action.help, \
+                f"{prog} {action.dest}: default {default!r} not shown"
+    assert checked >= 30
+
+
+def test_validate_without_a_file_reads_campaigns_yaml_here_or_says_how_to_name_one(tmp_path):
+    here = cli("validate")
+    assert here.returncode == 0, here.stderr
+    assert "campaigns.yaml: campaign water-bottles" in here.stdout and here.stdout.strip().endswith("ok")
+    empty = cli("validate", cwd=tmp_path)
+    assert empty.returncode == 2
+    assert "campaign validate FILE" in empty.stderr and "--config" not in empty.stderr
+    assert list(tmp_path.iterdir()) == []
+
+
+@pytest.mark.parametrize("args", READ_OR_CHANGE, ids=lambda a: " ".join(a))
+def test_commands_on_an_empty_folder_create_nothing(tmp_path, args):
+    out = cli(*args, cwd=tmp_path)
+    assert out.returncode == 2, out.stdout + out.stderr
+    assert f"no campaign store at {Path('state') / 'campaign.db'}" in out.stderr
+    assert "Traceback" not in out.stderr
+    assert list(tmp_path.iterdir()) == []
+
+
+@pytest.mark.parametrize("command", ["workers", "events", "export", "report", "pause"])
+def test_unknown_campaign_exits_2_with_a_clear_message(tmp_path, command):
+    store = Store.open(tmp_path / "state")
+    with store.session() as s:
+        s.add(CampaignRow(name="real", fingerprint="f", spec_json='{"stages": [{"name": "likert", "kind": "likert"}]}'))
+    store.close()
+    out = cli(command, "nope", "--state", str(tmp_path / "state"))
+    assert out.returncode == 2
+    assert "no campaign named 'nope'" in out.stderr
+    assert not (tmp_path / "state" / "nope").exists()
+
+
+def test_plain_progress_ends_with_what_status_says(tmp_path):
+    """The last line printed for a campaign comes from its final figures, even inside the print interval."""
+    from campaign.dashboard.figures import campaign_figures
+    from campaign.progress import PlainProgress
+
+    store = Store.open(tmp_path)
+    with store.session() as s:
+        s.add(CampaignRow(name="c", fingerprint="f", spec_json='{"stages": []}', budget="5.00"))
+    rt = SimpleNamespace(store=store, contexts=[SimpleNamespace(name="c")])
+    buf = io.StringIO()
+    progress = PlainProgress(buf, every=3600)
+    progress(rt)
+    with store.session() as s:
+        row = s.get(CampaignRow, "c")
+        row.status = "finished"
+        s.add(row)
+    progress(rt)
+    progress(rt)
+    progress.close()
+    lines = buf.getvalue().splitlines()
+    assert lines[-1].startswith("c: finished;")
+    assert campaign_figures(store, "c")["status"] == "finished"
+    assert len(lines) == 2  # no repeats: one line when it started, one when it finished
+    store.close()
