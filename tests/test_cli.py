@@ -6,6 +6,7 @@ from __future__ import annotations
 import argparse
 import io
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -154,3 +155,40 @@ def test_plain_progress_ends_with_what_status_says(tmp_path):
     assert campaign_figures(store, "c")["status"] == "finished"
     assert len(lines) == 2  # no repeats: one line when it started, one when it finished
     store.close()
+
+
+def _readme_rows() -> list[str]:
+    text = (ROOT / "README.md").read_text(encoding="utf-8")
+    table = text[text.index("| command | what it does |"):]
+    table = table[:table.index("\n\n")]
+    return [re.split(r"(?<!\\)\|", line)[1] for line in table.splitlines()[2:]]
+
+
+def test_readme_command_table_matches_the_program():
+    parser = build_parser()
+    sub = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
+    documented: dict[str, set[str]] = {}
+    for cell in _readme_rows():
+        for usage in re.findall(r"`campaign ([^`]*)`", cell) + re.findall(r"` / `(\w+) NAME`", cell):
+            name = usage.split()[0]
+            documented.setdefault(name, set()).update(re.findall(r"--[a-z][a-z-]*", usage))
+    for extra in re.findall(r"` / `(\w+) NAME`", "\n".join(_readme_rows())):
+        documented.setdefault(extra, set())
+    assert set(documented) == set(sub.choices), "README's command table and the program list different commands"
+    for name, flags in documented.items():
+        if name in ("market", "bench"):
+            continue  # their options belong to the subcommand's own parser
+        own = {s for a in sub.choices[name]._actions for s in a.option_strings
+               if s.startswith("--") and a.help != argparse.SUPPRESS} - {"--help"}
+        assert flags <= own, f"README documents {flags - own} for `campaign {name}`, which has no such option"
+        assert own - {"--state", "--db"} <= flags, f"README's `campaign {name}` row misses {own - flags - {'--state', '--db'}}"
+    assert set(MARKET_COMMANDS) <= {u.split()[1] for u in re.findall(r"`campaign (market [^`]*)`", "\n".join(_readme_rows()))}
+    bench_row = next(u for u in re.findall(r"`campaign (bench [^`]*)`", "\n".join(_readme_rows())))
+    assert set(bench_row.split()[1].replace("\\", "").split("|")) == set(BENCHES)
+
+
+def test_readme_quick_start_makes_a_virtual_environment():
+    text = (ROOT / "README.md").read_text(encoding="utf-8")
+    quick = text[text.index("## Quick start"):text.index("## Commands")]
+    assert "python3 -m venv .venv && . .venv/bin/activate" in quick
+    assert quick.index("venv") < quick.index("pip install")
