@@ -146,7 +146,7 @@ def cmd_report(args: argparse.Namespace) -> int:
         return 2
     out = Path(args.out) if args.out else Path(args.state) / args.name / "report.html"
     out.parent.mkdir(parents=True, exist_ok=True)
-    write_report(store, args.name, out)
+    write_report(store, args.name, out, export_dir=Path(args.state) / args.name)
     print(f"report written to {out}")
     return 0
 

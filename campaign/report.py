@@ -1,65 +1,55 @@
-"""`campaign report NAME`: one self-contained HTML page with the pictures that say more than tables:
-score distribution, agreement per worker, spend over time, and ranking uncertainty per batch.
+"""`campaign report NAME`: one self-contained HTML page a researcher can show in a lab meeting.
 
-Plain inline SVG (no plotting library, no scripts, nothing fetched), and every text from the store
-escaped, since item texts and worker ids come from outside.
+Per stage: the ranked items (score, uncertainty where the export has one, n) in a table, the score
+distribution on the stage's own scale, scores by rank with their uncertainty, agreement (Fleiss' kappa
+over categorical labels, Kendall's W where every answer is a ranking, and each worker's correlation with
+the rest, excluded and blocked workers included and marked), and, where the stage ran in adaptive
+batches, the ranking uncertainty per batch. For the campaign: what quality control did and why, and the
+spend split into rewards, fees and bonuses over time.
+
+Presentation follows the columns and labels each stage actually has, never the name of its task kind,
+so a new kind gets a sensible page without touching this module. The page is rendered by Jinja2 with
+autoescape (item texts, worker ids and feedback come from outside) and draws its charts as inline SVG:
+no scripts, nothing fetched.
 """
 
 from __future__ import annotations
 
-import html
 import json
 import math
-from collections import defaultdict
-from collections.abc import Sequence
+import statistics
+import time
+from collections import Counter, defaultdict
+from collections.abc import Hashable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
 from decimal import Decimal
 from pathlib import Path
+from typing import Any
 
-from sqlmodel import select
+import numpy as np
+from markupsafe import Markup
+from sqlmodel import func, select
 
-from campaign.store import CampaignRow, JudgmentRow, KVRow, LedgerRow, Store
+from campaign import report_svg as svg
+from campaign.ledger import totals
+from campaign.metrics.agreement import fleiss
+from campaign.store import AssignmentRow, CampaignRow, HitRow, JudgmentRow, KVRow, LedgerRow, Store, WorkerRow
 from campaign.tasks.base import TRAP_PREFIX
 
-W, H, PAD = 560, 220, 36
+TOP_ROWS = 20  # rows of each stage's table shown before "all N items"
+CATEGORICAL_MAX = 12  # at most this many distinct label values count as categories for kappa
+
+# ------------------------------------------------------------------------------ pure figures
 
 
-def _svg(bars: Sequence[tuple[str, float]] = (), line: Sequence[tuple[float, float]] = (), title: str = "",
-         xlabel: str = "", ylabel: str = "") -> str:
-    parts = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{W}" height="{H}" role="img" aria-label="{html.escape(title)}">',
-             f'<rect width="{W}" height="{H}" fill="#fff"/>',
-             f'<line x1="{PAD}" y1="{H - PAD}" x2="{W - 8}" y2="{H - PAD}" stroke="#333"/>',
-             f'<line x1="{PAD}" y1="8" x2="{PAD}" y2="{H - PAD}" stroke="#333"/>']
-    if bars:
-        top = max(v for _, v in bars) or 1.0
-        bw = (W - PAD - 12) / len(bars)
-        for i, (label, v) in enumerate(bars):
-            h = (H - PAD - 12) * v / top
-            x = PAD + 2 + i * bw
-            parts.append(f'<rect x="{x:.1f}" y="{H - PAD - h:.1f}" width="{max(bw - 3, 1):.1f}" height="{h:.1f}" fill="#3b6ea5">'
-                         f'<title>{html.escape(label)}: {v:g}</title></rect>')
-            if len(bars) <= 20:
-                parts.append(f'<text x="{x + bw / 2:.1f}" y="{H - PAD + 14}" font-size="10" text-anchor="middle">{html.escape(label)}</text>')
-        parts.append(f'<text x="4" y="14" font-size="10">{top:g}</text>')
-    if line:
-        xs, ys = [p[0] for p in line], [p[1] for p in line]
-        x0, x1 = min(xs), max(xs) if max(xs) > min(xs) else min(xs) + 1
-        y1 = max(ys) or 1.0
-        pts = " ".join(f"{PAD + (x - x0) / (x1 - x0) * (W - PAD - 12):.1f},{H - PAD - y / y1 * (H - PAD - 12):.1f}" for x, y in line)
-        parts.append(f'<polyline points="{pts}" fill="none" stroke="#c0392b" stroke-width="2"/>')
-        parts.append(f'<text x="4" y="14" font-size="10">{y1:g}</text>')
-    parts.append(f'<text x="{W / 2}" y="{H - 4}" font-size="11" text-anchor="middle">{html.escape(xlabel)}</text>')
-    parts.append(f'<text x="10" y="{H / 2}" font-size="11" transform="rotate(-90 10 {H / 2})" text-anchor="middle">{html.escape(ylabel)}</text>')
-    parts.append("</svg>")
-    return "".join(parts)
-
-
-def worker_agreement(judgments: Sequence[tuple[str, str, float]]) -> dict[str, float]:
-    """Pearson correlation of each worker's labels with the mean of the other workers on the same items."""
-    by_item: dict[str, list[tuple[str, float]]] = defaultdict(list)
-    for worker, item, value in judgments:
-        by_item[item].append((worker, value))
+def worker_agreement(judgments: Sequence[tuple[str, Hashable, float]], min_units: int = 3) -> dict[str, float]:
+    """Pearson correlation of each worker's labels with the mean of the other workers' labels on the same
+    units (item, or item within a HIT), for workers with at least `min_units` shared units."""
+    by_unit: dict[Hashable, list[tuple[str, float]]] = defaultdict(list)
+    for worker, unit, value in judgments:
+        by_unit[unit].append((worker, value))
     pairs: dict[str, list[tuple[float, float]]] = defaultdict(list)
-    for labels in by_item.values():
+    for labels in by_unit.values():
         if len(labels) < 2:
             continue
         total = sum(v for _, v in labels)
@@ -67,7 +57,7 @@ def worker_agreement(judgments: Sequence[tuple[str, str, float]]) -> dict[str, f
             pairs[worker].append((v, (total - v) / (len(labels) - 1)))
     out = {}
     for worker, ps in pairs.items():
-        if len(ps) < 3:
+        if len(ps) < min_units:
             continue
         xs, ys = [p[0] for p in ps], [p[1] for p in ps]
         mx, my = sum(xs) / len(xs), sum(ys) / len(ys)
@@ -77,51 +67,383 @@ def worker_agreement(judgments: Sequence[tuple[str, str, float]]) -> dict[str, f
     return out
 
 
-def build_report(store: Store, name: str) -> str:
+def is_ranking(answers: Mapping[Hashable, Sequence[float]]) -> bool:
+    """True when every answer's labels are a permutation of 1..k (k >= 2): the workers ordered items."""
+    if not answers:
+        return False
+    for values in answers.values():
+        if len(values) < 2 or sorted(values) != [float(k) for k in range(1, len(values) + 1)]:
+            return False
+    return True
+
+
+def kendall_w(rankings: Sequence[Sequence[float]]) -> float | None:
+    """Kendall's coefficient of concordance of m workers' rankings of the same n items (no ties)."""
+    m, n = len(rankings), len(rankings[0]) if rankings else 0
+    if m < 2 or n < 2:
+        return None
+    sums = np.asarray(rankings, dtype=float).sum(axis=0)
+    s = float(((sums - sums.mean()) ** 2).sum())
+    return 12 * s / (m ** 2 * (n ** 3 - n))
+
+
+def fleiss_modal(units: Mapping[Hashable, Sequence[float]]) -> dict[str, Any] | None:
+    """Fleiss' kappa over the units with the most common number of raters (kappa needs equal numbers)."""
+    sizes = Counter(len(v) for v in units.values() if len(v) >= 2)
+    if not sizes:
+        return None
+    raters = max(sizes.items(), key=lambda kv: (kv[1], kv[0]))[0]
+    chosen = [v for v in units.values() if len(v) == raters]
+    cats = sorted({x for v in chosen for x in v})
+    if len(cats) < 2 or len(cats) > CATEGORICAL_MAX:
+        return None
+    index = {c: k for k, c in enumerate(cats)}
+    counts = np.zeros((len(chosen), len(cats)))
+    for row, v in enumerate(chosen):
+        for x in v:
+            counts[row, index[x]] += 1
+    p_bar, kappa = fleiss(counts)
+    return {"kappa": kappa, "agreement": p_bar, "units": len(chosen), "of_units": len(units), "raters": raters,
+            "categories": len(cats)}
+
+
+def score_scale(rows: Sequence[Mapping[str, Any]], labels: Sequence[float]) -> tuple[float, float, float, bool]:
+    """(lo, hi, bin width, on_label_scale) for a stage's scores.
+
+    Scores that are means of labels (the export has `n` and `sd`) are shown on the labels' own scale
+    (1..5 ratings, 0..1 marks); any other score on a range widened around the data.
+    """
+    scores = [float(r["score"]) for r in rows if r.get("score") is not None]
+    if scores and labels and "n" in rows[0] and "sd" in rows[0]:
+        lo, hi = min(labels), max(labels)
+        if hi > lo and lo <= min(scores) and max(scores) <= hi:
+            return lo, hi, svg.nice_step(hi - lo, 8), True
+    if not scores:
+        return 0.0, 1.0, 0.1, False
+    lo, hi, step = svg.nice_range(min(scores), max(scores), 8)
+    return lo, hi, step, False
+
+
+def uncertainty(row: Mapping[str, Any]) -> tuple[float | None, str]:
+    """A row's uncertainty and what it is: the export's own, or the standard error of a mean of labels."""
+    if row.get("uncertainty") is not None:
+        return float(row["uncertainty"]), "uncertainty (standard error of the score)"
+    if row.get("sd") is not None and row.get("n"):
+        n = int(row["n"])
+        return (float(row["sd"]) / math.sqrt(n) if n > 1 else None), "standard error of the mean (sd/√n)"
+    return None, ""
+
+
+def spend_series(charges: Iterable[tuple[float, str, str, str]], start: float) -> dict[str, list[tuple[float, Decimal]]]:
+    """Cumulative rewards, fees and bonuses (and their total) over seconds since `start`, from ledger
+    charges (created_at, kind, amount, fee): an amount includes its fee; `bonus_charge` is a bonus."""
+    out: dict[str, list[tuple[float, Decimal]]] = {"rewards": [], "fees": [], "bonuses": [], "total": []}
+    acc = dict.fromkeys(out, Decimal("0.00"))
+    for ts, kind, amount, fee in sorted(charges):
+        a, f = Decimal(amount), Decimal(fee)
+        acc["fees"] += f
+        acc["bonuses" if kind == "bonus_charge" else "rewards"] += a - f
+        acc["total"] += a
+        for k in out:
+            out[k].append((max(ts - start, 0.0), acc[k]))
+    return out
+
+
+# ------------------------------------------------------------------------------ what the page shows
+
+
+@dataclass
+class StageView:
+    name: str
+    kind: str
+    rows: list[dict[str, Any]]
+    source: str
+    columns: list[str] = field(default_factory=list)
+    counts: dict[str, int] = field(default_factory=dict)
+    labels: int = 0
+    labels_excluded: int = 0
+    hits: int = 0
+    charts: list[dict[str, Any]] = field(default_factory=list)
+    agreement: list[dict[str, Any]] = field(default_factory=list)
+    workers: list[dict[str, Any]] = field(default_factory=list)
+    worst: dict[str, Any] | None = None
+    gold: list[dict[str, Any]] = field(default_factory=list)
+    gold_total: int = 0
+    uncertainty_note: str = ""
+
+
+HEADINGS = {"rank": "rank", "item": "item", "score": "score", "uncertainty": "± SE", "n": "n", "sd": "sd"}
+NUMERIC_FORMAT = {"score": 3, "uncertainty": 3, "sd": 2}
+
+
+def _cell(column: str, value: Any) -> str:
+    if value is None or value == "":
+        return ""
+    if isinstance(value, bool):
+        return "yes" if value else ""
+    if isinstance(value, float):
+        if value.is_integer() and column not in NUMERIC_FORMAT:
+            return str(int(value))
+        return f"{value:.{NUMERIC_FORMAT.get(column, 2)}f}"
+    if value in ("True", "False"):
+        return "yes" if value == "True" else ""
+    return str(value)
+
+
+def _stage_rows(store: Store, name: str, stage: Mapping[str, Any], final: Path | None) -> tuple[list[dict[str, Any]], str]:
+    if final is not None and final.is_file():
+        rows = [json.loads(line) for line in final.read_text(encoding="utf-8").splitlines() if line.strip()]
+        return rows, f"the campaign's final export ({final.name})"
+    from campaign.steps.finish import compute_scores
+
+    try:
+        rows = compute_scores(store, name, stage["name"], stage["kind"])
+    except (AttributeError, KeyError, NotImplementedError):  # a kind whose scores exist only once it finishes
+        return [], "not scored yet: this stage's scores are computed when it finishes"
+    return rows, "computed from the store now (labels kept by quality control, approved work only)"
+
+
+def _when(ts: float | None) -> str:
+    return time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime(ts)) if ts else ""
+
+
+def _time_unit(span: float) -> tuple[float, str]:
+    if span > 3 * 3600:
+        return 3600.0, "hours"
+    if span > 180:
+        return 60.0, "minutes"
+    return 1.0, "seconds"
+
+
+def _money(d: Decimal) -> str:
+    return f"${d.quantize(Decimal('0.01'))}"
+
+
+def build_context(store: Store, name: str, export_dir: Path | None = None) -> dict[str, Any]:
+    """Everything the template shows, read from the store (and the final export in `export_dir`)."""
     with store.session() as s:
         camp = s.get(CampaignRow, name)
         if camp is None:
             raise KeyError(f"no campaign named {name!r}")
-        judgments = s.exec(select(JudgmentRow.worker_id, JudgmentRow.item_key, JudgmentRow.value, JudgmentRow.stage)
-                           .where(JudgmentRow.campaign == name, JudgmentRow.excluded == False)).all()  # noqa: E712
-        charges = s.exec(select(LedgerRow.created_at, LedgerRow.amount).where(
-            LedgerRow.campaign == name, LedgerRow.kind.in_(("charge", "bonus_charge"))).order_by(LedgerRow.created_at)).all()
-        batches = s.exec(select(KVRow.value).where(KVRow.campaign == name, KVRow.key.like("ranking_batch:%")).order_by(KVRow.key)).all()
-    first_stage = json.loads(camp.spec_json).get("stages", [{}])[0].get("name")
-    stage_j = [(w, i, v) for w, i, v, st in judgments if st == first_stage and not i.startswith(TRAP_PREFIX)]
-    means: dict[str, list[float]] = defaultdict(list)
-    for _, item, v in stage_j:
-        means[item].append(v)
-    scores = [sum(v) / len(v) for v in means.values()]
-    bins = [0] * 8
-    for sc in scores:
-        bins[min(int((sc - 1) / 4 * 8), 7)] += 1
-    hist = [(f"{1 + k * 0.5:.1f}", float(n)) for k, n in enumerate(bins)]
-    agree = sorted(worker_agreement(stage_j).items(), key=lambda kv: kv[1])
-    spend, total, t0 = [], Decimal("0"), charges[0][0] if charges else 0.0
-    for ts, amount in charges:
-        total += Decimal(amount)
-        spend.append(((ts - t0) / 60.0, float(total)))
-    sections = [
-        ("Score distribution", _svg(bars=hist, title="scores", xlabel="mean rating (bin start)", ylabel="items"),
-         f"{len(scores)} items of stage {html.escape(str(first_stage))}."),
-        ("Agreement per worker", _svg(bars=[(w, max(r, 0.0)) for w, r in agree], title="agreement", xlabel="workers (worst first)",
-                                      ylabel="r with the rest"),
-         "Pearson correlation of each worker's ratings with the mean of the other workers on shared items (negative shown as 0). "
-         + ("Worst: " + ", ".join(f"{html.escape(w)} ({r:.2f})" for w, r in agree[:5]) if agree else "")),
-        ("Spend over time", _svg(line=spend, title="spend", xlabel="minutes since first approval", ylabel="dollars"),
-         f"${total} charged (rewards, fees and bonuses)."),
-    ]
-    if batches:
-        unc = [json.loads(b).get("mean_sigma", 0.0) for b in batches]
-        sections.append(("Ranking uncertainty per batch", _svg(line=list(enumerate(unc)), title="uncertainty", xlabel="batch",
-                                                           ylabel="mean TrueSkill sigma"), f"{len(unc)} batches."))
-    body = "".join(f"<section><h2>{t}</h2>{svg}<p>{note}</p></section>" for t, svg, note in sections)
-    return (f'<!DOCTYPE html><html lang="en"><head><meta charset="utf-8"><title>campaign {html.escape(name)}</title>'
-            '<style>body{font-family:system-ui,sans-serif;max-width:40rem;margin:1rem auto}</style></head>'
-            f"<body><h1>Campaign {html.escape(name)} ({html.escape(camp.status)})</h1>{body}</body></html>")
+        judgments = s.exec(
+            select(JudgmentRow.stage, JudgmentRow.worker_id, JudgmentRow.item_key, JudgmentRow.value, JudgmentRow.excluded,
+                   JudgmentRow.assignment_id, AssignmentRow.hit_key, AssignmentRow.status)
+            .join(AssignmentRow, AssignmentRow.assignment_id == JudgmentRow.assignment_id)
+            .where(JudgmentRow.campaign == name, AssignmentRow.valid == True)).all()  # noqa: E712
+        a_counts = s.exec(select(AssignmentRow.stage, AssignmentRow.status, func.count()).where(AssignmentRow.campaign == name)
+                          .group_by(AssignmentRow.stage, AssignmentRow.status)).all()
+        invalid = s.exec(select(AssignmentRow.stage, func.count()).where(AssignmentRow.campaign == name,
+                         AssignmentRow.valid == False).group_by(AssignmentRow.stage)).all()  # noqa: E712
+        feedback = s.exec(select(AssignmentRow.stage, AssignmentRow.worker_id, AssignmentRow.feedback).where(
+            AssignmentRow.campaign == name, AssignmentRow.status == "rejected")).all()
+        hits = dict(s.exec(select(HitRow.stage, func.count()).where(HitRow.campaign == name).group_by(HitRow.stage)).all())
+        workers = s.exec(select(WorkerRow).where(WorkerRow.campaign == name)).all()
+        charges = s.exec(select(LedgerRow.created_at, LedgerRow.kind, LedgerRow.amount, LedgerRow.fee).where(
+            LedgerRow.campaign == name, LedgerRow.kind.in_(("charge", "bonus_charge")))).all()  # type: ignore[attr-defined]
+        batches = s.exec(select(KVRow.key, KVRow.value).where(KVRow.campaign == name, KVRow.key.like("ranking_batch:%"))  # type: ignore[attr-defined]
+                         .order_by(KVRow.key)).all()
+        money = totals(s, name, Decimal(camp.budget))
+    spec = json.loads(camp.spec_json)
+    stages_spec = spec.get("stages", [])
+    evidence = {w.worker_id: (json.loads(w.evidence) if w.evidence else {}) for w in workers}
+    by_worker = {w.worker_id: w for w in workers}
+
+    stages: list[StageView] = []
+    for k, st in enumerate(stages_spec):
+        last = k == len(stages_spec) - 1
+        final = export_dir / "scores.jsonl" if export_dir is not None and last and camp.status == "finished" else None
+        rows, source = _stage_rows(store, name, st, final)
+        view = StageView(name=st["name"], kind=st.get("kind", ""), rows=rows, source=source)
+        view.columns = [c for c in (rows[0].keys() if rows else []) if c != "text"] + (["text"] if rows and "text" in rows[0] else [])
+        view.hits = int(hits.get(st["name"], 0))
+        view.counts = {status: int(n) for stg, status, n in a_counts if stg == st["name"]}
+        view.counts["invalid"] = int(sum(n for stg, n in invalid if stg == st["name"]))
+        sj = [j for j in judgments if j[0] == st["name"]]
+        view.labels = len(sj)
+        view.labels_excluded = sum(1 for j in sj if j[4])
+        _charts(view, sj, batches)
+        _agreement(view, sj, evidence, by_worker)
+        if last and export_dir is not None and (export_dir / "gold_nuggets.jsonl").is_file() and camp.status == "finished":
+            gold = [json.loads(line) for line in (export_dir / "gold_nuggets.jsonl").read_text(encoding="utf-8").splitlines() if line.strip()]
+            view.gold_total = len(gold)
+            view.gold = sorted(gold, key=lambda g: (-g.get("workers", 0), -g.get("mace_weight", 0.0)))[:TOP_ROWS]
+        stages.append(view)
+
+    # quality control, campaign-wide
+    reasons: Counter[tuple[str, str, str]] = Counter()
+    for stg, worker, fb in feedback:
+        reasons[(worker, stg, _short_reason(fb))] += 1
+    blocked = [{"worker": w.worker_id, "reason": w.reason or ""} for w in workers if w.blocked]
+    excluded = []
+    for w in workers:
+        per_stage = evidence[w.worker_id].get("stages") or {}
+        for stg, ev in sorted(per_stage.items()):
+            if ev.get("excluded"):
+                excluded.append({"worker": w.worker_id, "stage": stg, "reason": ev.get("reason") or w.reason or ""})
+        if w.excluded and not any(ev.get("excluded") for ev in per_stage.values()):
+            excluded.append({"worker": w.worker_id, "stage": "", "reason": w.reason or ""})
+    bonuses = [c for c in charges if c[1] == "bonus_charge"]
+
+    # spend over time
+    start = camp.created_at
+    series = spend_series(((float(ts), kind, amount, fee) for ts, kind, amount, fee in charges), start)
+    span = max((t for t, _ in series["total"]), default=0.0)
+    unit, unit_name = _time_unit(span)
+    spend_chart = svg.lines(
+        [(label, color, [(t / unit, float(v)) for t, v in series[key]])
+         for key, label, color in (("total", "total", svg.PURPLE), ("rewards", "rewards", svg.BLUE),
+                                   ("fees", "marketplace fees", svg.ORANGE), ("bonuses", "bonuses", svg.GREEN))],
+        xlabel=f"{unit_name} since the campaign started", ylabel="spent so far (dollars)", title="spend over time",
+        y_prefix="$")
+    final_spend = {k: (v[-1][1] if v else Decimal("0.00")) for k, v in series.items()}
+    spend_table = [("rewards", _money(final_spend["rewards"])), ("marketplace fees", _money(final_spend["fees"])),
+                   ("bonuses", _money(final_spend["bonuses"])), ("total spent", _money(money.spent)),
+                   ("still reserved", _money(money.reserved)), ("budget", _money(money.budget)),
+                   ("left", _money(money.remaining))]
+
+    all_workers = {j[1] for j in judgments}
+    return {
+        "name": name, "status": camp.status, "topic": spec.get("topic", ""), "created": _when(camp.created_at),
+        "finished": _when(camp.finished_at), "marketplace": spec.get("marketplace", ""),
+        "crowd": (spec.get("crowd") or {}).get("kind", ""), "stages": stages,
+        "summary": [("status", camp.status), ("stages", ", ".join(f"{v.name} ({v.kind})" for v in stages)),
+                    ("items scored", ", ".join(f"{len(v.rows)} in {v.name}" for v in stages)),
+                    ("answers", sum(sum(n for st, n in v.counts.items() if st != "invalid") for v in stages)),
+                    ("labels", f"{sum(v.labels for v in stages)} ({sum(v.labels_excluded for v in stages)} excluded)"),
+                    ("workers", len(all_workers)), ("spent", f"{_money(money.spent)} of {_money(money.budget)}")],
+        "qc_stages": [{"stage": v.name, "approved": v.counts.get("approved", 0), "rejected": v.counts.get("rejected", 0),
+                       "pending": sum(n for st, n in v.counts.items() if st not in ("approved", "rejected", "invalid")),
+                       "invalid": v.counts.get("invalid", 0), "labels": v.labels, "labels_excluded": v.labels_excluded,
+                       "workers_excluded": sum(1 for e in excluded if e["stage"] == v.name)} for v in stages],
+        "excluded": excluded, "blocked": blocked, "rejections": [{"worker": w, "stage": stg, "reason": why, "answers": n} for (w, stg, why), n in reasons.most_common()],
+        "bonuses": {"count": len(bonuses), "total": _money(sum((Decimal(a) for _, _, a, _ in bonuses), Decimal("0.00")))},
+        "spend_chart": Markup(spend_chart), "spend_table": spend_table,
+        "generated": _when(time.time()), "headings": HEADINGS, "top_rows": TOP_ROWS, "cell": _cell,
+    }
 
 
-def write_report(store: Store, name: str, out: Path) -> Path:
-    out.write_text(build_report(store, name), encoding="utf-8")
+def _short_reason(feedback: str | None) -> str:
+    """The reason inside a rejection's feedback text (the part after the polite opening)."""
+    text = (feedback or "no feedback").strip()
+    marker = "We could not accept this assignment:"
+    if marker in text:
+        text = text.split(marker, 1)[1].split(". The task asks", 1)[0].strip()
+    return text
+
+
+def _charts(view: StageView, sj: Sequence[Any], batches: Sequence[tuple[str, str]]) -> None:
+    rows = [r for r in view.rows if r.get("score") is not None]
+    unscored = len(view.rows) - len(rows)
+    labels = [float(j[3]) for j in sj if not j[2].startswith(TRAP_PREFIX)]
+    if rows:
+        lo, hi, step, own = score_scale(rows, labels)
+        scale = f"the labels' own scale, {svg.fmt_tick(lo, step)} to {svg.fmt_tick(hi, step)}" if own else "the scores' range"
+        view.charts.append({
+            "title": "Score distribution",
+            "svg": Markup(svg.histogram([float(r["score"]) for r in rows if r.get("score") is not None], lo, hi, step,
+                                        xlabel=f"score (bins of {svg.fmt_tick(step, step)})", ylabel="items",
+                                        title=f"{view.name}: score distribution")),
+            "note": f"{len(rows)} items, binned on {scale}; each bin holds scores from its left edge up to (not "
+                    "including) the next, the last one both edges."
+                    + (f" {unscored} items have no score in this stage (not ranked in it)." if unscored else "")})
+        points = []
+        for k, r in enumerate(rows, start=1):
+            err, what = uncertainty(r)
+            view.uncertainty_note = view.uncertainty_note or what
+            points.append((float(r.get("rank") or k), float(r["score"]), err))
+        view.charts.append({
+            "title": "Scores by rank",
+            "svg": Markup(svg.error_bars(points, xlabel="rank", ylabel="score", title=f"{view.name}: scores by rank",
+                                         y_range=(lo, hi) if own else None)),
+            "note": ("Bars: ± one " + view.uncertainty_note + ".") if view.uncertainty_note else "No uncertainty in this export."})
+    mine = [(k, json.loads(v)) for k, v in batches if k.startswith(f"ranking_batch:{view.name}:")]
+    if mine:
+        bars = [svg.Bar(label=f"batch {int(k.rsplit(':', 1)[1]) + 1}", value=float(d.get("mean_sigma", 0.0)),
+                        tip=f"{d.get('pairs_planned', '?')} pairs planned by then") for k, d in mine]
+        pairs = mine[-1][1].get("pairs_planned")
+        view.charts.append({
+            "title": "Ranking uncertainty per batch",
+            "svg": Markup(svg.vbars(bars, xlabel="adaptive batch", ylabel="mean TrueSkill σ", title=f"{view.name}: uncertainty per batch")),
+            "note": f"{len(mine)} batch{'es' if len(mine) != 1 else ''}: the mean TrueSkill σ over the ranked items when each "
+                    f"batch was planned (lower is surer); {pairs} pairs planned in all."})
+
+
+def _agreement(view: StageView, sj: Sequence[Any], evidence: Mapping[str, Mapping[str, Any]],
+               by_worker: Mapping[str, WorkerRow]) -> None:
+    real = [j for j in sj if not j[2].startswith(TRAP_PREFIX)]
+    answers: dict[str, list[float]] = defaultdict(list)
+    for j in sj:
+        answers[j[5]].append(float(j[3]))
+    for what, subset in (("all answers", real), ("kept by quality control", [j for j in real if not j[4] and j[7] == "approved"])):
+        units: dict[tuple[str, str], list[float]] = defaultdict(list)
+        for j in subset:
+            units[(j[6], j[2])].append(float(j[3]))
+        if not units:
+            continue
+        if is_ranking(answers):
+            per_answer: dict[str, dict[str, float]] = defaultdict(dict)
+            hit_of: dict[str, str] = {}
+            for j in subset:
+                per_answer[j[5]][j[2]] = float(j[3])
+                hit_of[j[5]] = j[6]
+            grouped: dict[str, list[dict[str, float]]] = defaultdict(list)
+            for a, ranks in per_answer.items():
+                grouped[hit_of[a]].append(ranks)
+            ws = []
+            for rankings in grouped.values():
+                common = sorted(set.intersection(*(set(r) for r in rankings)))
+                if len(rankings) < 2 or len(common) < 2:
+                    continue
+                # re-ranked over the items every worker ranked (traps left out): ranks 1..n again
+                reranked = [[float(sorted(common, key=lambda i, r=r: r[i]).index(i) + 1) for i in common] for r in rankings]
+                w = kendall_w(reranked)
+                if w is not None:
+                    ws.append(w)
+            if ws:
+                view.agreement.append({"what": what, "measure": "Kendall's W (mean over HITs)", "value": statistics.fmean(ws),
+                                       "detail": f"{len(ws)} HITs ranked by 2 or more workers (1 = identical orders)"})
+        else:
+            fk = fleiss_modal(units)
+            if fk:
+                view.agreement.append({"what": what, "measure": "Fleiss' κ", "value": fk["kappa"],
+                                       "detail": f"{fk['units']} of {fk['of_units']} items with {fk['raters']} raters each, "
+                                                 f"{fk['categories']} label values; observed agreement {fk['agreement']:.2f}"})
+    r = worker_agreement([(j[1], (j[6], j[2]), float(j[3])) for j in real])
+    label_count = Counter(j[1] for j in real)
+    rows = []
+    for worker in sorted(label_count, key=lambda w: (r.get(w, math.inf), w)):
+        ev = (evidence.get(worker, {}).get("stages") or {}).get(view.name, {})
+        w = by_worker.get(worker)
+        excluded = bool(ev.get("excluded")) if ev else bool(w and w.excluded)
+        blocked = bool(w and w.blocked)
+        reason = (ev.get("reason") if ev else None) or (w.reason if w and (excluded or blocked) else None) or ""
+        rows.append({"worker": worker, "r": r.get(worker), "labels": label_count[worker], "excluded": excluded,
+                     "blocked": blocked, "reason": reason})
+    view.workers = rows
+    rated = [w for w in rows if w["r"] is not None]
+    if rated:
+        view.worst = rated[0]
+        bars = [svg.Bar(label=w["worker"], value=w["r"],
+                        color=svg.PURPLE if w["blocked"] else svg.RED if w["excluded"] else svg.BLUE,
+                        note="blocked" if w["blocked"] else "excluded" if w["excluded"] else "",
+                        tip=f"{w['worker']}: r = {w['r']:.2f} over {w['labels']} labels" + (f" — {w['reason']}" if w["reason"] else ""))
+                for w in rated]
+        view.charts.append({
+            "title": "Agreement per worker",
+            "svg": Markup(svg.hbars(bars, -1.0, 1.0, 0.5, xlabel="r: worker's labels vs the mean of the other workers on the same items",
+                                    title=f"{view.name}: agreement per worker", row=14 if len(bars) <= 50 else 11)),
+            "note": f"{len(rated)} workers with 3 or more shared items, worst first, excluded (red) and blocked (purple) "
+                    "workers included; all their labels counted, excluded ones too."})
+
+
+def build_report(store: Store, name: str, export_dir: Path | None = None) -> str:
+    from jinja2 import Environment, PackageLoader, select_autoescape
+
+    env = Environment(loader=PackageLoader("campaign", "report_templates"), autoescape=select_autoescape(["html", "j2"]),
+                      trim_blocks=True, lstrip_blocks=True)
+    return env.get_template("report.html.j2").render(**build_context(store, name, export_dir))
+
+
+def write_report(store: Store, name: str, out: Path, export_dir: Path | None = None) -> Path:
+    out.write_text(build_report(store, name, export_dir), encoding="utf-8")
     return out
