@@ -117,7 +117,7 @@ def score_scale(rows: Sequence[Mapping[str, Any]], labels: Sequence[float]) -> t
     if scores and labels and "n" in rows[0] and "sd" in rows[0]:
         lo, hi = min(labels), max(labels)
         if hi > lo and lo <= min(scores) and max(scores) <= hi:
-            return lo, hi, svg.nice_step(hi - lo, 8), True
+            return lo, hi, svg.nice_step(hi - lo, 10), True
     if not scores:
         return 0.0, 1.0, 0.1, False
     lo, hi, step = svg.nice_range(min(scores), max(scores), 8)
@@ -170,23 +170,27 @@ class StageView:
     gold: list[dict[str, Any]] = field(default_factory=list)
     gold_total: int = 0
     uncertainty_note: str = ""
+    decimals: dict[str, int | None] = field(default_factory=dict)
 
 
 HEADINGS = {"rank": "rank", "item": "item", "score": "score", "uncertainty": "± SE", "n": "n", "sd": "sd"}
-NUMERIC_FORMAT = {"score": 3, "uncertainty": 3, "sd": 2}
 
 
-def _cell(column: str, value: Any) -> str:
+def _decimals(rows: Sequence[Mapping[str, Any]], column: str) -> int | None:
+    """Decimals for a whole column: None for whole numbers, 3 for scores and their uncertainty, else 2."""
+    values = [r.get(column) for r in rows]
+    if not any(isinstance(v, float) and not v.is_integer() for v in values):
+        return None
+    return 3 if column in ("score", "uncertainty") else 2
+
+
+def _cell(value: Any, decimals: int | None) -> str:
     if value is None or value == "":
         return ""
-    if isinstance(value, bool):
-        return "yes" if value else ""
-    if isinstance(value, float):
-        if value.is_integer() and column not in NUMERIC_FORMAT:
-            return str(int(value))
-        return f"{value:.{NUMERIC_FORMAT.get(column, 2)}f}"
-    if value in ("True", "False"):
-        return "yes" if value == "True" else ""
+    if isinstance(value, bool) or value in ("True", "False"):
+        return "yes" if value in (True, "True") else ""
+    if isinstance(value, float | int):
+        return f"{value:.{decimals}f}" if decimals is not None else f"{value:g}"
     return str(value)
 
 
@@ -254,7 +258,10 @@ def build_context(store: Store, name: str, export_dir: Path | None = None) -> di
         final = export_dir / "scores.jsonl" if export_dir is not None and last and camp.status == "finished" else None
         rows, source = _stage_rows(store, name, st, final)
         view = StageView(name=st["name"], kind=st.get("kind", ""), rows=rows, source=source)
-        view.columns = [c for c in (rows[0].keys() if rows else []) if c != "text"] + (["text"] if rows and "text" in rows[0] else [])
+        keys = list(rows[0].keys()) if rows else []
+        view.columns = ([c for c in ("rank", "item") if c in keys] + [c for c in keys if c not in ("rank", "item", "text")]
+                        + [c for c in ("text",) if c in keys])
+        view.decimals = {c: _decimals(rows, c) for c in view.columns}
         view.hits = int(hits.get(st["name"], 0))
         view.counts = {status: int(n) for stg, status, n in a_counts if stg == st["name"]}
         view.counts["invalid"] = int(sum(n for stg, n in invalid if stg == st["name"]))
@@ -307,7 +314,7 @@ def build_context(store: Store, name: str, export_dir: Path | None = None) -> di
         "finished": _when(camp.finished_at), "marketplace": spec.get("marketplace", ""),
         "crowd": (spec.get("crowd") or {}).get("kind", ""), "stages": stages,
         "summary": [("status", camp.status), ("stages", ", ".join(f"{v.name} ({v.kind})" for v in stages)),
-                    ("items scored", ", ".join(f"{len(v.rows)} in {v.name}" for v in stages)),
+                    ("items scored", ", ".join(f"{sum(1 for r in v.rows if r.get('score') is not None)} in {v.name}" for v in stages)),
                     ("answers", sum(sum(n for st, n in v.counts.items() if st != "invalid") for v in stages)),
                     ("labels", f"{sum(v.labels for v in stages)} ({sum(v.labels_excluded for v in stages)} excluded)"),
                     ("workers", len(all_workers)), ("spent", f"{_money(money.spent)} of {_money(money.budget)}")],
