@@ -24,7 +24,7 @@ from collections.abc import Hashable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from decimal import Decimal
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 from markupsafe import Markup
@@ -67,7 +67,7 @@ def worker_agreement(judgments: Sequence[tuple[str, Hashable, float]], min_units
     return out
 
 
-def is_ranking(answers: Mapping[Hashable, Sequence[float]]) -> bool:
+def is_ranking(answers: Mapping[Any, Sequence[float]]) -> bool:
     """True when every answer's labels are a permutation of 1..k (k >= 2): the workers ordered items."""
     if not answers:
         return False
@@ -87,7 +87,7 @@ def kendall_w(rankings: Sequence[Sequence[float]]) -> float | None:
     return 12 * s / (m ** 2 * (n ** 3 - n))
 
 
-def fleiss_modal(units: Mapping[Hashable, Sequence[float]]) -> dict[str, Any] | None:
+def fleiss_modal(units: Mapping[Any, Sequence[float]]) -> dict[str, Any] | None:
     """Fleiss' kappa over the units with the most common number of raters (kappa needs equal numbers)."""
     sizes = Counter(len(v) for v in units.values() if len(v) >= 2)
     if not sizes:
@@ -150,6 +150,19 @@ def spend_series(charges: Iterable[tuple[float, str, str, str]], start: float) -
 
 
 # ------------------------------------------------------------------------------ what the page shows
+
+
+class Label(NamedTuple):
+    """One judgment with what the report needs about its assignment."""
+
+    stage: str
+    worker: str
+    item: str
+    value: float
+    excluded: bool
+    assignment: str
+    hit: str
+    status: str
 
 
 @dataclass
@@ -229,11 +242,11 @@ def build_context(store: Store, name: str, export_dir: Path | None = None) -> di
         camp = s.get(CampaignRow, name)
         if camp is None:
             raise KeyError(f"no campaign named {name!r}")
-        judgments = s.exec(
-            select(JudgmentRow.stage, JudgmentRow.worker_id, JudgmentRow.item_key, JudgmentRow.value, JudgmentRow.excluded,
-                   JudgmentRow.assignment_id, AssignmentRow.hit_key, AssignmentRow.status)
-            .join(AssignmentRow, AssignmentRow.assignment_id == JudgmentRow.assignment_id)
-            .where(JudgmentRow.campaign == name, AssignmentRow.valid == True)).all()  # noqa: E712
+        judgments = [Label(j.stage, j.worker_id, j.item_key, j.value, j.excluded, j.assignment_id, hit_key, status)
+                     for j, hit_key, status in s.exec(
+                         select(JudgmentRow, AssignmentRow.hit_key, AssignmentRow.status)
+                         .join(AssignmentRow, AssignmentRow.assignment_id == JudgmentRow.assignment_id)  # type: ignore[arg-type]
+                         .where(JudgmentRow.campaign == name, AssignmentRow.valid == True)).all()]  # noqa: E712
         a_counts = s.exec(select(AssignmentRow.stage, AssignmentRow.status, func.count()).where(AssignmentRow.campaign == name)
                           .group_by(AssignmentRow.stage, AssignmentRow.status)).all()
         invalid = s.exec(select(AssignmentRow.stage, func.count()).where(AssignmentRow.campaign == name,
@@ -265,9 +278,9 @@ def build_context(store: Store, name: str, export_dir: Path | None = None) -> di
         view.hits = int(hits.get(st["name"], 0))
         view.counts = {status: int(n) for stg, status, n in a_counts if stg == st["name"]}
         view.counts["invalid"] = int(sum(n for stg, n in invalid if stg == st["name"]))
-        sj = [j for j in judgments if j[0] == st["name"]]
+        sj = [j for j in judgments if j.stage == st["name"]]
         view.labels = len(sj)
-        view.labels_excluded = sum(1 for j in sj if j[4])
+        view.labels_excluded = sum(1 for j in sj if j.excluded)
         _charts(view, sj, batches)
         _agreement(view, sj, evidence, by_worker)
         if last and export_dir is not None and (export_dir / "gold_nuggets.jsonl").is_file() and camp.status == "finished":
@@ -308,7 +321,7 @@ def build_context(store: Store, name: str, export_dir: Path | None = None) -> di
                    ("still reserved", _money(money.reserved)), ("budget", _money(money.budget)),
                    ("left", _money(money.remaining))]
 
-    all_workers = {j[1] for j in judgments}
+    all_workers = {j.worker for j in judgments}
     return {
         "name": name, "status": camp.status, "topic": spec.get("topic", ""), "created": _when(camp.created_at),
         "finished": _when(camp.finished_at), "marketplace": spec.get("marketplace", ""),
@@ -338,10 +351,10 @@ def _short_reason(feedback: str | None) -> str:
     return text
 
 
-def _charts(view: StageView, sj: Sequence[Any], batches: Sequence[tuple[str, str]]) -> None:
+def _charts(view: StageView, sj: Sequence[Label], batches: Sequence[tuple[str, str]]) -> None:
     rows = [r for r in view.rows if r.get("score") is not None]
     unscored = len(view.rows) - len(rows)
-    labels = [float(j[3]) for j in sj if not j[2].startswith(TRAP_PREFIX)]
+    labels = [j.value for j in sj if not j.item.startswith(TRAP_PREFIX)]
     if rows:
         lo, hi, step, own = score_scale(rows, labels)
         scale = f"the labels' own scale, {svg.fmt_tick(lo, step)} to {svg.fmt_tick(hi, step)}" if own else "the scores' range"
@@ -352,7 +365,7 @@ def _charts(view: StageView, sj: Sequence[Any], batches: Sequence[tuple[str, str
                                         title=f"{view.name}: score distribution")),
             "note": f"{len(rows)} items, binned on {scale}; each bin holds scores from its left edge up to (not "
                     "including) the next, the last one both edges."
-                    + (f" {unscored} items have no score in this stage (not ranked in it)." if unscored else "")})
+                    + (f" {unscored} item{' has' if unscored == 1 else 's have'} no score in this stage (not ranked in it)." if unscored else "")})
         points = []
         for k, r in enumerate(rows, start=1):
             err, what = uncertainty(r)
@@ -375,24 +388,24 @@ def _charts(view: StageView, sj: Sequence[Any], batches: Sequence[tuple[str, str
                     f"batch was planned (lower is surer); {pairs} pairs planned in all."})
 
 
-def _agreement(view: StageView, sj: Sequence[Any], evidence: Mapping[str, Mapping[str, Any]],
+def _agreement(view: StageView, sj: Sequence[Label], evidence: Mapping[str, Mapping[str, Any]],
                by_worker: Mapping[str, WorkerRow]) -> None:
-    real = [j for j in sj if not j[2].startswith(TRAP_PREFIX)]
+    real = [j for j in sj if not j.item.startswith(TRAP_PREFIX)]
     answers: dict[str, list[float]] = defaultdict(list)
     for j in sj:
-        answers[j[5]].append(float(j[3]))
-    for what, subset in (("all answers", real), ("kept by quality control", [j for j in real if not j[4] and j[7] == "approved"])):
+        answers[j.assignment].append(j.value)
+    for what, subset in (("all answers", real), ("kept by quality control", [j for j in real if not j.excluded and j.status == "approved"])):
         units: dict[tuple[str, str], list[float]] = defaultdict(list)
         for j in subset:
-            units[(j[6], j[2])].append(float(j[3]))
+            units[(j.hit, j.item)].append(j.value)
         if not units:
             continue
         if is_ranking(answers):
             per_answer: dict[str, dict[str, float]] = defaultdict(dict)
             hit_of: dict[str, str] = {}
             for j in subset:
-                per_answer[j[5]][j[2]] = float(j[3])
-                hit_of[j[5]] = j[6]
+                per_answer[j.assignment][j.item] = j.value
+                hit_of[j.assignment] = j.hit
             grouped: dict[str, list[dict[str, float]]] = defaultdict(list)
             for a, ranks in per_answer.items():
                 grouped[hit_of[a]].append(ranks)
@@ -402,7 +415,7 @@ def _agreement(view: StageView, sj: Sequence[Any], evidence: Mapping[str, Mappin
                 if len(rankings) < 2 or len(common) < 2:
                     continue
                 # re-ranked over the items every worker ranked (traps left out): ranks 1..n again
-                reranked = [[float(sorted(common, key=lambda i, r=r: r[i]).index(i) + 1) for i in common] for r in rankings]
+                reranked = [[float(sorted(common, key=r.__getitem__).index(i) + 1) for i in common] for r in rankings]
                 w = kendall_w(reranked)
                 if w is not None:
                     ws.append(w)
@@ -415,16 +428,16 @@ def _agreement(view: StageView, sj: Sequence[Any], evidence: Mapping[str, Mappin
                 view.agreement.append({"what": what, "measure": "Fleiss' κ", "value": fk["kappa"],
                                        "detail": f"{fk['units']} of {fk['of_units']} items with {fk['raters']} raters each, "
                                                  f"{fk['categories']} label values; observed agreement {fk['agreement']:.2f}"})
-    r = worker_agreement([(j[1], (j[6], j[2]), float(j[3])) for j in real])
-    label_count = Counter(j[1] for j in real)
-    rows = []
-    for worker in sorted(label_count, key=lambda w: (r.get(w, math.inf), w)):
+    corr = worker_agreement([(j.worker, (j.hit, j.item), j.value) for j in real])
+    label_count = Counter(j.worker for j in real)
+    rows: list[dict[str, Any]] = []
+    for worker in sorted(label_count, key=lambda w: (corr.get(w, math.inf), w)):
         ev = (evidence.get(worker, {}).get("stages") or {}).get(view.name, {})
-        w = by_worker.get(worker)
-        excluded = bool(ev.get("excluded")) if ev else bool(w and w.excluded)
-        blocked = bool(w and w.blocked)
-        reason = (ev.get("reason") if ev else None) or (w.reason if w and (excluded or blocked) else None) or ""
-        rows.append({"worker": worker, "r": r.get(worker), "labels": label_count[worker], "excluded": excluded,
+        row = by_worker.get(worker)
+        excluded = bool(ev.get("excluded")) if ev else bool(row and row.excluded)
+        blocked = bool(row and row.blocked)
+        reason = (ev.get("reason") if ev else None) or (row.reason if row and (excluded or blocked) else None) or ""
+        rows.append({"worker": worker, "r": corr.get(worker), "labels": label_count[worker], "excluded": excluded,
                      "blocked": blocked, "reason": reason})
     view.workers = rows
     rated = [w for w in rows if w["r"] is not None]
@@ -438,7 +451,7 @@ def _agreement(view: StageView, sj: Sequence[Any], evidence: Mapping[str, Mappin
         view.charts.append({
             "title": "Agreement per worker",
             "svg": Markup(svg.hbars(bars, -1.0, 1.0, 0.5, xlabel="r: worker's labels vs the mean of the other workers on the same items",
-                                    title=f"{view.name}: agreement per worker", row=14 if len(bars) <= 50 else 11)),
+                                    title=f"{view.name}: agreement per worker", ylabel="worker (worst first)", row=14 if len(bars) <= 50 else 11)),
             "note": f"{len(rated)} workers with 3 or more shared items, worst first, excluded (red) and blocked (purple) "
                     "workers included; all their labels counted, excluded ones too."})
 

@@ -196,12 +196,13 @@ class Bar:
     tip: str = ""
 
 
-def hbars(bars: Sequence[Bar], lo: float, hi: float, step: float, xlabel: str, title: str, width: int = 640,
+def hbars(bars: Sequence[Bar], lo: float, hi: float, step: float, xlabel: str, title: str, ylabel: str = "", width: int = 640,
           row: int = 15, label_width: int = 130) -> str:
     """Horizontal bars from zero, one row per bar, labels on the left and notes on the right."""
-    height = 18 + 50 + row * max(len(bars), 1)
-    f = Frame(width, height, lo, hi, 0.0, float(max(len(bars), 1)), left=label_width, right=90, top=18, bottom=50)
+    height = 24 + 50 + row * max(len(bars), 1)
+    f = Frame(width, height, lo, hi, 0.0, float(max(len(bars), 1)), left=label_width, right=90, top=24, bottom=50)
     parts = f.open(title)
+    parts.append(f'<text x="{label_width - 6}" y="14" text-anchor="end" font-size="12">{esc(ylabel)}</text>')
     parts.append(f'<line x1="{f.left}" y1="{f.top}" x2="{f.left}" y2="{f.height - f.bottom}" stroke="#333"/>')
     xt = ticks(lo, hi, step)
     for v in xt:
