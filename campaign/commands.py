@@ -1,7 +1,10 @@
-"""Campaign commands: run, validate, status, export, pause/resume/cancel/extend, workers, events.
+"""The `campaign` parser tree and the campaign commands: run, validate, status, export, report,
+pause/resume/cancel/extend, workers, events.
 
-Each command parses flags and calls one function that does the work; output for scripts (`--json`)
-and for people share the same numbers.
+Commands come from the modules in `COMMAND_MODULES`; each has `register(sub)`, so a new command is one
+module and one line here. Each command parses flags and calls one function that does the work; output
+for scripts (`--json`) and for people share the same numbers. Every parser in the tree shows option
+defaults in its help (`CampaignParser`), including those other modules add.
 """
 
 from __future__ import annotations
@@ -53,7 +56,8 @@ def build_parser() -> CampaignParser:
     from campaign import __version__
 
     p = CampaignParser(prog="campaign", description="Crowdsourcing campaign manager: turns YAML campaign specs into "
-                       "annotation HITs, posts them, checks and pays for the answers, and writes scores (see README.md).")
+                       "annotation HITs, posts them, checks and pays for the answers, and writes scores (see README.md).",
+                       epilog="Run `campaign COMMAND --help` for a command's options.")
     p.add_argument("--version", action="version", version=f"campaign {__version__}")
     sub = p.add_subparsers(dest="cmd", required=True, metavar="COMMAND", title="commands", parser_class=CampaignParser)
     for name in COMMAND_MODULES:

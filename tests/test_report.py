@@ -196,3 +196,20 @@ def test_template_is_packaged():
     assert any(p.startswith("report_templates/") for p in data)
     assert (ROOT / "campaign" / "report_templates" / "report.html.j2").is_file()
     assert any(d.lower().startswith("jinja2") for d in cfg["project"]["dependencies"])
+
+
+def test_a_running_two_stage_campaign_shows_both_stages(tmp_path):
+    store = _store(tmp_path)
+    with store.session() as s:
+        row = s.get(CampaignRow, "c")
+        spec = json.loads(row.spec_json)
+        spec["stages"].append({"name": "ranking", "kind": "ranking"})
+        row.spec_json = json.dumps(spec)
+        s.add(row)
+    page = build_report(store, "c", export_dir=tmp_path / "c")
+    store.close()
+    assert 'id="stage-likert"' in page and 'id="stage-ranking"' in page
+    ranking = page[page.index('id="stage-ranking"'):page.index('id="quality"')]
+    assert "0 answers approved" in ranking
+    likert = page[page.index('id="stage-likert"'):page.index('id="stage-ranking"')]
+    assert "computed from the store now" in likert and "Results: 6 items, ranked" in likert
