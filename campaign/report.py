@@ -20,7 +20,7 @@ import math
 import statistics
 import time
 from collections import Counter, defaultdict
-from collections.abc import Hashable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Hashable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from decimal import Decimal
 from pathlib import Path
@@ -32,10 +32,15 @@ from sqlmodel import func, select
 
 from campaign import report_svg as svg
 from campaign.ledger import totals
+from campaign.metrics import agreement as _agreement_metrics
 from campaign.metrics.agreement import fleiss
 from campaign.store import AssignmentRow, CampaignRow, HitRow, JudgmentRow, KVRow, LedgerRow, Store, WorkerRow
 from campaign.tasks.base import TRAP_PREFIX
 
+# (unit, worker, label) triples -> kappa over unequal rater counts and nominal alpha, where the metrics
+# module has it; otherwise kappa over the units that share the most common rater count (fleiss_modal)
+_CATEGORICAL: Callable[[list[tuple[Any, Any, Any]]], dict[str, Any]] | None = getattr(
+    _agreement_metrics, "categorical_agreement", None)
 TOP_ROWS = 20  # rows of each stage's table shown before "all N items"
 CATEGORICAL_MAX = 12  # at most this many distinct label values count as categories for kappa
 
@@ -422,6 +427,13 @@ def _agreement(view: StageView, sj: Sequence[Label], evidence: Mapping[str, Mapp
             if ws:
                 view.agreement.append({"what": what, "measure": "Kendall's W (mean over HITs)", "value": statistics.fmean(ws),
                                        "detail": f"{len(ws)} HITs ranked by 2 or more workers (1 = identical orders)"})
+        elif _CATEGORICAL is not None and len({x for v in units.values() for x in v}) <= CATEGORICAL_MAX:
+            fig = _CATEGORICAL([((j.hit, j.item), j.worker, j.value) for j in subset])
+            detail = (f"{fig['items_with_two_or_more']} items with 2 or more raters, {fig['categories']} label values"
+                      + (f"; observed agreement {fig['percent_agreement']:.2f}" if fig.get("percent_agreement") is not None else ""))
+            for key, measure in (("fleiss_kappa", "Fleiss' κ"), ("krippendorff_alpha", "Krippendorff's α (nominal)")):
+                if fig.get(key) is not None:
+                    view.agreement.append({"what": what, "measure": measure, "value": fig[key], "detail": detail})
         else:
             fk = fleiss_modal(units)
             if fk:

@@ -213,3 +213,23 @@ def test_a_running_two_stage_campaign_shows_both_stages(tmp_path):
     assert "0 answers approved" in ranking
     likert = page[page.index('id="stage-likert"'):page.index('id="stage-ranking"')]
     assert "computed from the store now" in likert and "Results: 6 items, ranked" in likert
+
+
+def test_krippendorff_alpha_is_shown_where_the_metrics_module_has_it(tmp_path, monkeypatch):
+    import campaign.report as report
+
+    seen: list[list[tuple]] = []
+
+    def categorical(triples):
+        seen.append(list(triples))
+        return {"items_with_two_or_more": 6, "categories": 5, "percent_agreement": 0.5, "fleiss_kappa": 0.25,
+                "krippendorff_alpha": 0.2625}
+
+    monkeypatch.setattr(report, "_CATEGORICAL", categorical)
+    store = _store(tmp_path)
+    page = build_report(store, "c")
+    store.close()
+    assert "Krippendorff&#39;s α (nominal)</td><td class=\"num\">0.263</td>" in page
+    assert "Fleiss&#39; κ</td><td class=\"num\">0.250</td>" in page
+    # (unit, worker, label) triples, traps left out; all answers first (36 labels), then those kept (24)
+    assert [len(t) for t in seen] == [36, 24] and seen[0][0][1] in {"W0", "W1", "W2", "<W3>", "EXCL", "BLK"}
