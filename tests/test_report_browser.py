@@ -186,7 +186,9 @@ def test_report_in_a_browser(campaigns, chromium, name, tmp_path):
     for stage in spec_stages:
         assert f'id="stage-{stage}"' in page
     scores = [json.loads(line) for line in (work / "state" / name / "scores.jsonl").read_text().splitlines()]
-    assert f"Results: {len(scores)} items, ranked" in page
+    scored = [r for r in scores if r["score"] is not None]
+    assert f"Results: {len(scored)} items, ranked" in page
+    assert page.count('<td class="id">') >= len(scores)  # every item listed (the rest under "all N items")
     top = scores[0]
     assert f'<td class="id">{top["item"]}</td>' in page
     assert "Score distribution" in page and "Scores by rank" in page and "Agreement per worker" in page
