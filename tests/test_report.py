@@ -233,3 +233,14 @@ def test_krippendorff_alpha_is_shown_where_the_metrics_module_has_it(tmp_path, m
     assert "Fleiss&#39; κ</td><td class=\"num\">0.250</td>" in page
     # (unit, worker, label) triples, traps left out; all answers first (36 labels), then those kept (24)
     assert [len(t) for t in seen] == [36, 24] and seen[0][0][1] in {"W0", "W1", "W2", "<W3>", "EXCL", "BLK"}
+
+
+def test_a_campaign_with_nothing_collected_yet(tmp_path):
+    store = Store.open(tmp_path)
+    with store.session() as s:
+        s.add(CampaignRow(name="new", fingerprint="f", budget="5.00",
+                          spec_json=json.dumps({"stages": [{"name": "likert", "kind": "likert"}]})))
+    page = build_report(store, "new")
+    store.close()
+    assert "Results: 0 items, ranked" in page and "Not enough overlapping labels" in page
+    assert "<td>total spent</td><td class=\"num\">$0.00</td>" in page
