@@ -329,7 +329,7 @@ def build_context(store: Store, name: str, export_dir: Path | None = None) -> di
     all_workers = {j.worker for j in judgments}
     return {
         "name": name, "status": camp.status, "topic": spec.get("topic", ""), "created": _when(camp.created_at),
-        "finished": _when(camp.finished_at), "marketplace": spec.get("marketplace", ""),
+        "marketplace": spec.get("marketplace", ""),
         "crowd": (spec.get("crowd") or {}).get("kind", ""), "stages": stages,
         "summary": [("status", camp.status), ("stages", ", ".join(f"{v.name} ({v.kind})" for v in stages)),
                     ("items scored", ", ".join(f"{sum(1 for r in v.rows if r.get('score') is not None)} in {v.name}" for v in stages)),
@@ -341,7 +341,7 @@ def build_context(store: Store, name: str, export_dir: Path | None = None) -> di
                        "invalid": v.counts.get("invalid", 0), "labels": v.labels, "labels_excluded": v.labels_excluded,
                        "workers_excluded": sum(1 for e in excluded if e["stage"] == v.name)} for v in stages],
         "excluded": excluded, "blocked": blocked, "rejections": [{"worker": w, "stage": stg, "reason": why, "answers": n} for (w, stg, why), n in reasons.most_common()],
-        "bonuses": {"count": len(bonuses), "total": _money(sum((Decimal(a) for _, _, a, _ in bonuses), Decimal("0.00")))},
+        "bonuses": {"count": len(bonuses), "total": _money(sum((Decimal(a) - Decimal(f) for _, _, a, f in bonuses), Decimal("0.00")))},
         "spend_chart": Markup(spend_chart), "spend_table": spend_table,
         "generated": _when(time.time()), "headings": HEADINGS, "top_rows": TOP_ROWS, "cell": _cell,
     }
