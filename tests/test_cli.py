@@ -67,8 +67,11 @@ def test_market_and_bench_arguments_reach_their_own_parsers():
 def test_version():
     from campaign import __version__
 
+    import tomllib
+
     out = cli("--version")
     assert out.returncode == 0 and out.stdout.strip() == f"campaign {__version__}"
+    assert tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["project"]["version"] == __version__
 
 
 def _walk(parser: argparse.ArgumentParser, prog: str = "campaign"):
