@@ -189,6 +189,7 @@ class StageView:
     gold_total: int = 0
     uncertainty_note: str = ""
     decimals: dict[str, int | None] = field(default_factory=dict)
+    design: str = ""
 
 
 HEADINGS = {"rank": "rank", "item": "item", "score": "score", "uncertainty": "± SE", "n": "n", "sd": "sd"}
@@ -276,6 +277,8 @@ def build_context(store: Store, name: str, export_dir: Path | None = None) -> di
         final = export_dir / "scores.jsonl" if export_dir is not None and last and camp.status == "finished" else None
         rows, source = _stage_rows(store, name, st, final)
         view = StageView(name=st["name"], kind=st.get("kind", ""), rows=rows, source=source)
+        if st.get("assignments") and st.get("reward"):
+            view.design = f"{st['assignments']} workers per HIT at ${st['reward']} each"
         keys = list(rows[0].keys()) if rows else []
         view.columns = ([c for c in ("rank", "item") if c in keys] + [c for c in keys if c not in ("rank", "item", "text")]
                         + [c for c in ("text",) if c in keys])
