@@ -125,16 +125,25 @@ def workers(args: argparse.Namespace) -> int:
     from rich.markup import escape
     from rich.table import Table
 
+    # short columns so the table fits 80 columns; the reasons, which are sentences, follow it as wrapped lines
     t = Table(title=f"workers of {args.name}")
-    for heading in ("worker", "assignments", "labels", "r (vs rest)", "shared", "traps passed", "excluded", "blocked", "reason"):
-        t.add_column(heading, no_wrap=heading == "worker")
+    for heading in ("worker", "answers", "labels", "r", "shared", "traps", "decision"):
+        t.add_column(heading, no_wrap=True, justify="left" if heading in ("worker", "decision") else "right")
+    reasons = []
     for d in data:
         e = d["evidence"] or {}
         r = e.get("correlation")
-        t.add_row(d["worker"], str(d["assignments"]), str(e.get("labels", "")), "" if r is None else f"{r:.2f}",
-                  str(e.get("shared_items", "")), f"{e.get('traps_passed', 0)}/{e.get('traps_seen', 0)}" if e else "",
-                  "yes" if d["excluded"] else "", "yes" if d["blocked"] else "", escape(str(d["reason"] or "")))
-    Console().print(t)
+        decision = " + ".join(w for w, flag in (("excluded", d["excluded"]), ("blocked", d["blocked"])) if flag)
+        t.add_row(escape(d["worker"]), str(d["assignments"]), str(e.get("labels", "")), "" if r is None else f"{r:.2f}",
+                  str(e.get("shared_items", "")), f"{e.get('traps_passed', 0)}/{e.get('traps_seen', 0)}" if e else "", decision)
+        if d["reason"]:
+            reasons.append(f"[bold]{escape(d['worker'])}[/bold] ({decision or 'kept'}): {escape(str(d['reason']))}")
+    console = Console()
+    console.print(t)
+    if reasons:
+        console.print("reasons:")
+        for line in reasons:
+            console.print(line)
     return 0
 
 

@@ -195,3 +195,31 @@ def test_readme_quick_start_makes_a_virtual_environment():
     quick = text[text.index("## Quick start"):text.index("## Commands")]
     assert "python3 -m venv .venv && . .venv/bin/activate" in quick
     assert quick.index("venv") < quick.index("pip install")
+
+
+def test_workers_is_readable_at_80_columns(tmp_path):
+    import json as _json
+
+    from campaign.store import WorkerRow
+
+    store = Store.open(tmp_path / "state")
+    reason = "ratings unrelated to other workers' (r=-0.28 over 10 items, 3.9 SE below the crowd's median r=0.83)"
+    with store.session() as s:
+        s.add(CampaignRow(name="c", fingerprint="f", spec_json='{"stages": [{"name": "likert", "kind": "likert"}]}'))
+        s.add(WorkerRow(campaign="c", worker_id="ABLB7Y15AOHPWB", assignments=6, excluded=True, reason=reason,
+                        evidence=_json.dumps({"correlation": -0.2827, "labels": 10, "shared_items": 10, "traps_passed": 0,
+                                              "traps_seen": 0})))
+        s.add(WorkerRow(campaign="c", worker_id="A1IHTPY6L94GOD", assignments=5,
+                        evidence=_json.dumps({"correlation": 0.88, "labels": 15, "shared_items": 15, "traps_passed": 1,
+                                              "traps_seen": 1})))
+    store.close()
+    env = dict(os.environ, PYTHONPATH=str(ROOT), COLUMNS="80")
+    out = subprocess.run([sys.executable, "-m", "campaign", "workers", "c", "--state", str(tmp_path / "state")], cwd=ROOT,
+                         env=env, capture_output=True, text=True, timeout=60)
+    assert out.returncode == 0, out.stderr
+    lines = out.stdout.splitlines()
+    assert max(len(line) for line in lines) <= 80
+    assert "…" not in out.stdout
+    for cell in ("ABLB7Y15AOHPWB", "A1IHTPY6L94GOD", "-0.28", "0.88", "1/1", "excluded"):
+        assert cell in out.stdout, cell
+    assert reason in " ".join(line.strip() for line in lines)  # the reason in full, wrapped
