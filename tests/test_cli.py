@@ -65,9 +65,9 @@ def test_market_and_bench_arguments_reach_their_own_parsers():
 
 
 def test_version():
-    from campaign import __version__
-
     import tomllib
+
+    from campaign import __version__
 
     out = cli("--version")
     assert out.returncode == 0 and out.stdout.strip() == f"campaign {__version__}"
