@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import argparse
 import io
+import json
 import os
 import re
 import subprocess
@@ -16,7 +17,7 @@ import pytest
 
 from campaign.cli import BENCHES, MARKET_COMMANDS
 from campaign.commands import build_parser
-from campaign.store import CampaignRow, Store
+from campaign.store import CampaignRow, Store, WorkerRow
 
 ROOT = Path(__file__).resolve().parent.parent
 COMMANDS = ("run", "validate", "status", "export", "report", "pause", "resume", "cancel", "extend", "workers",
@@ -198,19 +199,15 @@ def test_readme_quick_start_makes_a_virtual_environment():
 
 
 def test_workers_is_readable_at_80_columns(tmp_path):
-    import json as _json
-
-    from campaign.store import WorkerRow
-
     store = Store.open(tmp_path / "state")
     reason = "ratings unrelated to other workers' (r=-0.28 over 10 items, 3.9 SE below the crowd's median r=0.83)"
     with store.session() as s:
         s.add(CampaignRow(name="c", fingerprint="f", spec_json='{"stages": [{"name": "likert", "kind": "likert"}]}'))
         s.add(WorkerRow(campaign="c", worker_id="ABLB7Y15AOHPWB", assignments=6, excluded=True, reason=reason,
-                        evidence=_json.dumps({"correlation": -0.2827, "labels": 10, "shared_items": 10, "traps_passed": 0,
+                        evidence=json.dumps({"correlation": -0.2827, "labels": 10, "shared_items": 10, "traps_passed": 0,
                                               "traps_seen": 0})))
         s.add(WorkerRow(campaign="c", worker_id="A1IHTPY6L94GOD", assignments=5,
-                        evidence=_json.dumps({"correlation": 0.88, "labels": 15, "shared_items": 15, "traps_passed": 1,
+                        evidence=json.dumps({"correlation": 0.88, "labels": 15, "shared_items": 15, "traps_passed": 1,
                                               "traps_seen": 1})))
     store.close()
     env = dict(os.environ, PYTHONPATH=str(ROOT), COLUMNS="80")
