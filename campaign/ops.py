@@ -20,16 +20,34 @@ from campaign.store import CampaignRow, EventRow, Store, WorkerRow
 def open_existing(args: argparse.Namespace) -> Store | None:
     """The store named by --state/--db, or None (after saying so) when there is none yet.
 
-    Only `run` creates a store: a command that reads or changes a campaign opening an empty folder
-    would otherwise leave a fresh, empty state/campaign.db behind and report on nothing.
+    Only `run` creates a store: a command that reads or changes a campaign opening an empty folder (or
+    an empty database) would otherwise leave a fresh, empty store behind and report on nothing.
     """
-    if args.db is None:
-        path = Path(args.state) / "campaign.db"
-        if not path.is_file():
-            print(f"campaign {args.cmd}: no campaign store at {path} (start one with `campaign run`, "
-                  "or name it with --state DIR or --db URL)", file=sys.stderr)
-            return None
+    where = _existing_store(args.state, args.db)
+    if where is not None:
+        print(f"campaign {args.cmd}: no campaign store at {where} (start one with `campaign run`, "
+              "or name it with --state DIR or --db URL)", file=sys.stderr)
+        return None
     return Store.open(args.state, args.db)
+
+
+def _existing_store(state: str, db: str | None) -> str | None:
+    """None when a store exists; otherwise where it was looked for (a URL without its password)."""
+    if db is None:
+        path = Path(state) / "campaign.db"
+        return None if path.is_file() else str(path)
+    from sqlalchemy import create_engine, inspect
+    from sqlalchemy.engine import make_url
+
+    url = make_url(db)
+    shown = url.render_as_string(hide_password=True)
+    if url.get_backend_name() == "sqlite":  # connecting would create the file
+        return None if url.database and url.database != ":memory:" and Path(url.database).is_file() else shown
+    engine = create_engine(url)
+    try:
+        return None if inspect(engine).has_table(CampaignRow.__tablename__) else shown
+    finally:
+        engine.dispose()
 
 
 def missing(store: Store, name: str) -> bool:

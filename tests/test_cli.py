@@ -220,3 +220,11 @@ def test_workers_is_readable_at_80_columns(tmp_path):
     for cell in ("ABLB7Y15AOHPWB", "A1IHTPY6L94GOD", "-0.28", "0.88", "1/1", "excluded"):
         assert cell in out.stdout, cell
     assert reason in " ".join(line.strip() for line in lines)  # the reason in full, wrapped
+
+
+def test_read_only_commands_with_a_db_url_create_nothing(tmp_path):
+    url = f"sqlite:///{tmp_path / 'elsewhere.db'}"
+    for args in (("status",), ("workers", "x"), ("report", "x")):
+        out = cli(*args, "--db", url, cwd=tmp_path)
+        assert out.returncode == 2 and f"no campaign store at {url}" in out.stderr, out.stderr
+    assert list(tmp_path.iterdir()) == []
