@@ -55,7 +55,10 @@ def missing(store: Store, name: str) -> bool:
     with store.session() as s:
         if s.get(CampaignRow, name) is not None:
             return False
-    print(f"campaign: no campaign named {name!r} in {store.url}", file=sys.stderr)
+    from sqlalchemy.engine import make_url
+
+    shown = make_url(store.url).render_as_string(hide_password=True)  # a database password is a credential
+    print(f"campaign: no campaign named {name!r} in {shown}", file=sys.stderr)
     return True
 
 
