@@ -70,4 +70,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         args.rest = rest
     elif rest:
         parser.error(f"unrecognized arguments: {' '.join(rest)}")
-    return int(args.func(args) or 0)
+    from campaign.store import StoreError
+
+    try:
+        return int(args.func(args) or 0)
+    except StoreError as exc:  # missing (read-only), damaged, or from a newer campaign: a message, not a traceback
+        print(f"campaign {args.cmd}: {exc}", file=sys.stderr)
+        return 2

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import argparse
 import importlib
-import json
+import inspect
 import logging
 import sys
 from collections.abc import Sequence
@@ -42,11 +42,13 @@ class CampaignParser(argparse.ArgumentParser):
         super().__init__(*args, **kwargs)
 
 
-#: Modules that add commands, in the order `campaign --help` lists them. Each has `register(sub)`, which
-#: adds its parsers to the `sub` subparsers action and sets `func` (a function of the parsed args that
-#: returns the exit code) on each; a module's imports inside `register` should stay light.
+#: Modules that add commands, in the order `campaign --help` lists them. Each has `register(sub)` (or
+#: `register(sub, common)`, `common` adding --state and --db to a parser), which adds its parsers to the
+#: `sub` subparsers action. A command runs the `func` its parser sets, else the module's `cmd_<name>(args)`,
+#: else the module's `run(args)`; each returns the exit code. Imports inside `register` should stay light.
 COMMAND_MODULES: tuple[str, ...] = (
     "campaign.commands",
+    "campaign.dashboard.cli",
     "campaign.evaluate.cli",
     "campaign.cli",
 )
@@ -63,11 +65,15 @@ def build_parser() -> CampaignParser:
     for name in COMMAND_MODULES:
         module = importlib.import_module(name)
         before = set(sub.choices)
-        module.register(sub)
-        run = getattr(module, "run", None)
-        for added in set(sub.choices) - before:  # a module may run its commands with one `run(args)` instead
-            if run is not None and sub.choices[added].get_default("func") is None:
-                sub.choices[added].set_defaults(func=run)
+        if len(inspect.signature(module.register).parameters) > 1:
+            module.register(sub, _common)
+        else:
+            module.register(sub)
+        for added in set(sub.choices) - before:
+            parser = sub.choices[added]
+            func = getattr(module, f"cmd_{added.replace('-', '_')}", None) or getattr(module, "run", None)
+            if parser.get_default("func") is None and func is not None:
+                parser.set_defaults(func=func)
     return p
 
 
@@ -98,7 +104,7 @@ def register(sub: argparse._SubParsersAction) -> None:
 
     st = sub.add_parser("status", help="money, progress, quality and recent events of every campaign")
     st.add_argument("--json", action="store_true", help="print the figures as JSON")
-    st.add_argument("--watch", action="store_true", help="redraw until Ctrl-C")
+    st.add_argument("--watch", action="store_true", help="open the live dashboard (campaign dashboard)")
     st.add_argument("--interval", type=float, default=1.0, help="seconds between redraws with --watch")
     _common(st)
     st.set_defaults(func=cmd_status)
@@ -213,20 +219,9 @@ def cmd_run(args: argparse.Namespace) -> int:
 
 
 def cmd_status(args: argparse.Namespace) -> int:
-    from campaign.dashboard.figures import collect_figures
-    from campaign.dashboard.view import render_once, watch
-    from campaign.ops import open_existing
+    from campaign.dashboard import cli as dashboard_cli
 
-    store = open_existing(args)
-    if store is None:
-        return 2
-    if args.json:
-        print(json.dumps(collect_figures(store), indent=2, sort_keys=True))
-        return 0
-    if args.watch:
-        return watch(store, args.interval)
-    render_once(store)
-    return 0
+    return dashboard_cli.cmd_status(args)
 
 
 def cmd_ops(args: argparse.Namespace) -> int:

@@ -229,5 +229,5 @@ def test_read_only_commands_with_a_db_url_create_nothing(tmp_path):
     url = f"sqlite:///{tmp_path / 'elsewhere.db'}"
     for args in (("status",), ("workers", "x"), ("report", "x")):
         out = cli(*args, "--db", url, cwd=tmp_path)
-        assert out.returncode == 2 and f"no campaign store at {url}" in out.stderr, out.stderr
+        assert out.returncode == 2 and "no campaign store at" in out.stderr and "elsewhere.db" in out.stderr, out.stderr
     assert list(tmp_path.iterdir()) == []
