@@ -1,0 +1,218 @@
+"""A client for Prolific's researcher API v1, as the reference (`shared/reference/prolific-api.md`) says
+real clients use it.
+
+The token comes from the caller or `PROLIFIC_TOKEN`; it is sent only in the `Authorization` header and
+never stored, printed, logged or shown in `repr`. `PROLIFIC_BASE_URL` (full, ending in `/api/v1/`)
+points the client at another server, such as the emulator.
+
+Retries: 429 and 5xx answers and dropped connections are retried with exponential back-off for calls
+that are safe to repeat (reads, transitions, which Prolific treats as final and ignores when repeated,
+bulk approval). Paying a bonus batch is NOT safe to repeat (a second call pays again), so `pay_bonus`
+never retries: its caller records the intent first and checks `bonus_payments` before trying again.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import time
+import urllib.error
+import urllib.parse
+import urllib.request
+from collections.abc import Callable, Iterable, Sequence
+from decimal import Decimal
+from typing import Any
+
+log = logging.getLogger(__name__)
+DEFAULT_BASE_URL = "https://api.prolific.com/api/v1/"
+REJECTION_MESSAGE_MIN = 100
+
+
+class ProlificError(Exception):
+    """An error answer (`{"error": {...}}`) or a transport failure after the retries."""
+
+    def __init__(self, status: int, title: str, detail: Any) -> None:
+        super().__init__(f"Prolific API {status} {title}: {detail}")
+        self.status = status
+        self.title = title
+        self.detail = detail
+
+
+class ProlificClient:
+    def __init__(self, base_url: str | None = None, token: str | None = None, *, timeout: float = 30.0,
+                 max_retries: int = 5, sleep: Callable[[float], None] = time.sleep) -> None:
+        base = base_url or os.environ.get("PROLIFIC_BASE_URL") or DEFAULT_BASE_URL
+        self.base_url = base if base.endswith("/") else base + "/"
+        secret = token if token is not None else os.environ.get("PROLIFIC_TOKEN")
+        if not secret:
+            raise ValueError("no Prolific token: set PROLIFIC_TOKEN (it is never stored or printed)")
+        self._auth = "Token " + secret
+        self.timeout = timeout
+        self.max_retries = max_retries
+        self._sleep = sleep
+
+    def __repr__(self) -> str:
+        return f"ProlificClient({self.base_url!r})"
+
+    # -- transport -------------------------------------------------------------------------------------
+    def request(self, method: str, path: str, body: Any = None, query: dict[str, Any] | None = None,
+                retry: bool = True) -> Any:
+        url = path if path.startswith(("http://", "https://")) else urllib.parse.urljoin(self.base_url, path.lstrip("/"))
+        if query:
+            url += ("&" if "?" in url else "?") + urllib.parse.urlencode(query)
+        data = None if body is None else json.dumps(body).encode("utf-8")
+        attempts = self.max_retries + 1 if retry else 1
+        delay = 0.5
+        for attempt in range(attempts):
+            req = urllib.request.Request(url, data=data, method=method)
+            req.add_header("Authorization", self._auth)
+            req.add_header("Accept", "application/json")
+            if data is not None:
+                req.add_header("Content-Type", "application/json")
+            try:
+                with urllib.request.urlopen(req, timeout=self.timeout) as resp:
+                    raw = resp.read()
+                    return json.loads(raw) if raw.strip() else None
+            except urllib.error.HTTPError as exc:
+                raw = exc.read()
+                if exc.code in (429, 500, 502, 503, 504) and attempt + 1 < attempts:
+                    log.info("Prolific answered %s to %s %s; retrying", exc.code, method, path)
+                    self._sleep(delay)
+                    delay = min(delay * 2, 30.0)
+                    continue
+                raise _error(exc.code, raw) from None
+            except (TimeoutError, urllib.error.URLError, ConnectionError) as exc:
+                if attempt + 1 < attempts:
+                    self._sleep(delay)
+                    delay = min(delay * 2, 30.0)
+                    continue
+                raise ProlificError(0, "Unreachable", str(getattr(exc, "reason", exc))) from None
+        raise AssertionError("unreachable")
+
+    def pages(self, path: str, query: dict[str, Any] | None = None) -> list[dict[str, Any]]:
+        """Every result of a list endpoint, following `_links.next` where the server pages."""
+        out: list[dict[str, Any]] = []
+        page: Any = self.request("GET", path, query=query)
+        while True:
+            out.extend(page.get("results", []) if isinstance(page, dict) else [])
+            nxt = ((page.get("_links") or {}).get("next") or {}).get("href") if isinstance(page, dict) else None
+            if not nxt:
+                return out
+            page = self.request("GET", nxt)
+
+    # -- account -----------------------------------------------------------------------------------------
+    def me(self) -> dict[str, Any]:
+        return self.request("GET", "users/me/")
+
+    def workspaces(self) -> list[dict[str, Any]]:
+        return self.pages("workspaces/")
+
+    def create_workspace(self, title: str, currency_code: str | None = None) -> dict[str, Any]:
+        body: dict[str, Any] = {"title": title}
+        if currency_code:
+            body["currency_code"] = currency_code
+        return self.request("POST", "workspaces/", body)
+
+    def balance(self, workspace_id: str) -> dict[str, Any]:
+        return self.request("GET", f"workspaces/{workspace_id}/balance/")
+
+    def projects(self, workspace_id: str) -> list[dict[str, Any]]:
+        return self.pages(f"workspaces/{workspace_id}/projects/")
+
+    def create_project(self, workspace_id: str, title: str) -> dict[str, Any]:
+        return self.request("POST", f"workspaces/{workspace_id}/projects/", {"title": title})
+
+    # -- studies -------------------------------------------------------------------------------------------
+    def create_study(self, fields: dict[str, Any]) -> dict[str, Any]:
+        return self.request("POST", "studies/", fields, retry=False)  # not idempotent: the caller reconciles
+
+    def study(self, study_id: str) -> dict[str, Any]:
+        return self.request("GET", f"studies/{study_id}/")
+
+    def studies(self, state: str | None = None) -> list[dict[str, Any]]:
+        return self.pages("studies/", {"state": state} if state else None)
+
+    def project_studies(self, project_id: str) -> list[dict[str, Any]]:
+        return self.pages(f"projects/{project_id}/studies/")
+
+    def update_study(self, study_id: str, **fields: Any) -> dict[str, Any]:
+        return self.request("PATCH", f"studies/{study_id}/", fields)
+
+    def delete_study(self, study_id: str) -> None:
+        self.request("DELETE", f"studies/{study_id}/")
+
+    def transition_study(self, study_id: str, action: str) -> dict[str, Any]:
+        return self.request("POST", f"studies/{study_id}/transition/", {"action": action})
+
+    def submission_counts(self, study_id: str) -> dict[str, int]:
+        return self.request("GET", f"studies/{study_id}/submissions/counts/")
+
+    def study_cost(self, study_id: str) -> dict[str, Any]:
+        return self.request("GET", f"studies/{study_id}/cost/", query={"is_projected": "false"})
+
+    def cost(self, reward: int, places: int) -> int:
+        return int(self.request("POST", "study-cost-calculator/", {"reward": reward, "total_available_places": places})["total_cost"])
+
+    # -- submissions -----------------------------------------------------------------------------------------
+    def submissions(self, study_id: str, status: str | None = None) -> list[dict[str, Any]]:
+        return self.pages(f"studies/{study_id}/submissions/", {"status": status.replace(" ", "_")} if status else None)
+
+    def submission(self, submission_id: str) -> dict[str, Any]:
+        return self.request("GET", f"submissions/{submission_id}/")
+
+    def approve(self, submission_id: str) -> dict[str, Any]:
+        return self.request("POST", f"submissions/{submission_id}/transition/", {"action": "APPROVE"})
+
+    def reject(self, submission_id: str, message: str, category: str) -> dict[str, Any]:
+        if len(message) < REJECTION_MESSAGE_MIN:
+            raise ValueError(f"Prolific needs a rejection message of at least {REJECTION_MESSAGE_MIN} characters")
+        return self.request("POST", f"submissions/{submission_id}/transition/",
+                            {"action": "REJECT", "message": message, "rejection_category": category})
+
+    def bulk_approve(self, submission_ids: Sequence[str]) -> None:
+        for i in range(0, len(submission_ids), 1000):
+            self.request("POST", "submissions/bulk-approve/", {"submission_ids": list(submission_ids[i:i + 1000])})
+
+    # -- bonuses ------------------------------------------------------------------------------------------------
+    def create_bonus(self, study_id: str, lines: Iterable[tuple[str, Decimal]]) -> dict[str, Any]:
+        """A bonus batch (not paid yet); amounts in major units, as the CSV wants them."""
+        csv = "\n".join(f"{ident},{Decimal(amount).quantize(Decimal('0.01'))}" for ident, amount in lines)
+        return self.request("POST", "submissions/bonus-payments/", {"study_id": study_id, "csv_bonuses": csv}, retry=False)
+
+    def pay_bonus(self, batch_id: str) -> None:
+        """Pay a batch. Never retried: Prolific pays again on every call."""
+        self.request("POST", f"bulk-bonus-payments/{batch_id}/pay/", retry=False)
+
+    # -- participant groups ----------------------------------------------------------------------------------------
+    def create_group(self, name: str, workspace_id: str, participant_ids: Sequence[str] = ()) -> dict[str, Any]:
+        return self.request("POST", "participant-groups/", {"name": name, "workspace_id": workspace_id,
+                                                            "participant_ids": list(participant_ids)})
+
+    def groups(self, workspace_id: str) -> list[dict[str, Any]]:
+        return self.pages("participant-groups/", {"workspace_id": workspace_id})
+
+    def group_members(self, group_id: str) -> list[str]:
+        return [m["participant_id"] for m in self.pages(f"participant-groups/{group_id}/participants/")]
+
+    def add_to_group(self, group_id: str, participant_ids: Sequence[str]) -> None:
+        self.request("POST", f"participant-groups/{group_id}/participants/", {"participant_ids": list(participant_ids)})
+
+    def remove_from_group(self, group_id: str, participant_ids: Sequence[str]) -> None:
+        self.request("DELETE", f"participant-groups/{group_id}/participants/", {"participant_ids": list(participant_ids)})
+
+    def delete_group(self, group_id: str) -> None:
+        self.request("DELETE", f"participant-groups/{group_id}/")
+
+
+def _error(status: int, raw: bytes) -> ProlificError:
+    try:
+        payload = json.loads(raw)
+    except ValueError:
+        return ProlificError(status, "HTTP error", raw[:200].decode("utf-8", "replace"))
+    err = payload.get("error") if isinstance(payload, dict) else None
+    if isinstance(err, dict):
+        return ProlificError(status, str(err.get("title", "")), err.get("detail"))
+    if isinstance(payload, dict):  # the flat shape some endpoints were seen to send
+        return ProlificError(status, str(payload.get("message", "")), payload.get("detail"))
+    return ProlificError(status, "HTTP error", payload)

@@ -1,0 +1,319 @@
+"""The Prolific emulator's HTTP server: the researcher API under `/api/v1/` as real clients call it, and a
+participant side channel under `/emulator/` that the simulated crowd uses the way a person uses
+Prolific's web app (find a study, start it, land on the study URL, come back with a completion code).
+
+Transport as the reference describes it: `Authorization: Token ...` on every research call (401 without),
+trailing slash optional, JSON bodies on any verb, every error wrapped in `{"error": {...}}`, 204 with an
+empty body for deletions, list envelopes with `results`, `_links` and `meta.count`, both `page`/`page_size`
+and `limit`/`offset` honoured. Tokens are stored hashed and never logged.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import re
+import signal
+import threading
+import urllib.parse
+from collections.abc import Callable
+from decimal import Decimal
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from typing import Any
+
+from campaign.clock import Clock, ScaledClock, WallClock
+from campaign.prolific.emulator.engine import RANGE_FILTERS, SELECT_FILTERS, ApiError, Emulator
+from campaign.prolific.emulator.store import DocStore
+
+MAX_BODY = 1 << 20
+LOOPBACK = {"127.0.0.1", "::1"}
+Route = tuple[str, re.Pattern[str], Callable[..., Any]]
+
+
+class Request:
+    def __init__(self, method: str, path: str, query: dict[str, str], body: Any, headers: Any, client: str) -> None:
+        self.method, self.path, self.query, self.body, self.headers, self.client = method, path, query, body, headers, client
+
+
+def _page(rows: list[Any], query: dict[str, str], base: str) -> dict[str, Any]:
+    """Prolific's list envelope; everything on one page unless the client asks for pages."""
+    total = len(rows)
+    if "page_size" in query or "page" in query:
+        size = max(1, min(int(query.get("page_size") or 20), 500))
+        page = max(1, int(query.get("page") or 1))
+        start = (page - 1) * size
+        nxt = f"{base}?page={page + 1}&page_size={size}" if start + size < total else None
+        prev = f"{base}?page={page - 1}&page_size={size}" if page > 1 else None
+    elif "limit" in query or "offset" in query:
+        size = max(1, min(int(query.get("limit") or 100), 1000))
+        start = max(0, int(query.get("offset") or 0))
+        nxt = f"{base}?limit={size}&offset={start + size}" if start + size < total else None
+        prev = f"{base}?limit={size}&offset={max(0, start - size)}" if start > 0 else None
+    else:
+        size, start, nxt, prev = max(total, 1), 0, None, None
+    return {"results": rows[start:start + size],
+            "_links": {"self": {"href": base, "title": "Current"}, "next": {"href": nxt, "title": "Next"},
+                       "previous": {"href": prev, "title": "Previous"}, "last": {"href": base, "title": "Last"}},
+            "meta": {"count": total}}
+
+
+class EmulatorHTTPServer(ThreadingHTTPServer):
+    daemon_threads = True
+    allow_reuse_address = True
+
+    def __init__(self, addr: tuple[str, int], emulator: Emulator) -> None:
+        super().__init__(addr, Handler)
+        self.emulator = emulator
+        self.routes = build_routes(emulator)
+
+
+def _gone(delete: Callable[[dict[str, Any], str], None], user: dict[str, Any], doc_id: str) -> tuple[int, None]:
+    delete(user, doc_id)
+    return 204, None
+
+
+def build_routes(em: Emulator) -> list[Route]:
+    """(method, path pattern, handler(request, user, *groups)) for the research API."""
+    r: list[Route] = []
+
+    def add(method: str, pattern: str, fn: Callable[..., Any]) -> None:
+        r.append((method, re.compile("^" + pattern + "/?$"), fn))
+
+    hx = "([0-9a-f]{24})"
+    add("GET", "users/me", lambda q, u: em.me(u))
+    add("GET", "workspaces", lambda q, u: _page(em.workspaces(u), q.query, q.path))
+    add("POST", "workspaces", lambda q, u: (201, em.create_workspace(u, q.body)))
+    add("GET", f"workspaces/{hx}", lambda q, u, w: em.get_workspace(u, w))
+    add("GET", f"workspaces/{hx}/balance", lambda q, u, w: em.balance(u, w))
+    add("GET", f"workspaces/{hx}/projects", lambda q, u, w: _page(em.projects(u, w), q.query, q.path))
+    add("POST", f"workspaces/{hx}/projects", lambda q, u, w: (201, em.create_project(u, w, q.body)))
+    add("GET", f"projects/{hx}", lambda q, u, p: em.project(u, p))
+    add("GET", f"projects/{hx}/studies",
+        lambda q, u, p: _page([s for s in em.list_studies(u, q.query) if s["project"] == em.project(u, p)["id"]], q.query, q.path))
+    add("DELETE", f"projects/{hx}/studies/{hx}", lambda q, u, p, s: _gone(em.delete_study, u, s))
+    add("GET", "studies", lambda q, u: _page(em.list_studies(u, q.query), q.query, q.path))
+    add("POST", "studies", lambda q, u: (201, em.create_study(u, q.body)))
+    add("GET", f"studies/{hx}", lambda q, u, s: em.study_out(em.study(u, s)))
+    add("PATCH", f"studies/{hx}", lambda q, u, s: em.update_study(u, s, q.body))
+    add("DELETE", f"studies/{hx}", lambda q, u, s: _gone(em.delete_study, u, s))
+    add("POST", f"studies/{hx}/transition", lambda q, u, s: em.transition_study(u, s, q.body))
+    add("GET", f"studies/{hx}/submissions", lambda q, u, s: _page(em.list_submissions(u, s, q.query), q.query, q.path))
+    add("GET", f"studies/{hx}/submissions/counts", lambda q, u, s: em.counts(u, s))
+    add("GET", f"studies/{hx}/cost", lambda q, u, s: em.study_cost(u, s))
+    add("POST", "study-cost-calculator", lambda q, u: em.cost_calculator(q.body))
+    add("GET", "submissions", lambda q, u: _page(em.list_submissions(u, q.query.get("study"), q.query), q.query, q.path))
+    add("POST", "submissions/bulk-approve", lambda q, u: em.bulk_approve(u, q.body))
+    add("POST", "submissions/bonus-payments", lambda q, u: (201, em.create_bonus(u, q.body)))
+    add("GET", f"submissions/{hx}", lambda q, u, s: em.submission_out(em.submission(u, s)))
+    add("POST", f"submissions/{hx}/transition", lambda q, u, s: em.transition_submission(u, s, q.body))
+    add("POST", f"bulk-bonus-payments/{hx}/pay", lambda q, u, b: (202, em.pay_bonus(u, b)))
+    add("GET", "participant-groups", lambda q, u: _page(em.list_groups(u), q.query, q.path))
+    add("POST", "participant-groups", lambda q, u: (201, em.create_group(u, q.body)))
+    add("GET", f"participant-groups/{hx}", lambda q, u, g: em.group_out(em.group(u, g)))
+    add("PATCH", f"participant-groups/{hx}", lambda q, u, g: em.update_group(u, g, q.body))
+    add("DELETE", f"participant-groups/{hx}", lambda q, u, g: _gone(em.delete_group, u, g))
+    for verb in ("GET", "POST", "DELETE"):
+        add(verb, f"participant-groups/{hx}/participants",
+            lambda q, u, g: _page(em.group_members(u, g, q.method, q.body), q.query, q.path))
+    add("GET", "filters", lambda q, u: _page(
+        [{"filter_id": f, "type": "range"} for f in RANGE_FILTERS] + [{"filter_id": f, "type": "select"} for f in SELECT_FILTERS],
+        q.query, q.path))
+    add("POST", "eligibility-count", lambda q, u: {"count": sum(
+        1 for p in em.db.all("participant") if em.eligible(p, {"filters": em._check_filters((q.body or {}).get("filters", []))}))})
+    return r
+
+
+class Handler(BaseHTTPRequestHandler):
+    server: EmulatorHTTPServer
+    protocol_version = "HTTP/1.1"
+    disable_nagle_algorithm = True
+
+    def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 - stdlib signature
+        return  # request lines carry participant ids; nothing is logged
+
+    def _send(self, status: int, payload: Any) -> None:
+        body = b"" if status == 204 else json.dumps(payload).encode("utf-8")
+        self.send_response(status)
+        if status != 204:
+            self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def _read_body(self) -> Any:
+        raw = self.headers.get("Content-Length")
+        if raw is None or raw.strip() == "":
+            return {}
+        if not raw.strip().isdigit():
+            raise ApiError(400, "Content-Length must be a number.")
+        n = int(raw)
+        if n > MAX_BODY:
+            raise ApiError(400, "The request body is too large.")
+        data = self.rfile.read(n) if n else b""
+        if len(data) != n:
+            raise ApiError(400, "The request body is shorter than its Content-Length.")
+        if not data.strip():
+            return {}
+        try:
+            return json.loads(data.decode("utf-8"))
+        except (ValueError, RecursionError):
+            raise ApiError(400, "The request body is not valid JSON.") from None
+
+    def _handle(self) -> None:
+        try:
+            url = urllib.parse.urlsplit(self.path)
+            query = dict(urllib.parse.parse_qsl(url.query, keep_blank_values=True))
+            body = self._read_body()
+            req = Request(self.command, url.path, query, body, self.headers, self.client_address[0])
+            status, payload = self._route(req)
+        except ApiError as exc:
+            status, payload = exc.status, exc.body()
+        except (ValueError, TypeError, KeyError, AttributeError) as exc:
+            status, payload = 400, ApiError(400, f"Malformed request ({type(exc).__name__}).").body()
+        except (BrokenPipeError, ConnectionResetError):
+            return
+        try:
+            self._send(status, payload)
+        except (BrokenPipeError, ConnectionResetError):
+            return
+
+    def _route(self, req: Request) -> tuple[int, Any]:
+        em = self.server.emulator
+        with em.db.transaction():
+            em.sweep()
+            if req.path.startswith("/emulator/"):
+                return _participant_side(em, req)
+            if not req.path.startswith("/api/v1/"):
+                raise ApiError(404, "Not found.")
+            rel = req.path[len("/api/v1/"):]
+            user = em.authenticate(req.headers.get("Authorization"))
+            matched_path = False
+            for method, pattern, fn in self.server.routes:
+                m = pattern.match(rel)
+                if m is None:
+                    continue
+                matched_path = True
+                if method != req.method:
+                    continue
+                if req.method in ("POST", "PATCH") and not isinstance(req.body, dict):
+                    raise ApiError(400, "Expected a JSON object.")
+                result = fn(req, user, *m.groups())
+                if isinstance(result, tuple):
+                    return result[0], result[1]
+                return 200, result
+            raise ApiError(405 if matched_path else 404, "Method not allowed." if matched_path else "Not found.")
+
+    do_GET = do_POST = do_PATCH = do_DELETE = do_PUT = _handle
+
+
+def _participant_side(em: Emulator, req: Request) -> tuple[int, Any]:
+    """What Prolific's web app does for a participant; authenticated as `Participant <id>:<secret>`."""
+    parts = req.path.strip("/").split("/")[1:]
+    if parts == ["participants"] and req.method == "POST":
+        # Only the operator adds participants: the research token of a loopback caller.
+        if req.client not in LOOPBACK:
+            raise ApiError(403, "Participants are added from the emulator's own machine.")
+        em.authenticate(req.headers.get("Authorization"))
+        b = req.body if isinstance(req.body, dict) else {}
+        pid, secret = em.add_participant(country=str(b.get("country", "US")), approval_rate=float(b.get("approval_rate", 99)),
+                                         approvals=int(b.get("approvals", 100)), languages=tuple(b.get("languages", ["en"])),
+                                         age=int(b.get("age", 30)))
+        return 201, {"id": pid, "secret": secret}
+    auth = req.headers.get("Authorization") or ""
+    pid, _, secret = auth[len("Participant "):].partition(":") if auth.startswith("Participant ") else ("", "", "")
+    p = em.participant(pid, secret)
+    if parts == ["studies"] and req.method == "GET":
+        return 200, {"results": em.open_studies(p)}
+    if len(parts) == 3 and parts[0] == "studies" and parts[2] == "start" and req.method == "POST":
+        return 201, em.start(p, parts[1])
+    if len(parts) == 2 and parts[0] == "submissions" and req.method == "GET":
+        return 200, em.my_submission(p, parts[1])
+    if len(parts) == 3 and parts[0] == "submissions" and req.method == "POST" and parts[2] in ("complete", "return"):
+        if parts[2] == "complete":
+            code = req.body.get("code") if isinstance(req.body, dict) else None
+            return 200, em.complete(p, parts[1], code if isinstance(code, str) else None)
+        return 200, em.return_submission(p, parts[1])
+    raise ApiError(404, "Not found.")
+
+
+class RunningEmulator:
+    """An emulator serving on a daemon thread. `base_url` ends in `/api/v1/` as clients expect."""
+
+    def __init__(self, httpd: EmulatorHTTPServer, store: DocStore, thread: threading.Thread, token: str) -> None:
+        self.httpd, self.store, self.thread = httpd, store, thread
+        host, port = httpd.server_address[:2]
+        self.root_url = f"http://{host.decode() if isinstance(host, bytes) else host}:{port}"
+        self.base_url = f"{self.root_url}/api/v1/"
+        self.token = token
+
+    @property
+    def emulator(self) -> Emulator:
+        return self.httpd.emulator
+
+    def __repr__(self) -> str:
+        return f"RunningEmulator({self.base_url})"  # the token is never shown
+
+    def stop(self) -> None:
+        self.httpd.shutdown()
+        self.httpd.server_close()
+        self.thread.join(timeout=5)
+        self.store.close()
+
+    def __enter__(self) -> RunningEmulator:
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.stop()
+
+
+def start_emulator(state_dir: Path, clock: Clock | None = None, *, fee_rate: Decimal = Decimal("0.333"),
+                   vat_rate: Decimal = Decimal("0"), balance_minor: int = 1_000_000, currency: str = "GBP",
+                   host: str = "127.0.0.1", port: int = 0) -> RunningEmulator:
+    """Start (or resume) an emulator whose state lives in `state_dir/prolific.db`.
+
+    The researcher token is made on first start and kept in `state_dir/token` (mode 0600), the
+    emulator's own credentials file, so a restarted emulator accepts the same token.
+    """
+    state_dir = Path(state_dir)
+    state_dir.mkdir(parents=True, exist_ok=True)
+    store = DocStore(state_dir / "prolific.db")
+    em = Emulator(store, clock or WallClock(), fee_rate=fee_rate, vat_rate=vat_rate, currency=currency,
+                  balance_minor=balance_minor)
+    token_file = state_dir / "token"
+    if token_file.is_file():
+        token = token_file.read_text(encoding="utf-8").strip()
+    else:
+        with store.transaction():
+            token = em.add_researcher("researcher")
+        token_file.touch(mode=0o600)
+        token_file.write_text(token + "\n", encoding="utf-8")
+    httpd = EmulatorHTTPServer((host, port), em)
+    thread = threading.Thread(target=httpd.serve_forever, kwargs={"poll_interval": 0.2}, name="prolific-emulator", daemon=True)
+    thread.start()
+    return RunningEmulator(httpd, store, thread, token)
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(prog="campaign prolific serve", description="Run the Prolific API emulator.")
+    ap.add_argument("--host", default="127.0.0.1", help="address to bind")
+    ap.add_argument("--port", type=int, default=8766, help="port to bind")
+    ap.add_argument("--state", type=Path, default=Path("state/prolific"), help="state directory")
+    ap.add_argument("--fee-rate", type=Decimal, default=Decimal("0.333"), help="service fee as a share of rewards and bonuses")
+    ap.add_argument("--vat-rate", type=Decimal, default=Decimal("0"), help="VAT as a share of the fee")
+    ap.add_argument("--balance", type=int, default=1_000_000, help="workspace balance in minor units")
+    ap.add_argument("--speed", type=float, default=1.0, help="clock speed-up (1.0 = wall clock)")
+    args = ap.parse_args(argv)
+    clock: Clock = WallClock() if args.speed == 1.0 else ScaledClock(args.speed)
+    em = start_emulator(args.state, clock, fee_rate=args.fee_rate, vat_rate=args.vat_rate, balance_minor=args.balance,
+                        host=args.host, port=args.port)
+    done = threading.Event()
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(sig, lambda *_: done.set())
+    print(f"{em.base_url} (token in {args.state / 'token'})", flush=True)
+    try:
+        while not done.wait(0.5):
+            pass
+    finally:
+        em.stop()
+    return 0
