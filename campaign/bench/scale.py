@@ -1,0 +1,148 @@
+"""`campaign bench scale [--propositions N] [--json]`: a Likert campaign of N propositions (5 per HIT,
+5 assignments, the default simulated crowd with its spammers) run through `campaign run` exactly as a
+user runs it, in a child process, with nothing but `--config`, `--state` and `--quiet`.
+
+It prints what decides whether a lab can run the seed's own scale (seed 000: about 47,000 propositions,
+9,400 HITs, 47,000 assignments) on one machine: wall seconds, the child's peak RSS, requests made to
+the marketplace, the sizes of the store and of the marketplace's database, the daemon's tick time
+(p50/p99, from the run statistics the daemon leaves in `<state>/run-stats.json`), and how many
+assignments the marketplace approved by itself before the daemon decided on them (each is an
+`auto_approved` event in the store: work that was paid without being reviewed).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import resource
+import sqlite3
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+from campaign.crowd.models import rng_for
+
+ITEMS_PER_HIT = 5
+ASSIGNMENTS = 5
+
+
+def write_inputs(folder: Path, n: int, seed: int) -> tuple[Path, Path]:
+    rng = rng_for("bench-scale-items", seed)
+    truth = rng.uniform(0, 1, size=n)
+    props, tr = folder / "props.tsv", folder / "truth.tsv"
+    with props.open("w", encoding="utf-8") as p, tr.open("w", encoding="utf-8") as t:
+        p.write("id\ttext\n")
+        t.write("id\timportance\n")
+        for i, v in enumerate(truth):
+            p.write(f"p{i:06d}\tProposition {i}: a statement about the topic that a worker rates.\n")
+            t.write(f"p{i:06d}\t{v:.6f}\n")
+    return props, tr
+
+
+def spec_text(props: Path, truth: Path, n: int) -> str:
+    hits = -(-n // ITEMS_PER_HIT)
+    budget = hits * ASSIGNMENTS * 0.06 * 1.5 + 10  # reward + MTurk's fee with room to spare
+    return f"""campaigns:
+  - name: scale
+    topic: What matters in this collection?
+    input:
+      propositions: {props}
+    task:
+      kind: likert
+      items_per_hit: {ITEMS_PER_HIT}
+      assignments: {ASSIGNMENTS}
+      reward: "0.06"
+    budget: "{budget:.2f}"
+    crowd:
+      kind: simulated
+      truth: {truth}
+"""
+
+
+def dir_mib(path: Path) -> float:
+    if not path.exists():
+        return 0.0
+    return sum(f.stat().st_size for f in path.rglob("*") if f.is_file()) / 2**20
+
+
+def store_figures(db: Path) -> dict[str, int]:
+    con = sqlite3.connect(f"file:{db}?mode=ro", uri=True)
+    try:
+        def one(sql: str) -> int:
+            return int(con.execute(sql).fetchone()[0])
+
+        return {"hits": one("SELECT COUNT(*) FROM hits WHERE status != 'draft'"),
+                "assignments": one("SELECT COUNT(*) FROM assignments"),
+                "auto_approved_before_review": one("SELECT COUNT(*) FROM events WHERE kind = 'auto_approved'")}
+    finally:
+        con.close()
+
+
+def percentile(values: list[float], q: float) -> float | None:
+    if not values:
+        return None
+    if len(values) == 1:
+        return values[0]
+    return float(statistics.quantiles(values, n=100, method="inclusive")[int(q) - 1])
+
+
+def run_scale(n: int, seed: int = 0, keep: Path | None = None, timeout: float = 3600.0) -> dict[str, Any]:
+    with tempfile.TemporaryDirectory(prefix="campaign-scale-") as tmp:
+        folder = keep or Path(tmp)
+        folder.mkdir(parents=True, exist_ok=True)
+        props, truth = write_inputs(folder, n, seed)
+        spec = folder / "scale.yaml"
+        spec.write_text(spec_text(props, truth, n), encoding="utf-8")
+        state = folder / "state"
+        cmd = [sys.executable, "-m", "campaign", "run", "--config", str(spec), "--state", str(state),
+               "--seed", str(seed), "--quiet"]
+        started = time.monotonic()
+        proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, env=dict(os.environ))
+        seconds = time.monotonic() - started
+        if proc.returncode != 0:
+            raise RuntimeError(f"campaign run exited {proc.returncode}: {proc.stderr[-2000:]}")
+        peak_kib = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss  # the largest child: the daemon
+        stats_file = state / "run-stats.json"
+        stats = json.loads(stats_file.read_text()) if stats_file.is_file() else {}
+        ticks = [float(t) for per in (stats.get("tick_ms") or {}).values() for t in per]
+        figures = store_figures(state / "campaign.db")
+        return {
+            "propositions": n,
+            "hits": figures["hits"],
+            "assignments": figures["assignments"],
+            "seconds": round(seconds, 1),
+            "peak_rss_mib": round(peak_kib / 1024, 1),
+            "requests": stats.get("requests"),
+            "store_mib": round(dir_mib(state) - dir_mib(state / "market") - dir_mib(state / "scale"), 1),
+            "market_mib": round(dir_mib(state / "market"), 1),
+            "tick_ms": {"p50": percentile(ticks, 50), "p99": percentile(ticks, 99)},
+            "auto_approved_before_review": figures["auto_approved_before_review"],
+        }
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(prog="campaign bench scale", description=__doc__.split("\n\n")[0],
+                                 formatter_class=argparse.ArgumentDefaultsHelpFormatter)
+    ap.add_argument("--propositions", type=int, default=4000, help="propositions in the generated campaign")
+    ap.add_argument("--seed", type=int, default=0, help="seed for the data and the run")
+    ap.add_argument("--keep", type=Path, default=None, help="keep inputs and state in this folder")
+    ap.add_argument("--json", action="store_true", help="print one JSON object")
+    args = ap.parse_args(argv)
+    if args.propositions < ITEMS_PER_HIT:
+        ap.error(f"--propositions must be at least {ITEMS_PER_HIT}")
+    out = run_scale(args.propositions, args.seed, args.keep)
+    if args.json:
+        print(json.dumps(out, indent=2))
+        return 0
+    tick = out["tick_ms"]
+    print(f"{out['propositions']:,} propositions, {out['hits']:,} HITs, {out['assignments']:,} assignments")
+    print(f"  wall {out['seconds']:.1f} s, peak RSS {out['peak_rss_mib']:.1f} MiB, requests {out['requests']}")
+    print(f"  store {out['store_mib']:.1f} MiB, marketplace {out['market_mib']:.1f} MiB")
+    print(f"  tick p50 {tick['p50']} ms, p99 {tick['p99']} ms")
+    print(f"  approved by the marketplace before review: {out['auto_approved_before_review']}")
+    return 0

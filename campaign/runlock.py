@@ -1,0 +1,55 @@
+"""One daemon per SQLite state directory.
+
+SQLite is one file on one machine: two `campaign run` processes on it would both post, both review and
+both write `scores.csv` (seen: duplicate `finished` events, an IntegrityError, a rename race). An
+exclusive `flock` on `<state>/daemon.lock` makes the second one refuse at once, naming the first. The
+kernel drops the lock when its process dies, even by SIGKILL, so a crash never leaves a stale lock.
+Several daemons sharing a PostgreSQL store divide campaigns by leases instead (`campaign.leases`).
+"""
+
+from __future__ import annotations
+
+import fcntl
+import json
+import os
+import socket
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+
+class AlreadyRunning(RuntimeError):
+    """Another daemon holds this state directory."""
+
+
+@contextmanager
+def state_lock(state_dir: Path) -> Iterator[None]:
+    state_dir.mkdir(parents=True, exist_ok=True)
+    path = state_dir / "daemon.lock"
+    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            raise AlreadyRunning(_describe(path, state_dir)) from None
+        os.ftruncate(fd, 0)
+        os.write(fd, json.dumps({"pid": os.getpid(), "host": socket.gethostname(), "started": time.time()}).encode())
+        try:
+            yield
+        finally:
+            fcntl.flock(fd, fcntl.LOCK_UN)
+    finally:
+        os.close(fd)
+
+
+def _describe(path: Path, state_dir: Path) -> str:
+    try:
+        info = json.loads(path.read_text(encoding="utf-8") or "{}")
+    except (OSError, ValueError):
+        info = {}
+    who = f"pid {info.get('pid', '?')} on {info.get('host', '?')}"
+    if "started" in info:
+        who += ", started " + time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(float(info["started"])))
+    return (f"another campaign daemon ({who}) is already running on {state_dir}; stop it first, or give this "
+            "one another --state (several daemons can share one store only on PostgreSQL, with --db)")
