@@ -1,0 +1,117 @@
+"""What a campaign stage becomes on Prolific: the study's fields, its pay and what a place costs.
+
+Pure functions over a `ProlificConfig` (the spec's `prolific:` block), so the money rules can be tested
+without a server: the reward is per submission (a bundle of HITs), or per hour and turned into a
+reward for the estimated time; either way it must meet Prolific's minimum hourly pay. A place costs
+the reward plus the service fee plus VAT on the fee, the figure the ledger reserves before publishing.
+"""
+
+from __future__ import annotations
+
+import urllib.parse
+from dataclasses import dataclass, field
+from decimal import ROUND_CEILING, ROUND_HALF_UP, Decimal
+
+# Prolific's published minimum hourly pay (help centre, 2025): GBP 6.00 / USD 8.00.
+MINIMUM_HOURLY = {"GBP": Decimal("6.00"), "USD": Decimal("8.00")}
+CENT = Decimal("0.01")
+
+
+@dataclass(frozen=True)
+class ProlificConfig:
+    public_url: str  # where participants reach the task site (https behind a reverse proxy)
+    bundle: int = 10  # HITs per submission
+    estimated_minutes: int = 10
+    maximum_minutes: int | None = None
+    reward: Decimal | None = None  # per submission, major units of `currency`
+    reward_per_hour: Decimal | None = None
+    currency: str = "GBP"
+    fee_rate: Decimal = Decimal("0.333")  # the published percentage could not be confirmed: set it
+    vat_rate: Decimal = Decimal("0")  # VAT on the fee (UK workspaces: 0.2)
+    devices: tuple[str, ...] = ("desktop",)
+    approval_rate: int | None = 95
+    countries: tuple[str, ...] = ()
+    languages: tuple[str, ...] = ()
+    block_list: str | None = None  # a participant group used as a block list
+    workspace: str | None = None
+    project: str | None = None
+    completion_url: str = "https://app.prolific.com/submissions/complete"
+    extra_filters: tuple[dict[str, object], ...] = field(default_factory=tuple)
+
+
+def reward_per_submission(cfg: ProlificConfig) -> Decimal:
+    """The reward of one submission, checked against the minimum hourly pay for its estimated time."""
+    if (cfg.reward is None) == (cfg.reward_per_hour is None):
+        raise ValueError("give exactly one of prolific.reward (per submission) and prolific.reward_per_hour")
+    if cfg.estimated_minutes < 1:
+        raise ValueError("prolific.estimated_minutes must be at least 1")
+    if cfg.reward is not None:
+        reward = Decimal(cfg.reward).quantize(CENT, rounding=ROUND_HALF_UP)
+    else:
+        reward = (Decimal(cfg.reward_per_hour or 0) * cfg.estimated_minutes / 60).quantize(CENT, rounding=ROUND_CEILING)
+    floor = MINIMUM_HOURLY.get(cfg.currency)
+    if floor is not None:
+        hourly = reward * 60 / cfg.estimated_minutes
+        if hourly < floor:
+            least = (floor * cfg.estimated_minutes / 60).quantize(CENT, rounding=ROUND_CEILING)
+            raise ValueError(f"prolific reward {reward} {cfg.currency} for {cfg.estimated_minutes} min is "
+                             f"{hourly.quantize(CENT)} {cfg.currency}/hour, below Prolific's minimum of {floor}/hour: "
+                             f"pay at least {least} per submission")
+    return reward
+
+
+def place_cost(cfg: ProlificConfig) -> Decimal:
+    """Reward + fee + VAT on the fee for one place, in major units, rounded per payment as Prolific
+    rounds minor units."""
+    reward = reward_per_submission(cfg)
+    fee = (reward * cfg.fee_rate).quantize(CENT, rounding=ROUND_HALF_UP)
+    vat = (fee * cfg.vat_rate).quantize(CENT, rounding=ROUND_HALF_UP)
+    return reward + fee + vat
+
+
+def bonus_cost(cfg: ProlificConfig, amount: Decimal) -> Decimal:
+    fee = (amount * cfg.fee_rate).quantize(CENT, rounding=ROUND_HALF_UP)
+    return amount + fee + (fee * cfg.vat_rate).quantize(CENT, rounding=ROUND_HALF_UP)
+
+
+def study_url(cfg: ProlificConfig, seat: str) -> str:
+    """The task site's entry for one study, with Prolific's three placeholders (kept unescaped)."""
+    base = cfg.public_url.rstrip("/") + "/prolific/start"
+    query = urllib.parse.urlencode({"seat": seat})
+    return (f"{base}?{query}&PROLIFIC_PID={{{{%PROLIFIC_PID%}}}}&STUDY_ID={{{{%STUDY_ID%}}}}"
+            f"&SESSION_ID={{{{%SESSION_ID%}}}}")
+
+
+def filters(cfg: ProlificConfig, block_group_id: str | None) -> list[dict[str, object]]:
+    out: list[dict[str, object]] = []
+    if cfg.approval_rate is not None:
+        out.append({"filter_id": "approval_rate", "selected_range": {"lower": cfg.approval_rate, "upper": 100}})
+    if cfg.countries:
+        out.append({"filter_id": "current-country-of-residence", "selected_values": list(cfg.countries)})
+    if cfg.languages:
+        out.append({"filter_id": "fluent-languages", "selected_values": list(cfg.languages)})
+    if block_group_id:
+        out.append({"filter_id": "participant_group_blocklist", "selected_values": [block_group_id]})
+    out.extend(dict(f) for f in cfg.extra_filters)
+    return out
+
+
+def study_body(cfg: ProlificConfig, *, name: str, description: str, internal_name: str, places: int,
+               completion_code: str, seat: str, project_id: str | None, block_group_id: str | None) -> dict[str, object]:
+    """The fields of `POST /studies/` for one stage (or ranking batch); a draft until published."""
+    reward = reward_per_submission(cfg)
+    body: dict[str, object] = {
+        "name": name, "description": description, "internal_name": internal_name,
+        "external_study_url": study_url(cfg, seat), "prolific_id_option": "url_parameters",
+        "completion_codes": [{"code": completion_code, "code_type": "COMPLETED", "actor": "participant",
+                              "actions": [{"action": "MANUALLY_REVIEW"}]}],
+        "total_available_places": places, "estimated_completion_time": cfg.estimated_minutes,
+        "reward": int(reward * 100), "device_compatibility": list(cfg.devices),
+        "filters": filters(cfg, block_group_id),
+        "submissions_config": {"max_submissions_per_participant": -1, "max_concurrent_submissions": 1},
+    }
+    if cfg.maximum_minutes is not None:
+        body["maximum_allowed_time"] = cfg.maximum_minutes
+    if project_id:
+        body["project"] = project_id
+    return body
