@@ -22,6 +22,7 @@ BENCHES: dict[str, str] = {
     "nuggets": "seed 002's gold nuggets and agreement recomputed from its raw crowd data",
     "quality": "the Likert stage at 0/10/25% spammers, with and without the quality policy",
     "dashboard": "one dashboard redraw on a campaign of 20,000 HITs",
+    "scale": "a Likert campaign of N propositions through `campaign run`: wall time, memory, ticks, auto-approvals",
 }
 
 #: `campaign market NAME ...` runs the function named here with the remaining arguments.
