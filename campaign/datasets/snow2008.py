@@ -4,12 +4,15 @@
 from __future__ import annotations
 
 import csv
+from dataclasses import dataclass
 
 import numpy as np
 
 from campaign.paths import require_shared_data
 
 TASKS = {"rte": "rte", "temp": "temp", "wsd": "wsd"}
+# Numeric rating tasks: affect ratings of 100 headlines (0-100; valence -100..100) and 30 wordsim pairs (0-10).
+NUMERIC = ("anger", "disgust", "fear", "joy", "sadness", "surprise", "valence", "wordsim")
 MACE_FORMAT = {"rte": "rte", "temp": "temporal", "wsd": "wsd"}
 
 
@@ -28,6 +31,27 @@ def load(task: str) -> tuple[list[tuple[str, str, str]], dict[str, str]]:
             labels.append((row["orig_id"], row["!amt_worker_ids"], row["response"]))
             gold[row["orig_id"]] = row["gold"]
     return labels, gold
+
+
+@dataclass(frozen=True)
+class Rating:
+    item: str
+    worker: str
+    assignment: str
+    value: float
+
+
+def load_numeric(task: str) -> tuple[list[Rating], dict[str, float]]:
+    """Ratings and the expert gold score per item of one of `NUMERIC` (the standardized files)."""
+    if task not in NUMERIC:
+        raise ValueError(f"unknown numeric task {task!r}; choose one of {', '.join(NUMERIC)}")
+    path = require_shared_data("snow2008") / "standardized" / f"{task}.standardized.tsv"
+    ratings, gold = [], {}
+    with path.open(encoding="utf-8", newline="") as fh:
+        for row in csv.DictReader(fh, delimiter="\t"):
+            ratings.append(Rating(row["orig_id"], row["!amt_worker_ids"], row["!amt_annotation_ids"], float(row["response"])))
+            gold[row["orig_id"]] = float(row["gold"])
+    return ratings, gold
 
 
 def load_mace_format(task: str) -> tuple[np.ndarray, dict[int, str]]:

@@ -28,9 +28,11 @@ from __future__ import annotations
 import math
 import statistics
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from decimal import Decimal
 from typing import Any
+
+from scipy.special import ndtri
 
 from campaign.quality.evidence import Label, TrapResult, WorkerEvidence, gather
 
@@ -50,7 +52,8 @@ class PolicyConfig:
     block: bool = False
     bonus: Decimal | None = None
     bonus_correlation: float = 0.7
-    significance_se: float = 2.0  # how far below the crowd's median r (in Fisher-z SEs) counts as evidence
+    significance_se: float = 2.0  # how far below the crowd's median r (in Fisher-z SEs) counts as evidence, at least
+    familywise_alpha: float | None = 0.05  # and at most this chance of one honest worker in the crowd called by luck
 
     @classmethod
     def from_spec(cls, q: Any) -> PolicyConfig:
@@ -92,25 +95,45 @@ def below_median_se(e: WorkerEvidence, median: float | None) -> float:
     return (z(median) - z(e.correlation)) * math.sqrt(e.shared_items - 3)
 
 
-def _spam_reasons(e: WorkerEvidence, c: PolicyConfig, median: float | None, gap: float) -> tuple[list[str], bool]:
-    """Why a worker is clear spam (empty if not), and whether the evidence is strong enough to reject.
+def needed_se(config: PolicyConfig, tested: int) -> float:
+    """SEs below the crowd's median r that count as evidence when `tested` workers are judged at once.
+
+    Every worker is tested, so a fixed 2 SE (one-sided 2.3%) calls about one honest worker in 40 by
+    chance: on Snow et al.'s affect ratings (38 workers, most with 20 headlines) such calls made the
+    scores worse. Bonferroni over the tested workers keeps the chance of any false call at
+    `familywise_alpha` (38 workers: 3.0 SE); a random answerer against a crowd at r 0.7 sits 6 SE below
+    over 50 items, so real spam is still found.
+    """
+    if config.familywise_alpha is None or tested <= 1:
+        return config.significance_se
+    return max(config.significance_se, float(ndtri(1.0 - config.familywise_alpha / tested)))
+
+
+def _spam_reasons(e: WorkerEvidence, c: PolicyConfig, median: float | None, gap: float) -> tuple[list[str], bool, bool]:
+    """Why a worker is clear spam (empty if not); whether the evidence is absolute (traps, constant answers,
+    or two kinds at once), which excludes beyond the cap; and whether it is strong enough to reject.
     `gap`: how many SEs the worker's r sits below the crowd `median` (see `below_median_se`)."""
     why = []
+    absolute = False
     failed_traps = e.traps_seen - e.traps_passed
     if e.traps_seen >= 2 and e.traps_passed <= 0.25 * e.traps_seen:
         why.append(f"failed {failed_traps} of {e.traps_seen} check statements")
+        absolute = True
     enough = e.shared_items >= 2 * c.min_shared
     disagree = enough and e.correlation is not None and e.correlation < c.spam_correlation and gap >= c.significance_se
     if disagree:
         why.append(f"ratings unrelated to other workers' (r={e.correlation:.2f} over {e.shared_items} items, "
                    f"{gap:.1f} SE below the crowd's median r={median:.2f})")
+        absolute = absolute or failed_traps >= 1 or e.constant
     elif (enough and e.correlation is not None and e.correlation < c.min_correlation and failed_traps >= 1
           and e.traps_passed < 0.5 * e.traps_seen):
         why.append(f"weak agreement (r={e.correlation:.2f}) and failed {failed_traps} of {e.traps_seen} check statements")
+        absolute = True
     if e.constant and enough:
         why.append(f"the same answer for all {e.labels} statements")
+        absolute = True
     strong = disagree and (failed_traps >= 1 or e.constant)
-    return why, strong
+    return why, absolute, strong
 
 
 def review(labels: Sequence[Label], traps: Sequence[TrapResult], config: PolicyConfig,
@@ -120,6 +143,7 @@ def review(labels: Sequence[Label], traps: Sequence[TrapResult], config: PolicyC
     rs = [e.correlation for e in ev.values() if e.correlation is not None]
     median = statistics.median(rs) if rs else None
     gap = {w: below_median_se(e, median) for w, e in ev.items()}
+    config = replace(config, significance_se=needed_se(config, len(rs)))
 
     def facts(e: WorkerEvidence) -> dict[str, Any]:
         return {**e.as_dict(), "crowd_median_r": None if median is None else round(median, 4),
@@ -127,29 +151,35 @@ def review(labels: Sequence[Label], traps: Sequence[TrapResult], config: PolicyC
 
     decisions: list[Decision] = []
     spam: set[str] = set()
+    relative: list[tuple[WorkerEvidence, str]] = []  # correlation-only calls: they share the cap
     for w, e in ev.items():
-        why, strong = _spam_reasons(e, config, median, gap[w])
+        why, absolute, strong = _spam_reasons(e, config, median, gap[w])
         if not why:
             continue
-        spam.add(w)
         reason = "; ".join(why)
+        if not absolute:
+            relative.append((e, reason))
+            continue
+        spam.add(w)
         decisions.append(Decision("exclude", w, reason, facts(e)))
         if config.reject_spam and strong:
             decisions.append(Decision("reject", w, reason, facts(e)))
         if config.block and strong:
             decisions.append(Decision("block", w, reason, facts(e)))
+    called = {e.worker for e, _ in relative}
+    for w, e in ev.items():
+        if (w not in spam and w not in called and e.correlation is not None and e.correlation < config.min_correlation
+                and gap[w] >= config.significance_se):
+            relative.append((e, f"low agreement with other workers (r={e.correlation:.2f} over "
+                                f"{e.shared_items} items, crowd median r={median:.2f})"))
     total = sum(e.labels for e in ev.values())
     room = int(config.max_excluded_share * total)
-    weak = sorted((e for w, e in ev.items() if w not in spam and e.correlation is not None and e.correlation < config.min_correlation
-                   and gap[w] >= config.significance_se),
-                  key=lambda e: (e.correlation, e.worker))
     used = 0
-    for e in weak:
+    for e, reason in sorted(relative, key=lambda x: (-gap[x[0].worker], x[0].worker)):
         if used + e.labels > room:
             continue  # a smaller, slightly better worker may still fit under the cap
         used += e.labels
-        decisions.append(Decision("exclude", e.worker, f"low agreement with other workers (r={e.correlation:.2f} over "
-                                                       f"{e.shared_items} items, crowd median r={median:.2f})", facts(e)))
+        decisions.append(Decision("exclude", e.worker, reason, facts(e)))
     if config.bonus is not None:
         for w, e in ev.items():
             if (w not in spam and e.correlation is not None and e.correlation >= config.bonus_correlation

@@ -37,3 +37,16 @@ def test_ukpconvarg1_ranking():
     assert len(ranking) == 32 and sum(len(v) for v in ranking.values()) == 1052
     first = ranking["evolution-vs-creation_creation"][0]
     assert (first.arg_id, first.score) == ("71559", 0.00593)
+
+
+def test_snow2008_numeric_tasks():
+    from campaign.datasets import snow2008
+
+    sizes = {}
+    for task in snow2008.NUMERIC:
+        ratings, gold = snow2008.load_numeric(task)
+        sizes[task] = (len(ratings), len(gold))
+        assert all(r.item in gold for r in ratings)
+    assert sizes["wordsim"] == (300, 30) and sizes["surprise"] == (1000, 100)
+    with pytest.raises(ValueError):
+        snow2008.load_numeric("rte")

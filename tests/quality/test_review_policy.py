@@ -37,8 +37,10 @@ def test_spammers_are_excluded_beyond_the_cap_and_weak_workers_within_it():
     spam_labels = sum(1 for l in labels if l.worker in spam)
     excluded_spam = sum(1 for l in labels if l.worker in spam and l.worker in res.excluded)
     assert excluded_spam / spam_labels > 0.8
-    weak = [d for d in res.decisions if d.kind == "exclude" and "low agreement" in d.reason]
-    weak_labels = sum(res.evidence[d.worker].labels for d in weak)
+    def correlation_only(w: str) -> bool:
+        e = res.evidence[w]
+        return e.traps_passed == e.traps_seen and not e.constant
+    weak_labels = sum(res.evidence[w].labels for w in res.excluded if correlation_only(w))
     assert weak_labels <= 0.05 * len(labels)
 
 
@@ -67,7 +69,7 @@ def test_a_weakly_agreeing_honest_crowd_is_not_called_spam():
     for i, t in enumerate(truth):
         for w in rng.choice(30, size=5, replace=False):
             labels.append(Label(f"i{i}", f"W{w}", f"W{w}-{i}", float(t + rng.normal(0, 0.6))))
-    plain = review(labels, [], PolicyConfig(significance_se=0.0))
+    plain = review(labels, [], PolicyConfig(significance_se=0.0, familywise_alpha=None))
     guarded = review(labels, [], PolicyConfig())
     assert plain.excluded  # the fixed threshold does exclude honest workers here
     assert not guarded.excluded
@@ -92,19 +94,20 @@ def _rated_crowd(seed: int, noise: float, spammers: int = 0, items: int = 200, h
 def test_a_crowd_agreeing_at_r_015_loses_no_worker_on_correlation_alone():
     """Everyone honest, the task very hard (median worker-rest r about 0.15), 10 draws. The fixed rule
     leaves out a fifth to a half of the labels; the 2-SE test is one-sided at about 2.3% per worker, so
-    over 20 workers an unlucky honest one is sometimes caught (measured: 3 of 200 worker-draws)."""
+    over 20 workers an unlucky honest one was sometimes caught; Bonferroni over the 20 (2.8 SE) and the
+    5% cap on correlation-only calls keep the loss small."""
     plain_shares, guarded_shares, clean_draws = [], [], 0
     for seed in range(10):
         _, labels = _rated_crowd(seed, noise=0.95)
-        plain = review(labels, [], PolicyConfig(significance_se=0.0))
+        plain = review(labels, [], PolicyConfig(significance_se=0.0, familywise_alpha=None, max_excluded_share=1.0))
         guarded = review(labels, [], PolicyConfig())
         assert 0.0 < (sorted(e.correlation for e in guarded.evidence.values())[10]) < 0.3
         plain_shares.append(sum(1 for l in labels if l.worker in plain.excluded) / len(labels))
         guarded_shares.append(sum(1 for l in labels if l.worker in guarded.excluded) / len(labels))
         clean_draws += not guarded.excluded
         assert not guarded.workers("reject")
-        for d in guarded.decisions:  # any chance call is explained against the crowd
-            assert d.evidence["se_below_median"] >= 2.0 and "crowd" in d.reason
+        for d in guarded.decisions:  # any chance call is explained against the crowd, Bonferroni over 20 workers
+            assert d.evidence["se_below_median"] >= 2.8 and "crowd" in d.reason
     assert min(plain_shares) > 0.15
     assert sum(guarded_shares) / len(guarded_shares) <= 0.03
     assert clean_draws >= 7
@@ -113,20 +116,24 @@ def test_a_crowd_agreeing_at_r_015_loses_no_worker_on_correlation_alone():
 def test_random_spammers_among_r_08_workers_are_still_caught_and_rejected_only_with_a_failed_trap():
     """20 honest workers (worker-rest r about 0.8) and 4 who answer at random, 10 draws. S0 and S1 fail
     both their check statements, S2 and S3 pass theirs. Against a strong crowd the safeguard must change
-    nothing: the same workers go as under the plain rule (measured: 39 of 40 spammers, no honest one)."""
+    nothing: the same workers go as under the plain rule. S0 and S1 go whatever the cap; S2 and S3 are
+    called on correlation alone (about 42 labels each), and the 5% cap (50 of 1,000 labels) holds one of
+    them (measured: 30 of 40 spammers, no honest one)."""
     caught = 0
     for seed in range(10):
         workers, labels = _rated_crowd(seed, noise=0.18, spammers=4)
         traps = [TrapResult(w, f"{w}-t{k}", f"trap:{k}", 0.0, w not in ("S0", "S1")) for w in workers for k in range(2)]
         guarded = review(labels, traps, PolicyConfig())
-        plain = review(labels, traps, PolicyConfig(significance_se=0.0))
+        plain = review(labels, traps, PolicyConfig(significance_se=0.0, familywise_alpha=None))
         spam = {w for w in workers if w.startswith("S")}
         assert guarded.excluded == plain.excluded
         assert not guarded.excluded - spam
         caught += len(guarded.excluded & spam)
+        relative = [d for d in guarded.decisions if d.kind == "exclude" and d.worker in ("S2", "S3")]
+        assert sum(guarded.evidence[d.worker].labels for d in relative) <= 0.05 * len(labels)
         assert {"S0", "S1"} <= guarded.excluded  # failed traps: excluded whatever their r
         rejected = guarded.workers("reject")
         assert rejected <= {"S0", "S1"}  # correlation alone never rejects
         for w in ("S0", "S1"):  # a failed trap plus no agreement with the crowd: rejected
             assert (w in rejected) == (guarded.evidence[w].correlation < PolicyConfig().spam_correlation)
-    assert caught >= 36
+    assert caught >= 29
