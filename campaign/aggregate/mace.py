@@ -65,6 +65,7 @@ class MACE:
     posteriors_: np.ndarray | None = field(default=None, init=False)
     entropy_: np.ndarray | None = field(default=None, init=False)
     log_likelihood_: float = field(default=float("-inf"), init=False)
+    restarts_: list = field(default_factory=list, init=False)  # (log-likelihood, argmax per item) per restart
 
     def fit(self, labels: Iterable[tuple[Hashable, Hashable, Hashable]] | np.ndarray) -> MACE:
         """`labels`: (item, worker, label) triples of any hashables, or a dense items x workers NumPy
@@ -89,9 +90,11 @@ class MACE:
             if it in ii:
                 control[ii[it]] = li[lab]
         best = None
+        self.restarts_ = []
         for r in range(self.n_restarts):
             rng = np.random.default_rng([self.seed, r])
             result = self._run(item, worker, label, control, rng)
+            self.restarts_.append((float(result[0]), np.argmax(result[3], axis=1)))
             if best is None or result[0] > best[0]:
                 best = result
         ll, theta, xi, post = best
@@ -164,6 +167,20 @@ class MACE:
         lik = self._instance_likelihood(worker, label, theta, 1.0 - theta, xi, n_labels)
         logp = self._item_log_lik(item, lik, n_items, n_labels)
         return float(np.sum(_lse(logp - np.log(n_labels))))
+
+    def label_probability(self, item_index: np.ndarray, worker: list, label_index: np.ndarray) -> np.ndarray:
+        """P(worker gives this label to this item), under the fit: for scoring held-back labels.
+        A worker the fit never saw gets the mean competence and strategy."""
+        if self.posteriors_ is None:
+            raise RuntimeError("call fit() first")
+        theta = np.array([self.competence_[w] for w in self.workers_])
+        xi = np.array([[self.strategy_[w][lab] for lab in self.labels_] for w in self.workers_])
+        wi = {w: k for k, w in enumerate(self.workers_)}
+        t = np.array([theta[wi[w]] if w in wi else theta.mean() for w in worker])
+        x = np.array([xi[wi[w]] if w in wi else xi.mean(axis=0) for w in worker])
+        post = self.posteriors_[item_index]
+        rows = np.arange(len(label_index))
+        return post[rows, label_index] * t + (1.0 - t) * x[rows, label_index]
 
     # -- results --------------------------------------------------------------------------------------
     def predict(self) -> dict:

@@ -37,6 +37,7 @@ DEFAULT_SIGMA = DEFAULT_MU / 3.0
 # and the target-confidence stop rule rely on, and the default budget (10% of pairs: 495 for 100 items)
 # lies in the range where the modes do not differ; "pairs" is available for campaigns that prefer it.
 RANKING_MODES = ("match", "pairs")
+DEFAULT_RANKING_MODE = "match"
 
 
 class OnlineRanker:
@@ -48,7 +49,7 @@ class OnlineRanker:
         mu: float = DEFAULT_MU,
         sigma: float = DEFAULT_SIGMA,
         beta: float | None = None,
-        ranking_mode: str = "match",
+        ranking_mode: str = DEFAULT_RANKING_MODE,
     ) -> None:
         if ranking_mode not in RANKING_MODES:
             raise ValueError(f"ranking_mode must be one of {RANKING_MODES}, not {ranking_mode!r}")

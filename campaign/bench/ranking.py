@@ -39,11 +39,18 @@ import numpy as np
 from scipy.stats import spearmanr
 
 from campaign.aggregate.bradley_terry import fit_from_matrix, ranking_to_pairs
-from campaign.aggregate.trueskill_online import OnlineRanker
+from campaign.aggregate.trueskill_online import DEFAULT_RANKING_MODE, OnlineRanker
 from campaign.crowd.models import DEFAULT_NOISE, SimWorker, make_pool, ranking_answer, rng_for, stable_seed
 from campaign.paths import shared_data_dir
 from campaign.plan.pack import pack_pairs
-from campaign.plan.pairs import count_matrix, membership_probability, select_pairs
+from campaign.plan.pairs import (
+    DEFAULT_BATCH_PAIRS,
+    DEFAULT_PLANNER,
+    PLANNERS,
+    count_matrix,
+    membership_probability,
+    select_pairs,
+)
 
 STRATEGIES = ("random_pairs", "random_rankings", "adaptive")
 HIT_SIZE = 5
@@ -63,10 +70,11 @@ class Settings:
     max_pairs: int = 1500
     step: int = 100
     keep: int = 50
-    batch_pairs: int = 100
+    batch_pairs: int = DEFAULT_BATCH_PAIRS
     noise_scale: float = DEFAULT_NOISE_SCALE
     prior_sd: float = 2.0
-    ranking_mode: str = "match"
+    ranking_mode: str = DEFAULT_RANKING_MODE
+    planner: str = DEFAULT_PLANNER
 
 
 # ---- simulated world ---------------------------------------------------------------------------------
@@ -163,14 +171,14 @@ def run_adaptive(s: Settings, seed: int, ranking_mode: str | None = None) -> tup
     ranker = OnlineRanker(items, ranking_mode=ranking_mode or s.ranking_mode)
     rec = Recorder(s, truth)
     compared: list[tuple[int, int]] = []
-    hits_per_round = max(1, s.step // math.comb(HIT_SIZE, 2))
+    hits_per_round = max(1, s.batch_pairs // math.comb(HIT_SIZE, 2))
     for rnd in range(10 * s.max_pairs):  # bound; each round adds >= 10 pairs, so it ends long before
         if rec.done:
             break
         means, sigmas = np.asarray(ranker.means()), np.asarray(ranker.sigmas())
         counts = count_matrix(items, compared)
         chosen = select_pairs(items, means, sigmas, keep=s.keep, batch_pairs=s.batch_pairs, counts=counts,
-                              seed=stable_seed("bench-ranking-select", seed, rnd))
+                              seed=stable_seed("bench-ranking-select", seed, rnd), planner=s.planner)
         p = membership_probability(means, sigmas, s.keep)
         fill = [int(i) for i in np.argsort(-(p * (1 - p)), kind="stable")]
         for hit in pack_pairs(chosen, size=HIT_SIZE, fill=fill, max_hits=hits_per_round):
@@ -485,12 +493,15 @@ def parse_args(argv: Sequence[str]) -> tuple[Settings, argparse.Namespace]:
     ap.add_argument("--max-pairs", type=int, default=1500)
     ap.add_argument("--step", type=int, default=100)
     ap.add_argument("--keep", type=int, default=50)
-    ap.add_argument("--batch-pairs", type=int, default=100)
+    ap.add_argument("--batch-pairs", type=int, default=DEFAULT_BATCH_PAIRS)
     ap.add_argument("--noise-scale", type=float, default=DEFAULT_NOISE_SCALE)
     ap.add_argument("--prior-sd", type=float, default=2.0)
-    ap.add_argument("--ranking-mode", choices=("match", "pairs"), default="match")
+    ap.add_argument("--ranking-mode", choices=("match", "pairs"), default=DEFAULT_RANKING_MODE)
+    ap.add_argument("--planner", choices=PLANNERS, default=DEFAULT_PLANNER)
     ap.add_argument("--quick", action="store_true", help="3 seeds, up to 600 pairs, no mode check, no limits")
     ap.add_argument("--no-real", action="store_true", help="skip the UKPConvArg1 section")
+    ap.add_argument("--no-limits", action="store_true", help="skip the 'limits' section (two more strategies per seed)")
+    ap.add_argument("--no-mode-check", action="store_true", help="skip the TrueSkill ranking-mode comparison")
     ap.add_argument("--json", action="store_true", help="print exactly one JSON object")
     a = ap.parse_args(list(argv))
     if a.quick:
@@ -499,14 +510,15 @@ def parse_args(argv: Sequence[str]) -> tuple[Settings, argparse.Namespace]:
     if a.items < HIT_SIZE or a.step <= 0 or a.max_pairs < a.step or a.seeds < 1 or not 0 <= a.spam < 1:
         ap.error("need --items >= 5, --step > 0, --max-pairs >= --step, --seeds >= 1, 0 <= --spam < 1")
     s = Settings(items=a.items, spam=a.spam, seeds=a.seeds, max_pairs=a.max_pairs, step=a.step, keep=min(a.keep, a.items),
-                 batch_pairs=a.batch_pairs, noise_scale=a.noise_scale, prior_sd=a.prior_sd, ranking_mode=a.ranking_mode)
+                 batch_pairs=a.batch_pairs, noise_scale=a.noise_scale, prior_sd=a.prior_sd, ranking_mode=a.ranking_mode,
+                 planner=a.planner)
     return s, a
 
 
 def main(argv: list[str]) -> int:
     s, a = parse_args(argv)
     t0 = time.perf_counter()
-    result = run(s, mode_check=not a.quick, real=not a.no_real, with_limits=not a.quick)
+    result = run(s, mode_check=not (a.quick or a.no_mode_check), real=not a.no_real, with_limits=not (a.quick or a.no_limits))
     result["seconds"] = round(time.perf_counter() - t0, 2)
     if a.json:
         print(json.dumps(result))

@@ -30,7 +30,9 @@ from collections.abc import Hashable, Iterable, Sequence
 import numpy as np
 from scipy.special import ndtr
 
-DEFAULT_BATCH_PAIRS = 100
+DEFAULT_BATCH_PAIRS = 50
+DEFAULT_PLANNER = "window"
+PLANNERS = ("window", "pairs")
 DEFAULT_KEEP = 50
 DEFAULT_BUDGET_FRACTION = 0.10
 
@@ -116,6 +118,30 @@ def _greedy(
     return chosen
 
 
+def window_groups(
+    means: Sequence[float],
+    sigmas: Sequence[float],
+    keep: int,
+    groups: int,
+    size: int,
+    appearances: np.ndarray,
+    seed: int,
+    floor: float = 0.02,
+) -> list[list[int]]:
+    """`groups` disjoint groups of `size` item indices: the items whose membership in the top `keep` is
+    most uncertain, p (1 - p), discounted by how often each was shown already (a floor keeps settled
+    and never-seen items in play), sorted by mean and cut into consecutive windows, so every HIT ranks
+    near neighbours, whose order is what is still unknown."""
+    mu = np.asarray(means, dtype=float)
+    p = membership_probability(mu, sigmas, keep)
+    value = (p * (1 - p) + floor) / (1.0 + np.asarray(appearances, dtype=float))
+    tiebreak = np.random.default_rng(seed).random(len(mu))
+    take = min(groups * size, len(mu) - len(mu) % size if len(mu) >= size else 0)
+    chosen = np.lexsort((tiebreak, -value))[:take]
+    chosen = chosen[np.argsort(-mu[chosen], kind="stable")]
+    return [[int(x) for x in chosen[g * size:(g + 1) * size]] for g in range(take // size)]
+
+
 def select_pairs(
     items: Sequence[Hashable],
     means: Sequence[float],
@@ -127,13 +153,30 @@ def select_pairs(
     max_per_item: int | None = None,
     explore: float = 0.05,
     repeat_penalty: float = 1.0,
+    planner: str = DEFAULT_PLANNER,
+    hit_size: int = 5,
 ) -> list[tuple[Hashable, Hashable]]:
-    """The next batch: up to `batch_pairs` distinct pairs, highest value first."""
+    """The next batch: up to `batch_pairs` distinct pairs.
+
+    `planner="window"` (the default, chosen by `campaign bench ranking`): every pair within each window
+    of `window_groups`, one window per `hit_size`-item HIT (`campaign.plan.pack` rebuilds exactly these
+    HITs from the pairs). `planner="pairs"`: the highest-valued pairs by `pair_scores`, greedily, at most
+    `max_per_item` per item.
+    """
     n = len(items)
     if len(means) != n or len(sigmas) != n:
         raise ValueError("means and sigmas must align with items")
+    if planner not in PLANNERS:
+        raise ValueError(f"planner must be one of {PLANNERS}, not {planner!r}")
     if n < 2 or batch_pairs <= 0:
         return []
+    if planner == "window" and n >= hit_size >= 2:
+        per_hit = hit_size * (hit_size - 1) // 2
+        shown = np.zeros(n) if counts is None else np.asarray(counts, dtype=float).sum(axis=1) / (hit_size - 1)
+        out: list[tuple[Hashable, Hashable]] = []
+        for group in window_groups(means, sigmas, keep, max(1, batch_pairs // per_hit), hit_size, shown, seed):
+            out += [(items[group[a]], items[group[b]]) for a in range(len(group)) for b in range(a + 1, len(group))]
+        return out[: max(batch_pairs, per_hit)]
     if max_per_item is None:
         max_per_item = max(4, math.ceil(batch_pairs / 5))
     value = pair_scores(means, sigmas, keep, counts, explore, repeat_penalty)

@@ -1,5 +1,6 @@
 import numpy as np
 
+from campaign.plan.pack import pack_pairs
 from campaign.plan.pairs import (
     count_matrix,
     expected_topk_precision,
@@ -33,26 +34,26 @@ def test_prefers_uncertain_boundary_pairs_over_settled():
     v = pair_scores(mu, sd, keep=5)
     assert v[4, 5] > 10 * v[0, 1]  # boundary pair beats a settled pair inside the kept set
     assert v[4, 5] > 10 * v[0, 9]  # ... and a settled pair across the boundary
-    chosen = select_pairs(items, mu, sd, keep=5, batch_pairs=3, seed=1, max_per_item=3)
+    chosen = select_pairs(items, mu, sd, keep=5, batch_pairs=3, seed=1, max_per_item=3, planner="pairs")
     boundary = set("defg")
     assert all(a in boundary and b in boundary for a, b in chosen)
 
 
 def test_repeat_discount_and_determinism():
     items, mu, sd = _state()
-    first = select_pairs(items, mu, sd, keep=5, batch_pairs=4, seed=7)
-    assert first == select_pairs(items, mu, sd, keep=5, batch_pairs=4, seed=7)
+    first = select_pairs(items, mu, sd, keep=5, batch_pairs=4, seed=7, planner="pairs")
+    assert first == select_pairs(items, mu, sd, keep=5, batch_pairs=4, seed=7, planner="pairs")
     assert len(set(map(frozenset, first))) == len(first)
     counts = count_matrix(items, [first[0]] * 50)
-    again = select_pairs(items, mu, sd, keep=5, batch_pairs=4, seed=7, counts=counts)
+    again = select_pairs(items, mu, sd, keep=5, batch_pairs=4, seed=7, counts=counts, planner="pairs")
     assert first[0] not in again
 
 
 def test_ties_broken_by_seed_only():
     items = [f"i{k}" for k in range(30)]
     mu, sd = np.full(30, 25.0), np.full(30, 8.0)
-    a = select_pairs(items, mu, sd, keep=10, batch_pairs=20, seed=1)
-    b = select_pairs(items, mu, sd, keep=10, batch_pairs=20, seed=2)
+    a = select_pairs(items, mu, sd, keep=10, batch_pairs=20, seed=1, planner="pairs")
+    b = select_pairs(items, mu, sd, keep=10, batch_pairs=20, seed=2, planner="pairs")
     assert a != b and len(a) == 20
     per_item = {}
     for x, y in a:
@@ -75,3 +76,25 @@ def test_random_pairs_and_budget():
     _, mu, sd = _state()
     assert should_stop(10, 1, mu, np.full(10, 0.01), keep=5, budget=100, target=0.95)[0]
     assert not should_stop(10, 1, mu, sd, keep=5, budget=100, target=0.999)[0]
+
+
+def test_window_planner_ranks_the_boundary_items_together():
+    items, mu, sd = _state()
+    chosen = select_pairs(items, mu, sd, keep=5, batch_pairs=10, seed=1)  # one 5-item window
+    members = {x for p in chosen for x in p}
+    assert len(chosen) == 10 and len(members) == 5 and set("defg") <= members
+    assert {frozenset(h) for h in pack_pairs(chosen, size=5)} == {frozenset(members)}
+
+
+def test_window_planner_spreads_over_unseen_items_and_packs_back_into_its_windows():
+    items = [f"i{k}" for k in range(30)]
+    mu, sd = np.full(30, 25.0), np.full(30, 8.0)
+    seen = [("i0", "i1")] * 8 + [("i2", "i3")] * 8
+    chosen = select_pairs(items, mu, sd, keep=10, batch_pairs=50, seed=3, counts=count_matrix(items, seen))
+    members = [x for p in chosen for x in p]
+    assert len(chosen) == 50 and len(set(members)) == 25  # five disjoint windows
+    assert not {"i0", "i1", "i2", "i3"} & set(members)  # shown often already: the unseen go first
+    hits = pack_pairs(chosen, size=5)
+    assert len(hits) == 5 and {frozenset(p) for h in hits for p in __import__("itertools").combinations(h, 2)} == \
+        {frozenset(p) for p in chosen}
+    assert chosen == select_pairs(items, mu, sd, keep=10, batch_pairs=50, seed=3, counts=count_matrix(items, seen))
