@@ -50,6 +50,7 @@ COMMAND_MODULES: tuple[str, ...] = (
     "campaign.commands",
     "campaign.dashboard.cli",
     "campaign.evaluate.cli",
+    "campaign.aggregate.cli",
     "campaign.cli",
 )
 

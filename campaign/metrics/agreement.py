@@ -1,5 +1,6 @@
-"""Agreement between annotators: percentage agreement and Fleiss' kappa over categorical labels, and
-Krippendorff's unitized alpha (alpha_U) over spans on a continuum.
+"""Agreement between annotators: percentage agreement, Fleiss' kappa and nominal Krippendorff's alpha over
+categorical labels (`categorical_agreement` gives all three), and Krippendorff's unitized alpha
+(alpha_U) over spans on a continuum.
 
 alpha_U (Krippendorff 1995; Content Analysis, 2004, ch. 12) judges *where* annotators put units, not
 only which tokens they marked: two overlapping units that disagree at the edges cost the squared
@@ -10,7 +11,7 @@ Each category is scored on its own, and the overall figure is 1 - mean(D_o) / me
 
 from __future__ import annotations
 
-from collections.abc import Hashable, Mapping, Sequence
+from collections.abc import Hashable, Iterable, Mapping, Sequence
 
 import numpy as np
 
@@ -20,21 +21,94 @@ import numpy as np
 def fleiss(counts: np.ndarray) -> tuple[float, float]:
     """(percentage agreement P-bar, Fleiss' kappa) from an items x categories matrix of rater counts.
 
-    Every item must have the same number of raters (at least 2).
+    Items may have different numbers of raters, as every real campaign's do (returns, rejections,
+    exclusions): each item's agreement is taken over its own n_i (n_i - 1) rater pairs, items with
+    fewer than two raters are left out, and chance agreement comes from the pooled category shares.
+    With equal numbers of raters this is Fleiss (1971) exactly. Krippendorff's alpha
+    (`nominal_alpha`) is the better-founded figure for missing ratings; report it beside kappa.
     """
     counts = np.asarray(counts, dtype=float)
-    n = counts.sum(axis=1)
     if counts.ndim != 2 or len(counts) == 0:
         raise ValueError("counts must be a non-empty items x categories matrix")
-    if not np.allclose(n, n[0]) or n[0] < 2:
-        raise ValueError("every item needs the same number of raters, at least 2")
-    r = n[0]
-    p_item = (np.sum(counts * (counts - 1), axis=1)) / (r * (r - 1))
+    n = counts.sum(axis=1)
+    rated = n >= 2
+    if not rated.any():
+        raise ValueError("no item has two or more raters: agreement is undefined")
+    counts, n = counts[rated], n[rated]
+    p_item = np.sum(counts * (counts - 1), axis=1) / (n * (n - 1))
     p_bar = float(p_item.mean())
     p_cat = counts.sum(axis=0) / counts.sum()
     p_e = float(np.sum(p_cat ** 2))
     kappa = (p_bar - p_e) / (1 - p_e) if p_e < 1 else 1.0
     return p_bar, float(kappa)
+
+
+def nominal_alpha(labels: Mapping[Hashable, Sequence[Hashable]] | Iterable[tuple[Hashable, Hashable, Hashable]]) -> float:
+    """Krippendorff's alpha for nominal data, with any number of missing values.
+
+    `labels`: {unit: [values given to it]} (missing ratings simply absent), or (unit, coder, value)
+    triples. Built on the coincidence matrix (Krippendorff, Content Analysis, 2004, ch. 11): each unit
+    with m >= 2 values adds 1/(m - 1) for every ordered pair of its values from different coders, so
+    units with one value count for nothing and every unit's pairs weigh the same in total.
+    alpha = 1 - (n - 1) * sum_{c != k} o_ck / sum_{c != k} n_c n_k. NaN when fewer than two values
+    are pairable or only one category occurs (no variation: alpha undefined).
+    """
+    per_unit = _values_per_unit(labels)
+    cats = sorted({v for vals in per_unit for v in vals}, key=repr)
+    index = {c: k for k, c in enumerate(cats)}
+    o = np.zeros((len(cats), len(cats)))
+    for vals in per_unit:
+        m = len(vals)
+        if m < 2:
+            continue
+        counts = np.bincount([index[v] for v in vals], minlength=len(cats)).astype(float)
+        o += (np.outer(counts, counts) - np.diag(counts)) / (m - 1)
+    n_c = o.sum(axis=1)
+    n = n_c.sum()
+    if n < 2:
+        return float("nan")
+    disagree_obs = o.sum() - np.trace(o)
+    disagree_exp = n * n - float(np.sum(n_c ** 2))
+    if disagree_exp <= 0:
+        return float("nan")
+    return float(1.0 - (n - 1) * disagree_obs / disagree_exp)
+
+
+def _values_per_unit(labels: Mapping[Hashable, Sequence[Hashable]] | Iterable[tuple[Hashable, Hashable, Hashable]]) -> list[list[Hashable]]:
+    if isinstance(labels, Mapping):
+        return [[v for v in vals if v is not None and not (isinstance(v, float) and v != v)] for vals in labels.values()]
+    by_unit: dict[Hashable, list[Hashable]] = {}
+    for unit, _, value in labels:
+        if value is None or (isinstance(value, float) and value != value):
+            continue
+        by_unit.setdefault(unit, []).append(value)
+    return list(by_unit.values())
+
+
+def categorical_agreement(labels: Iterable[tuple[Hashable, Hashable, Hashable]]) -> dict[str, float | int | None]:
+    """Agreement figures to show side by side, from (item, worker, label) triples: percentage agreement,
+    Fleiss' kappa (generalised to unequal rater counts) and nominal Krippendorff's alpha.
+
+    The one call for the dashboard and the report: kappa alone is misleading on real campaigns, where
+    items end up with different numbers of raters; alpha is built for that. Values are None where a
+    figure is undefined (fewer than two raters on every item, or a single category)."""
+    triples = [t for t in labels if t[2] is not None]
+    per_unit = _values_per_unit(triples)
+    cats = sorted({v for vals in per_unit for v in vals}, key=repr)
+    index = {c: k for k, c in enumerate(cats)}
+    counts = np.array([np.bincount([index[v] for v in vals], minlength=len(cats)) for vals in per_unit], dtype=float) \
+        if per_unit and cats else np.zeros((0, 0))
+    raters = counts.sum(axis=1) if len(counts) else np.zeros(0)
+    out: dict[str, float | int | None] = {"items": int(len(per_unit)), "items_with_two_or_more": int(np.sum(raters >= 2)),
+                                          "labels": len(triples), "categories": len(cats),
+                                          "percent_agreement": None, "fleiss_kappa": None, "krippendorff_alpha": None}
+    if out["items_with_two_or_more"]:
+        p_bar, kappa = fleiss(counts)
+        out["percent_agreement"] = round(p_bar, 4)
+        out["fleiss_kappa"] = round(kappa, 4) if len(cats) > 1 else None
+        alpha = nominal_alpha(triples)
+        out["krippendorff_alpha"] = None if alpha != alpha else round(alpha, 4)
+    return out
 
 
 def binary_token_counts(marked: np.ndarray, raters: int) -> np.ndarray:
