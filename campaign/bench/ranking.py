@@ -3,8 +3,10 @@
 Three strategies spend the same number of derived pairs (pairwise comparisons obtained):
   random_pairs     each crowd judgment is one uniformly random pair;
   random_rankings  random 5-item HITs, each worker ranking -> its 10 pairs;
-  adaptive         batches chosen by TrueSkill confidence (`campaign.plan.pairs`), packed into 5-item
-                   HITs (`campaign.plan.pack`), each ranking -> 10 pairs.
+  adaptive         batches chosen from TrueSkill's posterior (`campaign.plan.pairs`, the "window"
+                   planner by default: the items least sure to be in or out of the top `keep`, ranked
+                   with their neighbours by mean), packed into 5-item HITs (`campaign.plan.pack`),
+                   each ranking -> 10 pairs.
 After every `--step` pairs the batch Bradley–Terry refit (the scores a campaign exports) is compared
 with the hidden truth: Spearman rho, top-25 and top-50 precision, mean and sd over seeds.
 
@@ -12,8 +14,11 @@ The crowd is `campaign.crowd.models` (Thurstone noise per worker kind, spammers 
 leaving the shown order, which the bench shuffles). Each HIT gets one assignment so every strategy
 spends judgments one at a time. Truth and crowd are seeded: the same seed gives the same output.
 
-A "limits" section (not with --quick) measures why adaptive rankings miss the issue's target (random
-pairs' final top-50 within 60% of the pairs): the same planner spending single pairs, an allocator
+The target (issue 16): adaptive batches above random 5-item rankings at every checkpoint from 300
+pairs on, and random rankings' final top-50 reached with at most 70% of the pairs.
+
+A "limits" section (not with --quick or --no-limits) measures why adaptive rankings miss the earlier
+target (random single pairs' final top-50 within 60% of the pairs): the same planner spending single pairs, an allocator
 that knows the truth, and how many random pairs one ranking-derived pair is worth. Its JSON sits under
 "limits", beside the contracted "strategies".
 
@@ -55,7 +60,9 @@ from campaign.plan.pairs import (
 STRATEGIES = ("random_pairs", "random_rankings", "adaptive")
 HIT_SIZE = 5
 POOL_SIZE = 40
-TARGET_RATIO = 0.60
+TARGET_RATIO = 0.70  # issue 16: random rankings' final top-50 with <= 70% of the pairs
+FROM_PAIRS = 300  # ... and above random rankings at every checkpoint from here on
+PAIRS_TARGET_RATIO = 0.60  # the earlier goal against random single pairs, still measured by "limits"
 # Multiplier on the crowd's per-kind Thurstone noise, calibrated so random pairs + the batch refit land
 # near the independently measured Spearman ~0.93 at 1,500 pairs (100 items, 10% spammers): x1.5 gave
 # 0.930 over 10 seeds (diligent 0.18, noisy 0.45, biased 0.225 on the 0..1 truth scale).
@@ -272,7 +279,7 @@ def _pairs_for(curve: list[dict[str, object]], value: float) -> float | None:
 
 def limits(s: Settings, seeds: Sequence[int], strategies: dict[str, list[dict[str, object]]]) -> dict[str, object]:
     """Why adaptive rankings fall short of the target, measured: see the section comment above."""
-    goal_pairs = int(TARGET_RATIO * s.max_pairs)
+    goal_pairs = int(PAIRS_TARGET_RATIO * s.max_pairs)
     final = float(strategies["random_pairs"][-1]["top50"]["mean"])  # type: ignore[index]
     ap = summarise([run_adaptive_pairs(s, seed) for seed in seeds])
     oracle = summarise([run_oracle(s, seed, goal_pairs) for seed in seeds])
@@ -318,12 +325,24 @@ def summarise(per_seed: list[list[dict[str, float]]]) -> list[dict[str, object]]
 
 
 def target_check(strategies: dict[str, list[dict[str, object]]], max_pairs: int) -> dict[str, object]:
-    """Smallest pair count where adaptive's mean top-50 reaches random pairs' final top-50, as a ratio."""
-    final = strategies["random_pairs"][-1]["top50"]["mean"]  # type: ignore[index]
-    reached = next((r["pairs"] for r in strategies["adaptive"] if r["top50"]["mean"] >= final - 1e-12), None)  # type: ignore[index]
-    ratio = (int(reached) / max_pairs) if reached is not None else None  # type: ignore[arg-type]
-    return {"random_pairs_final_top50": final, "adaptive_pairs": reached, "ratio": ratio, "goal": TARGET_RATIO,
-            "met": ratio is not None and ratio <= TARGET_RATIO}
+    """Issue 16's goal: adaptive batches beat random 5-item rankings (mean top-50) at every checkpoint
+    from 300 pairs on, and reach random rankings' final top-50 with at most 70% of the pairs. The
+    earlier goal (random single pairs' final top-50 within 60%) is kept under "vs_random_pairs"."""
+    adaptive, rankings = strategies["adaptive"], strategies["random_rankings"]
+    margins = [float(a["top50"]["mean"]) - float(r["top50"]["mean"])  # type: ignore[index]
+               for a, r in zip(adaptive, rankings) if int(a["pairs"]) >= FROM_PAIRS]  # type: ignore[call-overload]
+    final = float(rankings[-1]["top50"]["mean"])  # type: ignore[index]
+    reached = next((r["pairs"] for r in adaptive if float(r["top50"]["mean"]) >= final - 1e-12), None)  # type: ignore[index]
+    ratio = (int(reached) / max_pairs) if reached is not None else None  # type: ignore[call-overload]
+    beats = bool(margins) and min(margins) > 0
+    final_pairs = float(strategies["random_pairs"][-1]["top50"]["mean"])  # type: ignore[index]
+    reached_pairs = next((r["pairs"] for r in adaptive if float(r["top50"]["mean"]) >= final_pairs - 1e-12), None)  # type: ignore[index]
+    return {"random_rankings_final_top50": final, "adaptive_pairs": reached, "ratio": ratio, "goal": TARGET_RATIO,
+            "beats_random_rankings_from": FROM_PAIRS, "worst_margin_over_random_rankings": min(margins) if margins else None,
+            "beats_random_rankings": beats, "met": beats and ratio is not None and ratio <= TARGET_RATIO,
+            "vs_random_pairs": {"random_pairs_final_top50": final_pairs, "adaptive_pairs": reached_pairs,
+                                "ratio": None if reached_pairs is None else int(reached_pairs) / max_pairs,  # type: ignore[call-overload]
+                                "goal": 0.60}}
 
 
 def trueskill_mode_check(s: Settings, seeds: Sequence[int]) -> dict[str, object]:
@@ -447,13 +466,16 @@ def print_table(result: dict[str, object], out=None) -> None:
             print(f"{r['pairs']:>6}  {name:<16} {_fmt(r['spearman']):>13} {_fmt(r['top25']):>13} {_fmt(r['top50']):>13}",
                   file=out)
     t = result["target"]  # type: ignore[assignment]
-    if t["ratio"] is None:
-        print(f"target: adaptive never reached random_pairs' final top-50 {t['random_pairs_final_top50']:.3f} "
-              f"(goal ratio <= {t['goal']})", file=out)
-    else:
-        print(f"target: adaptive reaches random_pairs' final top-50 ({t['random_pairs_final_top50']:.3f}) at "
-              f"{t['adaptive_pairs']} pairs = ratio {t['ratio']:.2f} (goal <= {t['goal']}: "
-              f"{'met' if t['met'] else 'NOT met'})", file=out)
+    reach = ("never" if t["ratio"] is None else f"at {t['adaptive_pairs']} pairs = ratio {t['ratio']:.2f}")
+    worst = t["worst_margin_over_random_rankings"]
+    print(f"target: adaptive reaches random_rankings' final top-50 ({t['random_rankings_final_top50']:.3f}) {reach} "
+          f"(goal <= {t['goal']}); beats random_rankings at every checkpoint from {t['beats_random_rankings_from']} pairs: "
+          f"{t['beats_random_rankings']} (worst margin {'-' if worst is None else f'{worst:+.3f}'}); "
+          f"{'met' if t['met'] else 'NOT met'}", file=out)
+    vp = t["vs_random_pairs"]
+    print(f"        vs random_pairs' final top-50 ({vp['random_pairs_final_top50']:.3f}): "
+          + ("never reached" if vp["ratio"] is None else f"reached at {vp['adaptive_pairs']} pairs = ratio {vp['ratio']:.2f}"),
+          file=out)
     if "limits" in result:
         lim: dict = result["limits"]  # type: ignore[assignment]
         g = lim["goal_pairs"]

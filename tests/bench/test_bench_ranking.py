@@ -33,7 +33,9 @@ def test_quick_json_has_contracted_shape(quick_json):
         assert rows[-1]["spearman"]["mean"] > rows[0]["spearman"]["mean"] + 0.1
         assert rows[-1]["spearman"]["mean"] > 0.5
     t = data["target"]
-    assert set(t) >= {"random_pairs_final_top50", "adaptive_pairs", "ratio", "goal", "met"}
+    assert set(t) >= {"random_rankings_final_top50", "adaptive_pairs", "ratio", "goal", "met", "beats_random_rankings",
+                      "worst_margin_over_random_rankings", "vs_random_pairs"}
+    assert t["goal"] == 0.70 and t["beats_random_rankings_from"] == 300
 
 
 def test_same_seed_same_output():
