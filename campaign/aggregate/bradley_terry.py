@@ -66,7 +66,7 @@ def win_matrix(
     weights: list[float] = []
     for c in comparisons:
         w_item, l_item = c[0], c[1]
-        weight = float(c[2]) if len(c) > 2 else 1.0  # type: ignore[misc]
+        weight = float(c[2]) if len(c) > 2 else 1.0
         if w_item == l_item:
             raise ValueError(f"an item cannot beat itself: {w_item!r}")
         try:

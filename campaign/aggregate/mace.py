@@ -97,6 +97,7 @@ class MACE:
             self.restarts_.append((float(result[0]), np.argmax(result[3], axis=1)))
             if best is None or result[0] > best[0]:
                 best = result
+        assert best is not None  # n_restarts >= 1
         ll, theta, xi, post = best
         self.log_likelihood_ = float(ll)
         self.posteriors_ = post
@@ -191,6 +192,7 @@ class MACE:
         keep = np.ones(len(self.items_), dtype=bool)
         if self.threshold is not None and self.threshold < 1.0:
             n_keep = int(round(self.threshold * len(self.items_)))
+            assert self.entropy_ is not None
             order = np.argsort(self.entropy_, kind="stable")
             keep[:] = False
             keep[order[:n_keep]] = True

@@ -7,7 +7,8 @@ al. 2008 report RTE 0.897 this way).
 
 from __future__ import annotations
 
-from collections.abc import Hashable, Iterable, Mapping, Sequence
+from collections.abc import Hashable, Iterable, Mapping
+from typing import Any
 
 
 def majority_vote(labels: Iterable[tuple[Hashable, Hashable, Hashable]]) -> dict[Hashable, list]:
@@ -23,7 +24,7 @@ def majority_vote(labels: Iterable[tuple[Hashable, Hashable, Hashable]]) -> dict
     return out
 
 
-def accuracy(pred: Mapping[Hashable, Hashable | Sequence], gold: Mapping[Hashable, Hashable]) -> float:
+def accuracy(pred: Mapping[Any, Any], gold: Mapping[Any, Any]) -> float:
     """Share of gold items predicted right, over the gold items that have a prediction.
 
     A prediction given as a list is a tie: if it holds the gold label among k labels it scores 1/k.

@@ -162,7 +162,7 @@ class OnlineRanker:
                 ranking_mode=state.get("ranking_mode", "match"))
         for e in state.get("events", []):
             if e["kind"] == "pair":
-                r.update_pairs([tuple(e["items"])])  # type: ignore[list-item]
+                r.update_pairs([(e["items"][0], e["items"][1])])
             elif e["kind"] == "ranking":
                 r.update_ranking(e["items"])
             else:

@@ -22,9 +22,10 @@ import time
 from collections.abc import Sequence
 from decimal import Decimal
 from pathlib import Path
+from typing import Any
 
 import numpy as np
-from sqlmodel import select
+from sqlmodel import col, select
 
 from campaign.crowd.models import make_pool, rng_for
 from campaign.money import fmt
@@ -111,14 +112,14 @@ def one_run(items: int, workers: int, spam: float, policy: bool, seed: int) -> d
         store = Store.open(folder / "state")
         with store.session() as s:
             labels = s.exec(select(JudgmentRow.worker_id, JudgmentRow.excluded, AssignmentRow.status)
-                            .join(AssignmentRow, AssignmentRow.assignment_id == JudgmentRow.assignment_id)
-                            .where(JudgmentRow.item_key.notlike("trap:%"))).all()
+                            .join(AssignmentRow, col(AssignmentRow.assignment_id) == col(JudgmentRow.assignment_id))
+                            .where(col(JudgmentRow.item_key).notlike("trap:%"))).all()
             rejected = {w for w in s.exec(select(AssignmentRow.worker_id).where(AssignmentRow.status == "rejected")).all()}
             blocked = {w.worker_id for w in s.exec(select(WorkerRow).where(WorkerRow.blocked == True)).all()}  # noqa: E712
             seen = {w.worker_id for w in s.exec(select(WorkerRow)).all()}
             paid = s.exec(select(LedgerRow.amount, AssignmentRow.worker_id)
-                          .join(AssignmentRow, AssignmentRow.assignment_id == LedgerRow.assignment_id)
-                          .where(LedgerRow.kind.in_(("charge", "bonus_charge")))).all()
+                          .join(AssignmentRow, col(AssignmentRow.assignment_id) == col(LedgerRow.assignment_id))
+                          .where(col(LedgerRow.kind).in_(("charge", "bonus_charge")))).all()
         store.close()
     spam_labels = [(ex, st) for w, ex, st in labels if w in spammers]
     kept_out = sum(1 for ex, st in spam_labels if ex or st == "rejected")
@@ -218,7 +219,7 @@ def main(argv: list[str]) -> int:
             }
     clean = out["0.0"]["without_policy"]["pearson"]
     recovered = out["0.25"]["with_policy"]["pearson"] / clean if clean else 0.0
-    summary = {"clean_pearson": clean, "recovered_share_at_25pct": round(recovered, 4),
+    summary: dict[str, Any] = {"clean_pearson": clean, "recovered_share_at_25pct": round(recovered, 4),
                "target": "with 25% spammers recover >= 95% of the clean correlation; wrongly block < 1% of good workers",
                "met": recovered >= 0.95 and out["0.25"]["with_policy"]["good_workers_wrongly_blocked"] < 0.01,
                "seconds": round(time.monotonic() - t0, 1), "items": args.items, "workers": args.workers, "seeds": args.seeds}
@@ -227,9 +228,9 @@ def main(argv: list[str]) -> int:
         return 0
     print(f"Likert stage, {args.items} items, {args.workers} workers, {args.seeds} seed(s), 20% of HITs with a trap")
     print(f"{'spam':>5} {'policy':>7} {'pearson':>8} {'spam labels out':>16} {'good wrongly hit':>17} {'paid to spammers':>17}")
-    for spam, d in out.items():
+    for level, d in out.items():
         for k, v in d.items():
-            print(f"{float(spam):>5.0%} {('on' if k == 'with_policy' else 'off'):>7} {v['pearson']:>8.3f} "
+            print(f"{float(level):>5.0%} {('on' if k == 'with_policy' else 'off'):>7} {v['pearson']:>8.3f} "
                   f"{v['spammer_labels_excluded']:>16.1%} {v['good_workers_wrongly_blocked']:>17.1%} {'$' + v['paid_to_spammers']:>17}")
     print(f"with 25% spammers the policy recovers {recovered:.1%} of the clean crowd's correlation ({clean:.3f}); "
           f"target met: {summary['met']} ({summary['seconds']} s)")

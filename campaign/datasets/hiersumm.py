@@ -60,7 +60,7 @@ def _sentences(path: Path) -> list[str]:
         content = s.findtext("content") or ""
         for _ in range(2):  # sometimes escaped twice (&amp;amp;)
             content = html.unescape(content)
-        rows.append((int(s.get("sentenceID")), content))
+        rows.append((int(s.get("sentenceID", "-1")), content))
     rows.sort()
     return [c for _, c in rows]
 
@@ -124,22 +124,23 @@ def load_topic(topic: str) -> tuple[list[Hit], list[Span], int]:
     for i, found in enumerate(candidates):  # ambiguous rows follow their neighbours
         if chosen[i] is not None or not found:
             continue
-        hit_ids = {k for k, _ in found}
+        nearby = {k for k, _ in found}
         for j in (i - 1, i + 1, i - 2, i + 2):
-            if 0 <= j < len(rows) and chosen[j] in hit_ids:
+            if 0 <= j < len(rows) and chosen[j] in nearby:
                 chosen[i] = chosen[j]
                 break
         else:
-            chosen[i] = min(hit_ids)
+            chosen[i] = min(nearby)
     for i, ((worker, text), found) in enumerate(zip(rows, candidates)):
         if chosen[i] is None:
             lost += 1
             continue
-        k = chosen[i]
-        offset = min(o for kk, o in found if kk == k)
-        h = hits[k]
+        hit_k = chosen[i]
+        assert hit_k is not None
+        offset = min(o for kk, o in found if kk == hit_k)
+        h = hits[hit_k]
         end = offset + len(norm(text))
-        spans.append(Span(topic=topic, hit=k, worker=worker, first=h.char_token[offset], last=h.char_token[end - 1],
+        spans.append(Span(topic=topic, hit=hit_k, worker=worker, first=h.char_token[offset], last=h.char_token[end - 1],
                           char_start=offset, char_end=end, text=text, ptb_tokens=len(text.split()),
                           sentence=h.token_sentence[h.char_token[offset]],
                           sentence_first=h.char_token[offset] - h.sentence_start[h.token_sentence[h.char_token[offset]]]))

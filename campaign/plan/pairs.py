@@ -31,6 +31,7 @@ import numpy as np
 from scipy.special import ndtr
 
 DEFAULT_BATCH_PAIRS = 50
+Floats = Sequence[float] | np.ndarray  # per-item means or sigmas
 DEFAULT_PLANNER = "window"
 PLANNERS = ("window", "pairs")
 DEFAULT_KEEP = 50
@@ -60,7 +61,7 @@ def boundary(means: np.ndarray, keep: int) -> float:
     return float(0.5 * (top[keep - 1] + top[keep]))
 
 
-def membership_probability(means: Sequence[float], sigmas: Sequence[float], keep: int) -> np.ndarray:
+def membership_probability(means: Floats, sigmas: Floats, keep: int) -> np.ndarray:
     """P(item is in the top `keep`) under independent Gaussian posteriors around a fixed boundary."""
     mu = np.asarray(means, dtype=float)
     sd = np.maximum(np.asarray(sigmas, dtype=float), 1e-12)
@@ -70,7 +71,7 @@ def membership_probability(means: Sequence[float], sigmas: Sequence[float], keep
     return ndtr((mu - b) / sd)
 
 
-def expected_topk_precision(means: Sequence[float], sigmas: Sequence[float], keep: int) -> float:
+def expected_topk_precision(means: Floats, sigmas: Floats, keep: int) -> float:
     """Expected share of the current top `keep` that truly belongs there (the stopping confidence)."""
     mu = np.asarray(means, dtype=float)
     p = membership_probability(mu, sigmas, keep)
@@ -79,8 +80,8 @@ def expected_topk_precision(means: Sequence[float], sigmas: Sequence[float], kee
 
 
 def pair_scores(
-    means: Sequence[float],
-    sigmas: Sequence[float],
+    means: Floats,
+    sigmas: Floats,
     keep: int = DEFAULT_KEEP,
     counts: np.ndarray | None = None,
     explore: float = 0.05,
@@ -119,8 +120,8 @@ def _greedy(
 
 
 def window_groups(
-    means: Sequence[float],
-    sigmas: Sequence[float],
+    means: Floats,
+    sigmas: Floats,
     keep: int,
     groups: int,
     size: int,
@@ -144,8 +145,8 @@ def window_groups(
 
 def select_pairs(
     items: Sequence[Hashable],
-    means: Sequence[float],
-    sigmas: Sequence[float],
+    means: Floats,
+    sigmas: Floats,
     keep: int = DEFAULT_KEEP,
     batch_pairs: int = DEFAULT_BATCH_PAIRS,
     counts: np.ndarray | None = None,
@@ -214,8 +215,8 @@ def pair_budget(n_items: int, fraction: float = DEFAULT_BUDGET_FRACTION) -> int:
 def should_stop(
     n_items: int,
     pairs_done: int,
-    means: Sequence[float] | None = None,
-    sigmas: Sequence[float] | None = None,
+    means: Floats | None = None,
+    sigmas: Floats | None = None,
     keep: int = DEFAULT_KEEP,
     budget: int | None = None,
     target: float | None = None,
