@@ -37,7 +37,7 @@ DEFAULT_SIGMA = DEFAULT_MU / 3.0
 # and the target-confidence stop rule rely on, and the default budget (10% of pairs: 495 for 100 items)
 # lies in the range where the modes do not differ; "pairs" is available for campaigns that prefer it.
 RANKING_MODES = ("match", "pairs")
-DEFAULT_RANKING_MODE = "match"
+DEFAULT_RANKING_MODE = "pairs"
 
 
 class OnlineRanker:
