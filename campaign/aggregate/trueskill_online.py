@@ -29,13 +29,10 @@ DEFAULT_SIGMA = DEFAULT_MU / 3.0
 # How a 5-item ranking enters the model. "match": one multi-player free-for-all match (TrueSkill links
 # only neighbouring ranks, so a ranking counts as the ordered evidence it is). "pairs": its 10 derived
 # pairs, one 1-vs-1 update each; this treats correlated pairs as independent and over-shrinks sigma.
-# `campaign bench ranking` measures both (section "trueskill ranking mode"). Measured (100 items, 10% spam,
-# 10 seeds, 1,500 derived pairs): TrueSkill-means Spearman 0.857 (match) vs 0.847 (pairs); the adaptive
-# planner's final top-50 0.902 (match) vs 0.930 (pairs). Over 20 seeds, paired by seed, the two are equal
-# up to 1,100 pairs (differences within +-0.004, SE ~0.009) and "pairs" leads by 0.015-0.019 (SE 0.007)
-# from 1,200 on. We keep "match": its sigmas are honest, which the planner's membership probabilities
-# and the target-confidence stop rule rely on, and the default budget (10% of pairs: 495 for 100 items)
-# lies in the range where the modes do not differ; "pairs" is available for campaigns that prefer it.
+# Chosen by measurement (issue 16; `campaign bench ranking`, window planner, 50-pair batches, 10 seeds):
+# "pairs" reaches random rankings' final top-50 at 800 of 1,500 pairs at 100 items / 10% spam, "match"
+# at 1,100; equal at 120 items (1,000 each); the bench's mode check reports both at every setting (see
+# README). Its sigmas are over-confident: a `target_confidence` stop rule trusts them less than "match".
 RANKING_MODES = ("match", "pairs")
 DEFAULT_RANKING_MODE = "pairs"
 
