@@ -16,7 +16,8 @@ Evidence comes in two kinds, and they are treated differently:
 Correlation is relative because on a hard task the whole crowd agrees weakly (Snow et al. 2008's
 "surprise" ratings: median worker-rest r 0.32). So a worker is called on correlation only when their r
 also sits significantly below the crowd's median r on Fisher's z scale (atanh(r), SE 1/sqrt(n - 3)
-over their n shared items): at least `significance_se` SEs, and Bonferroni over all the workers tested
+over their n shared items): at least `significance_se` SEs and, when correlation is the only evidence,
+Bonferroni over all the workers tested
 (`familywise_alpha`), since every worker is tested and a 2-SE rule calls about one honest worker in 40
 by chance. On Snow et al.'s affect ratings (38 workers, most with 20 headlines) uncapped correlation
 calls excluded 6-14% of the labels and made Pearson with the gold worse on disgust, fear and surprise
@@ -31,7 +32,7 @@ from __future__ import annotations
 import math
 import statistics
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from decimal import Decimal
 from typing import Any
 
@@ -112,10 +113,13 @@ def needed_se(config: PolicyConfig, tested: int) -> float:
     return max(config.significance_se, float(ndtri(1.0 - config.familywise_alpha / tested)))
 
 
-def _spam_reasons(e: WorkerEvidence, c: PolicyConfig, median: float | None, gap: float) -> tuple[list[str], bool, bool]:
+def _spam_reasons(e: WorkerEvidence, c: PolicyConfig, median: float | None, gap: float,
+                  needed: float) -> tuple[list[str], bool, bool]:
     """Why a worker is clear spam (empty if not); whether the evidence is absolute (traps, constant answers,
     or two kinds at once), which excludes beyond the cap; and whether it is strong enough to reject.
-    `gap`: how many SEs the worker's r sits below the crowd `median` (see `below_median_se`)."""
+    `gap`: how many SEs the worker's r sits below the crowd `median` (see `below_median_se`); `needed`:
+    the gap that counts on correlation alone (`needed_se`). With a failed trap or constant answers beside
+    it, `significance_se` is enough: that evidence is independent of the correlation test."""
     why = []
     absolute = False
     failed_traps = e.traps_seen - e.traps_passed
@@ -123,11 +127,13 @@ def _spam_reasons(e: WorkerEvidence, c: PolicyConfig, median: float | None, gap:
         why.append(f"failed {failed_traps} of {e.traps_seen} check statements")
         absolute = True
     enough = e.shared_items >= 2 * c.min_shared
-    disagree = enough and e.correlation is not None and e.correlation < c.spam_correlation and gap >= c.significance_se
+    corroborated = failed_traps >= 1 or e.constant
+    disagree = (enough and e.correlation is not None and e.correlation < c.spam_correlation
+                and gap >= (c.significance_se if corroborated else needed))
     if disagree:
         why.append(f"ratings unrelated to other workers' (r={e.correlation:.2f} over {e.shared_items} items, "
                    f"{gap:.1f} SE below the crowd's median r={median:.2f})")
-        absolute = absolute or failed_traps >= 1 or e.constant
+        absolute = absolute or corroborated
     elif (enough and e.correlation is not None and e.correlation < c.min_correlation and failed_traps >= 1
           and e.traps_passed < 0.5 * e.traps_seen):
         why.append(f"weak agreement (r={e.correlation:.2f}) and failed {failed_traps} of {e.traps_seen} check statements")
@@ -146,7 +152,7 @@ def review(labels: Sequence[Label], traps: Sequence[TrapResult], config: PolicyC
     rs = [e.correlation for e in ev.values() if e.correlation is not None]
     median = statistics.median(rs) if rs else None
     gap = {w: below_median_se(e, median) for w, e in ev.items()}
-    config = replace(config, significance_se=needed_se(config, len(rs)))
+    needed = needed_se(config, len(rs))
 
     def facts(e: WorkerEvidence) -> dict[str, Any]:
         return {**e.as_dict(), "crowd_median_r": None if median is None else round(median, 4),
@@ -156,7 +162,7 @@ def review(labels: Sequence[Label], traps: Sequence[TrapResult], config: PolicyC
     spam: set[str] = set()
     relative: list[tuple[WorkerEvidence, str]] = []  # correlation-only calls: they share the cap
     for w, e in ev.items():
-        why, absolute, strong = _spam_reasons(e, config, median, gap[w])
+        why, absolute, strong = _spam_reasons(e, config, median, gap[w], needed)
         if not why:
             continue
         reason = "; ".join(why)
@@ -172,7 +178,7 @@ def review(labels: Sequence[Label], traps: Sequence[TrapResult], config: PolicyC
     called = {e.worker for e, _ in relative}
     for w, e in ev.items():
         if (w not in spam and w not in called and e.correlation is not None and e.correlation < config.min_correlation
-                and gap[w] >= config.significance_se):
+                and gap[w] >= needed):
             relative.append((e, f"low agreement with other workers (r={e.correlation:.2f} over "
                                 f"{e.shared_items} items, crowd median r={median:.2f})"))
     total = sum(e.labels for e in ev.values())
