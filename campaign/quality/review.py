@@ -17,9 +17,8 @@ Correlation is relative because on a hard task the whole crowd agrees weakly (Sn
 "surprise" ratings: median worker-rest r 0.32). So a worker is called on correlation only when their r
 also sits significantly below the crowd's median r on Fisher's z scale (atanh(r), SE 1/sqrt(n - 3)
 over their n shared items): at least `significance_se` SEs and, when correlation is the only evidence,
-Bonferroni over all the workers tested
-(`familywise_alpha`), since every worker is tested and a 2-SE rule calls about one honest worker in 40
-by chance. On Snow et al.'s affect ratings (38 workers, most with 20 headlines) uncapped correlation
+Bonferroni over all the workers tested (`familywise_alpha`), since every worker is tested and a 2-SE
+rule calls about one honest worker in 40 by chance. On Snow et al.'s affect ratings (38 workers, most with 20 headlines) uncapped correlation
 calls excluded 6-14% of the labels and made Pearson with the gold worse on disgust, fear and surprise
 (issue 16); `campaign bench quality --real` measures the policy there.
 
