@@ -93,10 +93,13 @@ def test_window_planner_spreads_over_unseen_items_and_packs_back_into_its_window
     chosen = select_pairs(items, mu, sd, keep=10, batch_pairs=50, seed=3, counts=count_matrix(items, seen))
     members = [x for p in chosen for x in p]
     assert len(chosen) == 50 and len(set(members)) == 25  # five disjoint windows
+    assert not {"i0", "i1", "i2", "i3"} & set(members)  # shown often already: the unseen go first
     hits = pack_pairs(chosen, size=5)
-    for h in hits:  # shown items only as anchors, one per window, beside unseen ones
+    anchored = pack_pairs(select_pairs(items, mu, sd, keep=10, batch_pairs=50, seed=3, counts=count_matrix(items, seen),
+                                       planner="window-anchored"), size=5)
+    for h in anchored:  # shown items only as anchors, one per window, beside unseen ones
         assert len({"i0", "i1", "i2", "i3"} & set(h)) <= 1
-    assert sum(1 for h in hits if {"i0", "i1", "i2", "i3"} & set(h)) == 4
+    assert sum(1 for h in anchored if {"i0", "i1", "i2", "i3"} & set(h)) == 4
     assert len(hits) == 5 and {frozenset(p) for h in hits for p in __import__("itertools").combinations(h, 2)} == \
         {frozenset(p) for p in chosen}
     assert chosen == select_pairs(items, mu, sd, keep=10, batch_pairs=50, seed=3, counts=count_matrix(items, seen))
