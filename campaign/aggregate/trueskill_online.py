@@ -31,8 +31,9 @@ DEFAULT_SIGMA = DEFAULT_MU / 3.0
 # pairs, one 1-vs-1 update each; this treats correlated pairs as independent and over-shrinks sigma.
 # Chosen by measurement (issue 16; `campaign bench ranking`, window planner, 50-pair batches, 10 seeds):
 # "pairs" reaches random rankings' final top-50 at 800 of 1,500 pairs at 100 items / 10% spam, "match"
-# at 1,100; equal at 120 items (1,000 each); the bench's mode check reports both at every setting (see
-# README). Its sigmas are over-confident: a `target_confidence` stop rule trusts them less than "match".
+# at 1,100; at the final checkpoint "pairs" is ahead or level at 100 items and 120 / 10%, and at 300
+# items (0.682 vs 0.640), "match" ahead at 120 / 20% (0.894 vs 0.862). See README's Benchmarks. Its
+# sigmas are over-confident: a `target_confidence` stop rule trusts them less than with "match".
 RANKING_MODES = ("match", "pairs")
 DEFAULT_RANKING_MODE = "pairs"
 
