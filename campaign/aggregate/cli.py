@@ -110,6 +110,6 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--method", choices=METHODS, default="auto",
                    help="auto (default): majority vote unless a model predicts held-back labels better, restarts "
                         "agree and the class balance holds")
-    p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--json", action="store_true")
+    p.add_argument("--seed", type=int, default=0, help="seeds MACE's and Dawid-Skene's restarts and the held-back labels")
+    p.add_argument("--json", action="store_true", help="print one JSON object: method, items, workers, evidence")
     p.set_defaults(func=run)
