@@ -172,8 +172,8 @@ def real_task(task: str, config: PolicyConfig | None = None, resamples: int = 20
     lo, hi = paired_bootstrap(kept, every, g, resamples)
     r_all, r_policy = float(np.corrcoef(every, g)[0, 1]), float(np.corrcoef(kept, g)[0, 1])
     out = sum(1 for lab in labels if lab.worker in result.excluded)
-    return {"pearson_all": round(r_all, 4), "pearson_policy": round(r_policy, 4), "ci_low": round(lo, 4),
-            "ci_high": round(hi, 4), "labels_excluded_share": round(out / len(labels), 4),
+    return {"pearson_all": round(r_all, 4), "pearson_policy": round(r_policy, 4), "ci_low": round(lo, 5),
+            "ci_high": round(hi, 5), "labels_excluded_share": round(out / len(labels), 4),
             "workers_excluded": len(result.excluded), "workers": len(result.evidence), "items": len(items)}
 
 
