@@ -13,6 +13,7 @@ from __future__ import annotations
 import argparse
 import json
 import time
+from typing import cast
 from collections import defaultdict
 
 import numpy as np
@@ -41,7 +42,7 @@ def run() -> dict:
         votes = [SpanVote(hit=s.hit, worker=s.worker, start=s.char_start, end=s.char_end, tokens=s.ptb_tokens) for s in spans]
         gold = gold_nuggets(votes, min_workers=3, min_tokens=3)
         n_gold += len(gold)
-        ours = {hits[g.hit].norm_text[g.start:g.end] for g in gold}
+        ours = {hits[cast(int, g.hit)].norm_text[g.start:g.end] for g in gold}
         published = [hiersumm.norm(t) for t in hiersumm.published_gold(topic)]
         published_total += len(published)
         matched += sum(1 for p in published if p in ours)

@@ -68,7 +68,7 @@ def minimal_extract(gold: Sequence[AbstractSentence]) -> frozenset[str]:
     Sentences with a single set are forced and left out of the program.
     """
     import numpy as np
-    from scipy.optimize import Bounds, LinearConstraint, milp  # type: ignore[import-untyped]
+    from scipy.optimize import Bounds, LinearConstraint, milp
 
     needs = [tuple(set(s.sets)) for s in gold if s.sets]
     forced = frozenset().union(*(sets[0] for sets in needs if len(sets) == 1))
