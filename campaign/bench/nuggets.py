@@ -13,8 +13,8 @@ from __future__ import annotations
 import argparse
 import json
 import time
-from typing import cast
 from collections import defaultdict
+from typing import cast
 
 import numpy as np
 
