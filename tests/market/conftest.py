@@ -61,7 +61,8 @@ class Market:
 def _market(tmp_path: Path, mode: str = "sandbox", balance: str = "10000.00"):
     clock = ManualClock(1_800_000_000.0)
     server = start_market(tmp_path / "state", clock=clock, mode=mode, balance=Decimal(balance))
-    m = Market(server, clock, make_client("local", server.endpoint_url, max_rps=0, max_attempts=2), WorkerClient(server.endpoint_url))
+    m = Market(server, clock, make_client("local", server.endpoint_url, credentials=server.credentials, max_rps=0, max_attempts=2),
+               WorkerClient(server.endpoint_url))
     return m
 
 
