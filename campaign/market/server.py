@@ -422,6 +422,16 @@ def _admin_parser() -> argparse.ArgumentParser:
     return ap
 
 
+def account_main(argv: list[str]) -> int:
+    """`campaign market account ...`"""
+    return admin_main(["account", *argv])
+
+
+def worker_main(argv: list[str]) -> int:
+    """`campaign market worker ...`"""
+    return admin_main(["worker", *argv])
+
+
 def admin_main(argv: list[str]) -> int:
     args = _admin_parser().parse_args(argv)
     op, close = offline(args.state)

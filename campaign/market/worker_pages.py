@@ -1,7 +1,7 @@
 """The worker site's pages (Jinja2, autoescaped) and its one script and stylesheet.
 
-Every text a requester wrote (title, description, requester name) is shown through `t` (bidi controls
-removed) inside `<bdi>`, so a U+202E in a title cannot turn the rest of a row around. The pages carry no
+Every text a requester wrote (title, description, requester name) is shown through `inert` (bidi
+controls removed) inside `<bdi>`, so a U+202E in a title cannot turn the rest of a row around. The pages carry no
 inline script or style: the Content-Security-Policy forbids both, so injected markup could not run.
 """
 
@@ -108,7 +108,6 @@ TEMPLATES = {
 }
 
 ENV = Environment(loader=DictLoader(TEMPLATES), autoescape=select_autoescape(default=True, default_for_string=True))
-ENV.filters["t"] = inert
 
 
 def render(name: str, **context: object) -> str:

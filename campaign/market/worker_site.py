@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import hashlib
 import hmac
+import html
 import http.cookies
 import json
 import secrets
@@ -29,9 +30,10 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from campaign.market.accounts import Accounts, Session
-from campaign.market.engine import Engine, WorkerError, question_parts
+from campaign.market.engine import Engine, WorkerError, dollars, question_parts
 from campaign.market.protocol import LOOPBACK_HOSTS, ApiError, parse_json_object
 from campaign.market.worker_pages import WORKER_CSS, WORKER_JS, duration, inert, render
+from campaign.money import fmt
 
 REWRITES = (
     ("https://www.mturk.com/mturk/externalSubmit", "/mturk/externalSubmit"),
@@ -179,8 +181,6 @@ def external_src(parts: dict[str, str], hit_id: str, assignment_id: str, worker_
 
 
 def render_frame(src: str, height: str) -> str:
-    import html
-
     return ("<!DOCTYPE html><html><head><meta charset=\"utf-8\"><title>HIT</title></head><body>"
             f'<iframe src="{html.escape(src)}" width="100%" height="{html.escape(height)}" frameborder="0"></iframe></body></html>')
 
@@ -321,9 +321,6 @@ class WorkerSite:
         return frame_html(h["question"], h["id"], a["id"], a["worker_id"], self.config.content_origin)
 
     def _hit_view(self, h: Any) -> dict[str, Any]:
-        from campaign.market.engine import dollars
-        from campaign.money import fmt
-
         return {"id": h["id"], "title": inert(h["title"]), "description": inert(h["description"]),
                 "requester": inert(h["requester"]), "reward": fmt(dollars(h["reward_cents"])), "allotted": duration(h["duration"])}
 
@@ -436,8 +433,6 @@ class ContentSite:
         try:
             return self._route(method, path, q, body)
         except WorkerError as exc:
-            import html
-
             page = f"<!DOCTYPE html><html><body><h1>{html.escape(exc.code)}</h1><p>{html.escape(exc.message)}</p></body></html>"
             return Reply(exc.status, "text/html; charset=utf-8", page.encode(), {**self._headers(), "X-Error-Code": exc.code})
 
@@ -467,8 +462,6 @@ class ContentSite:
             if not aid:
                 raise WorkerError("MissingAssignmentId", "The form did not include an assignmentId field.", 400)
             self.engine.worker("submit", aid, fields)
-            import html
-
             page = SUBMITTED_PAGE.format(aid=html.escape(aid))
             return Reply(200, "text/html; charset=utf-8", page.encode("utf-8"), self._headers())
         return None
