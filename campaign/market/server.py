@@ -116,6 +116,12 @@ class _Base(BaseHTTPRequestHandler):
             raise BadRequest(400, "IncompleteBody", "The body is shorter than its Content-Length.")
         return data
 
+    def _no_body(self) -> bytes:
+        """A GET carries no body; if one is announced, the connection is not reused (it would be misread)."""
+        if self.headers.get("Transfer-Encoding") or (self.headers.get("Content-Length") or "0").strip() != "0":
+            self.close_connection = True
+        return b""
+
     def _send(self, status: int, content_type: str, body: bytes, headers: dict[str, str] | None = None) -> None:
         try:
             self.send_response(status)
@@ -166,7 +172,7 @@ class Handler(_Base):
         url = urllib.parse.urlsplit(self.path)
         is_api = method == "POST" and url.path == "/"
         try:
-            body = self._body() if method == "POST" else b""
+            body = self._body() if method == "POST" else self._no_body()
         except BadRequest as exc:
             return self._bad(exc, is_api)
         market = self.server.market
@@ -229,7 +235,7 @@ class ContentHandler(_Base):
     def _dispatch(self, method: str) -> None:
         url = urllib.parse.urlsplit(self.path)
         try:
-            body = self._body() if method == "POST" else b""
+            body = self._body() if method == "POST" else self._no_body()
         except BadRequest as exc:
             return self._bad(exc, False)
         try:
@@ -336,7 +342,10 @@ def start_market(state_dir: Path, clock: Clock | None = None, mode: str = "sandb
         raise
     endpoint = _url(host, httpd.server_address[1])
     site_cfg.worker_origin = _origin(public_url or endpoint)
-    site_cfg.content_origin = _origin(content_url or _url(host, content_httpd.server_address[1]))
+    if content_url is None:  # same host name as browsers use for the worker site, the content server's port
+        public = urllib.parse.urlsplit(site_cfg.worker_origin)
+        content_url = _url(public.hostname or host, content_httpd.server_address[1], public.scheme)
+    site_cfg.content_origin = _origin(content_url)
     if site_cfg.worker_origin == site_cfg.content_origin:
         raise ValueError("the content origin must differ from the worker site's origin")
     return RunningMarket(core, httpd, content_httpd, db, credentials, endpoint, site_cfg.content_origin)
@@ -378,6 +387,10 @@ def main(argv: list[str] | None = None) -> int:
     if argv and argv[0] == "serve":
         argv = argv[1:]
     args = _parser().parse_args(argv)
+    if args.host not in LOOPBACK and not (args.public_url and args.content_url):
+        print("campaign market serve: on a non-loopback address give --public-url and --content-url (the worker site's "
+              "and the HIT content origin's addresses as browsers reach them, ideally https)", file=sys.stderr)
+        return 2
     clock: Clock = WallClock() if args.speed == 1.0 else ScaledClock(args.speed)
     faults = FaultConfig(throttle_rate=args.throttle_rate, throttle_burst=args.throttle_burst, fault_rate=args.fault_rate,
                          latency_ms=args.latency_ms, visibility_lag=args.visibility_lag, seed=args.seed)

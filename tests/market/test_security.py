@@ -443,3 +443,38 @@ def test_bidi_controls_are_inert_in_the_worker_list(market):
     assert "Rate statements now" in page and "\u202e" not in page and "\u2067" not in page
     assert "<bdi>Rate statements now</bdi>" in page
     assert "10 min" in page and "$0.10" in page and "default" in page  # time allotted, reward, requester
+
+
+def test_operator_commands_add_a_worker_who_signs_in_with_the_printed_code(tmp_path, capsys):
+    from campaign.cli import main as cli_main
+    from campaign.market.server import start_market
+
+    state = tmp_path / "market"
+    assert cli_main(["market", "worker", "add", "AOPERATED1", "--state", str(state), "--country", "DE", "--approval", "97",
+                     "--approved", "1200", "--masters", "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["WorkerId"] == "AOPERATED1" and out["link"].endswith(urllib.parse.urlencode({"code": out["code"]}))
+    assert cli_main(["market", "worker", "add", "not-a-worker-id", "--state", str(state)]) == 2
+    m = start_market(state)
+    try:
+        w = WorkerClient(m.endpoint_url, operator=None)
+        assert w.sign_in(out["code"]) == "AOPERATED1"
+        client = make_client("local", m.endpoint_url, credentials=m.credentials, max_rps=0)
+        masters_de = [{"QualificationTypeId": "2ARFPLSP75KLA8M8DH1HTEQVJT3SY6", "Comparator": "Exists"},
+                      {"QualificationTypeId": "00000000000000000071", "Comparator": "EqualTo", "LocaleValues": [{"Country": "DE"}]}]
+        t = client.call("create_hit_type", Title="t", Description="d", Reward="0.10", AssignmentDurationInSeconds=60,
+                        QualificationRequirements=masters_de)
+        h = client.call("create_hit_with_hit_type", HITTypeId=t["HITTypeId"], LifetimeInSeconds=600, Question=QUESTION)["HIT"]
+        assert [x["HITId"] for x in w.available("AOPERATED1")] == [h["HITId"]]  # the operator's profile counts
+    finally:
+        m.stop()
+    with pytest.raises(WorkerAPIError) as ei:  # outside the process that runs the marketplace: no operator
+        WorkerClient(m.endpoint_url).register("ASELFMADE")
+    assert ei.value.code == "NoOperator"
+
+
+def test_serving_on_a_public_address_needs_its_public_urls(capsys):
+    from campaign.market.server import main
+
+    assert main(["--host", "0.0.0.0", "--port", "0", "--state", "/nonexistent/never-created"]) == 2
+    assert "--public-url" in capsys.readouterr().err
