@@ -20,7 +20,7 @@ from datetime import datetime
 from functools import lru_cache
 from typing import Any
 
-import botocore.session
+import botocore.session  # type: ignore[import-untyped]
 
 TARGET_PREFIX = "MTurkRequesterServiceV20170117."
 CONTENT_TYPE = "application/x-amz-json-1.1"
