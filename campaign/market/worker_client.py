@@ -145,6 +145,10 @@ class WorkerClient:
         with self._state_lock:
             self._owner.pop(assignment_id, None)
 
+    def request_qualification(self, worker_id: str, qualification_type_id: str) -> dict[str, Any]:
+        return self._json("POST", "/worker/api/request-qualification", {"QualificationTypeId": qualification_type_id},
+                          worker_id=worker_id)
+
     def return_assignment(self, assignment_id: str) -> None:
         self._json("POST", "/worker/api/return", {"AssignmentId": assignment_id}, worker_id=self._worker_of(assignment_id))
         with self._state_lock:

@@ -301,6 +301,11 @@ class WorkerSite:
             if d.get("WorkerId") not in (None, "", s.worker_id):
                 raise WorkerError("NotYourSession", "You can only accept HITs for yourself.", 403)
             return _json(200, e.worker("accept", s.worker_id, str(d.get("HITId", ""))))
+        if method == "POST" and path == "/worker/api/request-qualification":
+            d = _body_json(body)
+            if d.get("WorkerId") not in (None, "", s.worker_id):
+                raise WorkerError("NotYourSession", "You can only request qualifications for yourself.", 403)
+            return _json(200, e.worker("request_qualification", s.worker_id, str(d.get("QualificationTypeId", ""))))
         if method == "POST" and path == "/worker/api/return":
             aid = str(_body_json(body).get("AssignmentId", ""))
             self._own(s, aid)
