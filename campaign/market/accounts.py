@@ -78,6 +78,7 @@ class Accounts:
             os.close(os.open(self.path, os.O_CREAT | os.O_WRONLY, 0o600))
         os.chmod(self.path, 0o600)
         self._lock = threading.Lock()
+        self._keys: dict[str, tuple[str, str]] = {}
         self._conn = sqlite3.connect(str(self.path), check_same_thread=False, isolation_level=None, timeout=10)
         self._conn.execute("PRAGMA journal_mode=WAL")
         self._conn.executescript(SCHEMA)
@@ -121,9 +122,17 @@ class Accounts:
         return self.credentials_of(account) or self.add_account(account)
 
     def lookup_key(self, key_id: str) -> tuple[str, str] | None:
-        """(secret, account) of an access key id, or None when the key is unknown."""
+        """(secret, account) of an access key id, or None when the key is unknown. Keys are never changed
+        once made, so a found key is remembered; an unknown one is looked up again (another process,
+        `campaign market account add`, may have added it)."""
+        hit = self._keys.get(key_id)
+        if hit is not None:
+            return hit
         row = self._one("SELECT secret, account FROM requester_keys WHERE key_id=?", (key_id,))
-        return (row[0], row[1]) if row else None
+        if row is None:
+            return None
+        self._keys[key_id] = (str(row[0]), str(row[1]))
+        return self._keys[key_id]
 
     # -- workers --------------------------------------------------------------------------------------
     def issue_code(self, worker_id: str, ttl: float = CODE_TTL) -> str:

@@ -8,6 +8,7 @@ on. The time window stops a captured request from being replayed hours later.
 
 from __future__ import annotations
 
+import calendar
 import hashlib
 import hmac
 import re
@@ -65,6 +66,20 @@ def canonical_request(method: str, path: str, query: str, headers: Headers, sign
     return "\n".join([method, uri, cq, "\n".join(lines) + "\n", ";".join(signed), hashlib.sha256(body).hexdigest()])
 
 
+STAMP_RE = re.compile(r"^(\d{4})(\d{2})(\d{2})T(\d{2})(\d{2})(\d{2})Z$")
+
+
+def _amz_time(stamp: str) -> float | None:
+    m = STAMP_RE.match(stamp)
+    if m is None:
+        return None
+    y, mo, d, h, mi, s = (int(x) for x in m.groups())
+    try:
+        return calendar.timegm((y, mo, d, h, mi, s, 0, 0, 0)) if datetime(y, mo, d, h, mi, s) else None
+    except ValueError:
+        return None
+
+
 def verify(method: str, path: str, query: str, headers: Headers, body: bytes,
            lookup: Callable[[str], tuple[str, str] | None], now: float) -> str:
     """The account whose key signed this request; raises the AWS error (an ApiError) otherwise."""
@@ -88,10 +103,9 @@ def verify(method: str, path: str, query: str, headers: Headers, body: bytes,
     if signed != sorted(signed) or "host" not in signed or not ({"x-amz-date", "date"} & set(signed)):
         raise invalid_signature("SignedHeaders must be sorted and include host and x-amz-date.")
     stamp = headers.get("X-Amz-Date") or ""
-    try:
-        when = datetime.strptime(stamp, "%Y%m%dT%H%M%SZ").replace(tzinfo=UTC).timestamp()
-    except ValueError:
-        raise invalid_signature("X-Amz-Date is missing or not in the form YYYYMMDDTHHMMSSZ.") from None
+    when = _amz_time(stamp)
+    if when is None:
+        raise invalid_signature("X-Amz-Date is missing or not in the form YYYYMMDDTHHMMSSZ.")
     if stamp[:8] != date:
         raise invalid_signature("Credential date does not match the date of X-Amz-Date.")
     if abs(now - when) > SKEW_SECONDS:
