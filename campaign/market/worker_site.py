@@ -409,8 +409,8 @@ class WorkerSite:
         try:
             self._own(s, aid)
             submitted = False  # still open: the frame's message was not a real submission
-        except WorkerError:
-            submitted = True
+        except WorkerError as exc:
+            submitted = exc.code == "AssignmentNotActive"  # no longer open (unknown ids are not "submitted")
         hit_type = None
         try:
             hit_type = self.engine.worker("preview", hit_id, s.worker_id)["hit_type_id"]
