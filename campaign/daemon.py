@@ -211,15 +211,17 @@ def start_runtime(spec: Spec, opts: RunOptions) -> Runtime:
 
     local = [c for c in chosen if c.marketplace == "local" and not c.endpoint_url]
     endpoint = None
+    own = None  # the in-process marketplace's own account: AWS keys in the environment are not for it
     if local:
         from campaign.market.server import start_market
 
-        rt.market_server = start_market(opts.state_dir / "market", clock=clock, mode="prod", balance=opts.market_balance)
-        endpoint = rt.market_server.endpoint_url
+        rt.market_server = market = start_market(opts.state_dir / "market", clock=clock, mode="prod", balance=opts.market_balance)
+        endpoint, own = market.endpoint_url, market.credentials
     for c in chosen:
         instance = ensure_campaign_row(store, c, opts.seed)
+        in_process = c.marketplace == "local" and not c.endpoint_url
         client = make_client(c.marketplace, c.endpoint_url or (endpoint if c.marketplace == "local" else None),
-                             production_ok=opts.production)
+                             production_ok=opts.production, credentials=own if in_process else None)
         rt.contexts.append(Context(store=store, market=client, campaign=c, seed=opts.seed, state_dir=opts.state_dir,
                                    clock=clock, instance=instance))
     sims = [ctx for ctx in rt.contexts if ctx.campaign.crowd.kind == "simulated"]

@@ -76,7 +76,8 @@ def audit(state: Path) -> dict:
     market = start_market(state / "market", clock=saved_clock(state), mode="prod", balance=BALANCE)
     try:
         client = boto3.client("mturk", region_name="us-east-1", endpoint_url=market.endpoint_url,
-                              aws_access_key_id="LOCALREQUESTER", aws_secret_access_key="local")
+                              aws_access_key_id=market.credentials.access_key_id,
+                              aws_secret_access_key=market.credentials.secret_access_key)
         hits = []
         for page in client.get_paginator("list_hits").paginate(PaginationConfig={"PageSize": 100}):
             hits.extend(page["HITs"])

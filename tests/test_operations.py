@@ -131,7 +131,8 @@ def test_cancel_expires_every_hit_and_releases_every_reservation(tmp_path, confi
     market = start_market(state / "market", clock=saved_clock(state), mode="prod", balance=Decimal("10000.00"))
     try:
         client = boto3.client("mturk", region_name="us-east-1", endpoint_url=market.endpoint_url,
-                              aws_access_key_id="LOCALREQUESTER", aws_secret_access_key="local")
+                              aws_access_key_id=market.credentials.access_key_id,
+                              aws_secret_access_key=market.credentials.secret_access_key)
         statuses = [h["HITStatus"] for page in client.get_paginator("list_hits").paginate() for h in page["HITs"]]
     finally:
         market.stop()

@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from campaign.market.client import make_client
+from campaign.market.operator import offline
 from campaign.market.worker_client import WorkerAPIError, WorkerClient
 
 QUESTION = ('<HTMLQuestion xmlns="http://mechanicalturk.amazonaws.com/AWSMechanicalTurkDataSchemas/2011-11-11/HTMLQuestion.xsd">'
@@ -95,10 +96,12 @@ def _phase(name: str, jobs: Sequence[Any], fn: Callable[[Any], int], threads: in
 def run(hits: int, per_hit: int, threads: int = 8, open_hits: int = 10_000, crowd: int = 200,
         rounds: int = 10) -> dict[str, Any]:
     with tempfile.TemporaryDirectory(prefix="bench-market-") as tmp:
-        proc, url = _start_server(Path(tmp) / "state")
+        state = Path(tmp) / "state"
+        proc, url = _start_server(state)
+        operator, close_operator = offline(state)  # adds the bench's workers, as the operator would
         try:
-            client = make_client("local", url, max_rps=0, max_attempts=3)
-            workers = WorkerClient(url)
+            client = make_client("local", url, credentials_file=state / "credentials", max_rps=0, max_attempts=3)
+            workers = WorkerClient(url, operator=operator)
             names = [f"ABENCH{i:03d}" for i in range(per_hit)]
             for w in names:
                 workers.register(w)
@@ -138,6 +141,7 @@ def run(hits: int, per_hit: int, threads: int = 8, open_hits: int = 10_000, crow
             phases += _crowd_phases(client, workers, open_hits, crowd, rounds, threads, proc.pid)
             peak = _peak_rss_kib(proc.pid)
         finally:
+            close_operator()
             proc.terminate()
             try:
                 proc.wait(timeout=10)

@@ -2,7 +2,10 @@
 rate limit and paginators at 100 per page.
 
 The built-in marketplace, the MTurk sandbox and production differ only in endpoint and credentials here;
-production must be asked for explicitly, because a mistake there spends real money.
+production must be asked for explicitly, because a mistake there spends real money. For the built-in
+marketplace (`local`) the credentials are given explicitly (the key pair `start_market` returns, or a
+profile of the credentials file `campaign market serve` writes): AWS credentials in the environment
+belong to real MTurk and are never sent to it.
 """
 
 from __future__ import annotations
@@ -10,15 +13,16 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
-import boto3
-from botocore.config import Config
+import boto3  # type: ignore[import-untyped]
+from botocore.config import Config  # type: ignore[import-untyped]
+
+from campaign.market.accounts import Credentials, read_credentials_file
 
 SANDBOX_ENDPOINT = "https://mturk-requester-sandbox.us-east-1.amazonaws.com"
 PRODUCTION_ENDPOINT = "https://mturk-requester.us-east-1.amazonaws.com"
-LOCAL_ACCESS_KEY = "LOCALREQUESTER"
-LOCAL_SECRET = "local-marketplace-secret"  # the built-in marketplace does not check signatures
 MARKETPLACES = ("local", "mturk-sandbox", "mturk")
 
 
@@ -84,26 +88,33 @@ class MarketClient:
 
 def make_client(marketplace: str, endpoint_url: str | None = None, *, production_ok: bool = False,
                 max_rps: float = 20.0, retry_mode: str = "standard", max_attempts: int = 10,
-                access_key: str | None = None) -> MarketClient:
+                credentials: Credentials | None = None, credentials_file: Path | None = None,
+                profile: str = "default") -> MarketClient:
+    """`credentials` (or `credentials_file` + `profile`) name the requester account. Without them boto3's
+    standard chain applies: right for MTurk and for a separately run built-in marketplace you configured
+    (e.g. AWS_SHARED_CREDENTIALS_FILE=STATE/credentials); the daemon's own in-process marketplace always
+    passes its account's credentials explicitly, so AWS keys in the environment never reach it."""
     if marketplace not in MARKETPLACES:
         raise ValueError(f"marketplace must be one of {', '.join(MARKETPLACES)}, got {marketplace!r}")
     if marketplace == "mturk" and not production_ok:
         raise ProductionNotAllowed("marketplace 'mturk' is real MTurk and spends real money; pass production_ok=True "
                                    "(the --production flag) to use it")
+    if credentials is None and credentials_file is not None:
+        credentials = read_credentials_file(credentials_file, profile)
     config = Config(retries={"mode": retry_mode, "max_attempts": max_attempts}, max_pool_connections=20,
                     connect_timeout=10, read_timeout=60)
     kwargs: dict[str, Any] = {"region_name": "us-east-1", "config": config}
+    if credentials is not None:
+        kwargs["aws_access_key_id"] = credentials.access_key_id
+        kwargs["aws_secret_access_key"] = credentials.secret_access_key
     if marketplace == "local":
         if not endpoint_url:
             raise ValueError("marketplace 'local' needs endpoint_url (the built-in marketplace's address)")
+        if credentials is None and boto3.session.Session().get_credentials() is None:
+            raise ValueError("marketplace 'local' needs the marketplace's requester credentials (credentials= or "
+                             "credentials_file=, e.g. STATE/credentials written by 'campaign market serve')")
         kwargs["endpoint_url"] = endpoint_url
-        session = boto3.session.Session()
-        creds = session.get_credentials() if access_key is None else None
-        if access_key is not None or creds is None:
-            kwargs["aws_access_key_id"] = access_key or LOCAL_ACCESS_KEY
-            kwargs["aws_secret_access_key"] = LOCAL_SECRET
-        raw = session.client("mturk", **kwargs)
     else:
         kwargs["endpoint_url"] = endpoint_url or (SANDBOX_ENDPOINT if marketplace == "mturk-sandbox" else PRODUCTION_ENDPOINT)
-        raw = boto3.session.Session().client("mturk", **kwargs)
+    raw = boto3.session.Session().client("mturk", **kwargs)
     return MarketClient(raw, marketplace, kwargs.get("endpoint_url"), max_rps)

@@ -12,13 +12,15 @@ from __future__ import annotations
 import json
 import re
 import time
+import urllib.parse
 import uuid
+import xml.etree.ElementTree as ET
 from dataclasses import dataclass
 from datetime import datetime
 from functools import lru_cache
 from typing import Any
 
-import botocore.session
+import botocore.session  # type: ignore[import-untyped]
 
 TARGET_PREFIX = "MTurkRequesterServiceV20170117."
 CONTENT_TYPE = "application/x-amz-json-1.1"
@@ -103,16 +105,49 @@ def operation_for(target: str | None) -> str:
     return op
 
 
-def parse_body(raw: bytes) -> dict[str, Any]:
+MAX_DEPTH = 64  # no MTurk request shape nests deeper than a handful of levels
+
+
+def _depth_ok(raw: bytes) -> bool:
+    """Cheap pre-scan so a hostile 100k-deep body is refused before the recursive parser sees it."""
+    depth = 0
+    in_str = esc = False
+    for b in raw:
+        if in_str:
+            if esc:
+                esc = False
+            elif b == 0x5C:
+                esc = True
+            elif b == 0x22:
+                in_str = False
+        elif b == 0x22:
+            in_str = True
+        elif b in (0x5B, 0x7B):
+            depth += 1
+            if depth > MAX_DEPTH:
+                return False
+        elif b in (0x5D, 0x7D):
+            depth -= 1
+    return True
+
+
+def parse_json_object(raw: bytes) -> dict[str, Any]:
+    """A JSON object or a SerializationException (never a RecursionError or a 500)."""
     if not raw.strip():
         return {}
+    if not _depth_ok(raw):
+        raise serialization_error(f"Malformed JSON request body: nested deeper than {MAX_DEPTH} levels")
     try:
         body = json.loads(raw.decode("utf-8"))
-    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+    except (UnicodeDecodeError, json.JSONDecodeError, RecursionError) as exc:
         raise serialization_error(f"Malformed JSON request body: {exc.__class__.__name__}") from None
     if not isinstance(body, dict):
         raise serialization_error("Request body must be a JSON object")
     return body
+
+
+def parse_body(raw: bytes) -> dict[str, Any]:
+    return parse_json_object(raw)
 
 
 def _camel(name: str) -> str:
@@ -137,9 +172,45 @@ def validate(op: str, params: dict[str, Any]) -> dict[str, Any]:
     if shape is None:
         return {}
     out = _check(shape, params, "", problems)
+    question = out.get("Question")
+    if isinstance(question, str) and len(question.encode("utf-8")) > QUESTION_MAX:
+        problems.append(f"Value at 'question' failed to satisfy constraint: Member must have length less than or "
+                        f"equal to {QUESTION_MAX}")
+    for member in ("Reward", "BonusAmount"):
+        v = out.get(member)
+        if isinstance(v, str) and MODEL_AMOUNT_RE.match(v) and not AMOUNT_RE.match(v):
+            problems.append(f"Value '{v[:40]}' at '{_camel(member)}' failed to satisfy constraint: Member must be an "
+                            f"amount of US dollars between 0.00 and {AMOUNT_MAX} with at most two decimals")
     if problems:
         raise validation_error(problems)
+    if isinstance(question, str):
+        check_external_url(question)
     return out
+
+
+QUESTION_MAX = 65_535  # MTurk: "The Question ... must not exceed 64 kilobytes"
+AMOUNT_MAX = "99999999.99"
+MODEL_AMOUNT_RE = re.compile(r"^[0-9]+(\.)?[0-9]{0,2}$")  # botocore's own pattern, reported by _check
+AMOUNT_RE = re.compile(r"^[0-9]{1,8}(\.)?[0-9]{0,2}$")
+LOOPBACK_HOSTS = {"127.0.0.1", "::1", "localhost"}
+
+
+def check_external_url(question: str) -> None:
+    """MTurk frames only https ExternalURLs; plain http is allowed for a loopback host (local testing).
+    Malformed XML is left to the engine, which answers it with XMLParseError."""
+    try:
+        root = ET.fromstring(question)
+    except ET.ParseError:
+        return
+    if root.tag.rsplit("}", 1)[-1] != "ExternalQuestion":
+        return
+    url = next(((c.text or "").strip() for c in root if c.tag.rsplit("}", 1)[-1] == "ExternalURL"), "")
+    parts = urllib.parse.urlsplit(url)
+    ok = parts.scheme == "https" and bool(parts.hostname)
+    ok = ok or (parts.scheme == "http" and (parts.hostname or "") in LOOPBACK_HOSTS)
+    if not ok:
+        raise request_error("XMLParseError", "There was an error parsing the XML question or answer data in your request. "
+                            f"The ExternalURL must be an https URL (http only for a loopback host): {url[:200]!r}")
 
 
 def _check(shape, value: Any, path: str, problems: list[str]) -> Any:

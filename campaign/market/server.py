@@ -1,19 +1,27 @@
-"""The marketplace's HTTP server: the requester API (JSON 1.1, as boto3 speaks it), the worker site and a
-loopback-only admin endpoint for fault injection; `main(argv)` for `campaign market serve` and
-`start_market(...)` for running it inside another process (tests, the daemon, benchmarks).
+"""The marketplace's HTTP servers.
 
-No credential is stored or logged: only the access key id from the SigV4 `Credential=` field is read,
-to pick the requester account; the signature is not checked.
+Two origins, two listening sockets: the *worker site* (the requester API at `POST /`, the worker pages
+and their JSON API, a loopback-only admin endpoint) and the *content origin*, which serves nothing but
+requesters' HIT HTML, the MTurk script shims and the answer form's `/mturk/externalSubmit`. Requester
+HTML therefore never runs with the worker site's origin, even if a frame's sandbox were lifted.
+
+Every requester request must carry a valid SigV4 signature of a key on file (`accounts.py`); there is
+no unauthenticated mode. Nothing here logs a request line, header or body: they carry credentials,
+worker ids and answers.
+
+`main(argv)` is `campaign market serve`; `start_market(...)` runs both servers in this process (tests,
+the daemon, benchmarks) and returns a `RunningMarket` with the credentials of its own account.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
-import re
 import signal
+import socket
 import sys
 import threading
+import time
 import urllib.parse
 from decimal import Decimal
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -21,15 +29,24 @@ from pathlib import Path
 from typing import Any
 
 from campaign.clock import Clock, ScaledClock, WallClock
+from campaign.market import auth
 from campaign.market import protocol as P
+from campaign.market.accounts import DEFAULT_ACCOUNT, AccountError, Accounts, Credentials, write_credentials_file
 from campaign.market.db import Database
 from campaign.market.engine import Engine
 from campaign.market.faults import FaultConfig, Faults
-from campaign.market.worker_site import WorkerSite
+from campaign.market.operator import Operator, WorkerProfile, offline, register_in_process, unregister_in_process
+from campaign.market.worker_site import ContentSite, Reply, SiteConfig, WorkerSite
 
-CREDENTIAL_RE = re.compile(r"Credential=([A-Za-z0-9]+)/")
-DEFAULT_REQUESTER = "ANONYMOUS"
 LOOPBACK = {"127.0.0.1", "::1", "localhost"}
+MAX_BODY = 4 * 1024 * 1024  # a Question is at most 64 KiB; an answer form far less than this
+READ_TIMEOUT = 20.0  # seconds a client may take to send its headers and body
+
+
+class BadRequest(Exception):
+    def __init__(self, status: int, code: str, message: str) -> None:
+        super().__init__(message)
+        self.status, self.code, self.message = status, code, message
 
 
 class MarketHTTPServer(ThreadingHTTPServer):
@@ -37,123 +54,259 @@ class MarketHTTPServer(ThreadingHTTPServer):
     allow_reuse_address = True
     request_queue_size = 128
 
-    def __init__(self, addr: tuple[str, int], engine: Engine, faults: Faults) -> None:
-        super().__init__(addr, Handler)
+    def __init__(self, addr: tuple[str, int], handler: type[BaseHTTPRequestHandler], market: Core) -> None:
+        super().__init__(addr, handler)
+        self.market = market
+
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        """A client that goes away mid-request is normal on the internet; no traceback for it."""
+        exc = sys.exc_info()[1]
+        if isinstance(exc, (ConnectionError, TimeoutError, socket.timeout, OSError)):
+            return
+        print(f"marketplace: request failed: {type(exc).__name__}", file=sys.stderr)
+
+
+class Core:
+    """What both servers share."""
+
+    def __init__(self, engine: Engine, faults: Faults, accounts: Accounts, site: WorkerSite, content: ContentSite) -> None:
         self.engine = engine
         self.faults = faults
-        self.site = WorkerSite(engine)
+        self.accounts = accounts
+        self.site = site
+        self.content = content
 
 
-class Handler(BaseHTTPRequestHandler):
+class _Base(BaseHTTPRequestHandler):
     server: MarketHTTPServer
     protocol_version = "HTTP/1.1"  # keep-alive: boto3 and the worker client reuse connections
     disable_nagle_algorithm = True  # headers and body go out in separate writes; Nagle would add ~40 ms
+    timeout = READ_TIMEOUT
 
     def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 - stdlib signature
-        return  # request lines may carry ids of workers; nothing is logged
+        return  # request lines carry ids of workers and assignments; nothing is logged
+
+    def handle_one_request(self) -> None:
+        try:
+            super().handle_one_request()
+        except (ConnectionError, TimeoutError):
+            self.close_connection = True
 
     # -- plumbing -------------------------------------------------------------------------------------
     def _body(self) -> bytes:
-        n = int(self.headers.get("Content-Length") or 0)
-        return self.rfile.read(n) if n > 0 else b""
+        """The whole body or a BadRequest: never a prefix of it (a short body is not the request)."""
+        if self.headers.get("Transfer-Encoding"):
+            raise BadRequest(411, "LengthRequired", "Transfer-Encoding is not supported; send Content-Length.")
+        raw = self.headers.get("Content-Length")
+        if raw is None:
+            return b""
+        raw = raw.strip()
+        if not raw.isdigit():
+            raise BadRequest(400, "InvalidContentLength", "Content-Length is not a number.")
+        n = int(raw)
+        if n > MAX_BODY:
+            raise BadRequest(413, "RequestEntityTooLarge", f"The body is larger than {MAX_BODY} bytes.")
+        if n == 0:
+            return b""
+        try:
+            data = self.rfile.read(n)
+        except TimeoutError:
+            data = b""
+        if len(data) < n:
+            raise BadRequest(400, "IncompleteBody", "The body is shorter than its Content-Length.")
+        return data
+
+    def _no_body(self) -> bytes:
+        """A GET carries no body; if one is announced, the connection is not reused (it would be misread)."""
+        if self.headers.get("Transfer-Encoding") or (self.headers.get("Content-Length") or "0").strip() != "0":
+            self.close_connection = True
+        return b""
 
     def _send(self, status: int, content_type: str, body: bytes, headers: dict[str, str] | None = None) -> None:
-        self.send_response(status)
-        self.send_header("Content-Type", content_type)
-        self.send_header("Content-Length", str(len(body)))
-        for k, v in (headers or {}).items():
-            self.send_header(k, v)
-        self.end_headers()
-        if self.command != "HEAD":
-            self.wfile.write(body)
+        try:
+            self.send_response(status)
+            self.send_header("Content-Type", content_type)
+            self.send_header("Content-Length", str(len(body)))
+            self.send_header("X-Content-Type-Options", "nosniff")
+            for k, v in (headers or {}).items():
+                self.send_header(k, v)
+            if self.close_connection:
+                self.send_header("Connection", "close")
+            self.end_headers()
+            if self.command != "HEAD":
+                self.wfile.write(body)
+        except (ConnectionError, TimeoutError):
+            self.close_connection = True
 
-    def _base_url(self) -> str:
-        host = self.headers.get("Host") or "{}:{}".format(*self.server.server_address[:2])
-        return f"http://{host}"
+    def _reply(self, reply: Reply) -> None:
+        self._send(reply.status, reply.content_type, reply.body, reply.headers)
 
-    # -- verbs ----------------------------------------------------------------------------------------
+    def _bad(self, exc: BadRequest, api: bool) -> None:
+        self.close_connection = True
+        if api:
+            body = {"__type": "com.amazon.coral.service#SerializationException", "Message": exc.message}
+            self._send(exc.status, P.CONTENT_TYPE, json.dumps(body).encode(), {"x-amzn-RequestId": P.new_request_id()})
+        else:
+            self._send(exc.status, "application/json", json.dumps({"error": exc.code, "message": exc.message}).encode())
+
+    def do_HEAD(self) -> None:
+        self.do_GET()
+
     def do_GET(self) -> None:
-        self._dispatch("GET", b"")
+        self._dispatch("GET")
 
     def do_POST(self) -> None:
-        self._dispatch("POST", self._body())
+        self._dispatch("POST")
 
-    def _dispatch(self, method: str, body: bytes) -> None:
+    def _dispatch(self, method: str) -> None:
+        raise NotImplementedError
+
+    def _cookies(self) -> str:
+        return self.headers.get("Cookie") or ""
+
+
+class Handler(_Base):
+    """The worker site's origin: requester API, worker pages, admin."""
+
+    def _dispatch(self, method: str) -> None:
         url = urllib.parse.urlsplit(self.path)
-        query = dict(urllib.parse.parse_qsl(url.query, keep_blank_values=True))
+        is_api = method == "POST" and url.path == "/"
         try:
-            if method == "POST" and url.path == "/":
-                return self._requester_api(body)
+            body = self._body() if method == "POST" else self._no_body()
+        except BadRequest as exc:
+            return self._bad(exc, is_api)
+        market = self.server.market
+        try:
+            if is_api:
+                return self._requester_api(url, body)
             if url.path == "/admin/faults":
                 return self._admin(method, body)
             if url.path == "/health":
                 return self._send(200, "application/json", b'{"ok": true}')
-            reply = self.server.site.route(method, url.path, query, body, self._base_url())
+            query = dict(urllib.parse.parse_qsl(url.query, keep_blank_values=True))
+            reply = market.site.route(method, url.path, query, body, dict(self.headers.items()))
         except Exception as exc:  # noqa: BLE001 - one bad request must never take the server down
             return self._send(500, "application/json", json.dumps({"error": "InternalError", "message": type(exc).__name__}).encode())
         if reply is None:
             return self._send(404, "text/plain; charset=utf-8", b"not found")
-        self._send(reply.status, reply.content_type, reply.body, reply.headers)
+        self._reply(reply)
 
-    def _requester_api(self, body: bytes) -> None:
+    def _requester_api(self, url: urllib.parse.SplitResult, body: bytes) -> None:
         rid = P.new_request_id()
+        market = self.server.market
         try:
-            verdict = self.server.faults.decide()
+            requester = auth.verify("POST", url.path, url.query, self.headers, body, market.accounts.lookup_key, time.time())
+            verdict = market.faults.decide()
             if verdict == "throttle":
                 raise P.throttling()
             if verdict == "fault":
                 raise P.service_fault()
             op = P.operation_for(self.headers.get("X-Amz-Target"))
             params = P.validate(op, P.parse_body(body))
-            m = CREDENTIAL_RE.search(self.headers.get("Authorization") or "")
-            requester = m.group(1) if m else DEFAULT_REQUESTER
-            result = self.server.engine.handle(requester, op, params)
+            result = market.engine.handle(requester, op, params)
             status, payload = 200, result
         except P.ApiError as exc:
             status, payload = exc.status, exc.body
         except Exception:  # noqa: BLE001 - unexpected: MTurk's answer for its own bugs is a ServiceFault
             err = P.service_fault()
             status, payload = err.status, err.body
-        self._send(status, P.CONTENT_TYPE, json.dumps(payload).encode("utf-8"), {"x-amzn-RequestId": rid})
+        headers = {"x-amzn-RequestId": rid}
+        if status == 403:
+            headers["x-amzn-ErrorType"] = str(payload.get("__type", ""))
+        self._send(status, P.CONTENT_TYPE, json.dumps(payload).encode("utf-8"), headers)
 
     def _admin(self, method: str, body: bytes) -> None:
         if self.client_address[0] not in LOOPBACK:
             return self._send(403, "application/json", b'{"error": "Forbidden"}')
-        faults = self.server.faults
+        market = self.server.market
         if method == "POST":
             try:
-                cfg = FaultConfig.from_dict(json.loads(body.decode("utf-8") or "{}"))
-            except (ValueError, TypeError) as exc:
+                cfg = FaultConfig.from_dict(P.parse_json_object(body))
+            except (ValueError, TypeError, P.ApiError) as exc:
                 return self._send(400, "application/json", json.dumps({"error": "BadFaults", "message": str(exc)}).encode())
-            faults.set(cfg)
-            self.server.engine.visibility_lag = cfg.visibility_lag
-        self._send(200, "application/json", json.dumps(faults.config.to_dict()).encode())
+            market.faults.set(cfg)
+            market.engine.visibility_lag = cfg.visibility_lag
+        self._send(200, "application/json", json.dumps(market.faults.config.to_dict()).encode())
+
+
+class ContentHandler(_Base):
+    """The content origin: requester HTML, shims, the answer form's target. No cookie is read here."""
+
+    def _dispatch(self, method: str) -> None:
+        url = urllib.parse.urlsplit(self.path)
+        try:
+            body = self._body() if method == "POST" else self._no_body()
+        except BadRequest as exc:
+            return self._bad(exc, False)
+        try:
+            query = dict(urllib.parse.parse_qsl(url.query, keep_blank_values=True))
+            reply = self.server.market.content.route(method, url.path, query, body)
+        except Exception as exc:  # noqa: BLE001
+            return self._send(500, "application/json", json.dumps({"error": "InternalError", "message": type(exc).__name__}).encode())
+        if reply is None:
+            return self._send(404, "text/plain; charset=utf-8", b"not found")
+        self._reply(reply)
+
+
+def _serve(httpd: MarketHTTPServer, name: str) -> threading.Thread:
+    thread = threading.Thread(target=httpd.serve_forever, kwargs={"poll_interval": 0.2}, name=name, daemon=True)
+    thread.start()
+    return thread
+
+
+def _url(host: str, port: int, scheme: str = "http") -> str:
+    shown = f"[{host}]" if ":" in host else host
+    return f"{scheme}://{shown}:{port}"
 
 
 class RunningMarket:
-    """A marketplace serving on a daemon thread; `stop()` closes the socket and the database."""
+    """Both servers on daemon threads; `stop()` closes the sockets and the databases.
 
-    def __init__(self, httpd: MarketHTTPServer, db: Database, thread: threading.Thread) -> None:
+    `credentials` are the key pair of this marketplace's own requester account (created on first start
+    in the state directory, reused afterwards); `operator` adds accounts and workers."""
+
+    def __init__(self, core: Core, httpd: MarketHTTPServer, content: MarketHTTPServer, db: Database,
+                 credentials: Credentials, endpoint_url: str, content_url: str) -> None:
+        self.core = core
         self.httpd = httpd
+        self.content_httpd = content
         self.db = db
-        self.thread = thread
-        host, port = httpd.server_address[:2]
-        self.endpoint_url = f"http://{host}:{port}"
-        self.port = port
+        self.credentials = credentials
+        self.endpoint_url = endpoint_url
+        self.content_url = content_url
+        self.port = httpd.server_address[1]
+        self.operator = Operator(core.engine, core.accounts, endpoint_url)
+        self._threads = [_serve(httpd, "market-server"), _serve(content, "market-content")]
+        register_in_process(endpoint_url, self.operator)
 
     @property
     def engine(self) -> Engine:
-        return self.httpd.engine
+        return self.core.engine
+
+    @property
+    def accounts(self) -> Accounts:
+        return self.core.accounts
+
+    def add_account(self, name: str) -> Credentials:
+        return self.operator.add_account(name)
+
+    def add_worker(self, worker_id: str, **profile: Any) -> str:
+        """Adds a worker (country, subdivision, approval, approved, masters) and returns a sign-in code."""
+        return self.operator.add_worker(worker_id, WorkerProfile(**profile))
 
     def set_faults(self, config: FaultConfig | None = None, **settings: Any) -> None:
         cfg = config or FaultConfig.from_dict(settings)
-        self.httpd.faults.set(cfg)
-        self.httpd.engine.visibility_lag = cfg.visibility_lag
+        self.core.faults.set(cfg)
+        self.core.engine.visibility_lag = cfg.visibility_lag
 
     def stop(self) -> None:
-        self.httpd.shutdown()
-        self.httpd.server_close()
-        self.thread.join(timeout=5)
+        unregister_in_process(self.endpoint_url)
+        for httpd in (self.httpd, self.content_httpd):
+            httpd.shutdown()
+            httpd.server_close()
+        for t in self._threads:
+            t.join(timeout=5)
+        self.core.accounts.close()
         self.db.close()
 
     def __enter__(self) -> RunningMarket:
@@ -165,21 +318,54 @@ class RunningMarket:
 
 def start_market(state_dir: Path, clock: Clock | None = None, mode: str = "sandbox",
                  balance: Decimal = Decimal("10000.00"), host: str = "127.0.0.1", port: int = 0,
-                 faults: FaultConfig | None = None) -> RunningMarket:
-    db = Database(Path(state_dir))
+                 faults: FaultConfig | None = None, content_port: int = 0, public_url: str | None = None,
+                 content_url: str | None = None, account: str = DEFAULT_ACCOUNT) -> RunningMarket:
+    """`public_url` / `content_url` are the addresses browsers use (e.g. https behind a proxy); by default
+    the bound addresses. The content origin must differ from the worker site's origin."""
+    state_dir = Path(state_dir)
+    db = Database(state_dir)
+    accounts = Accounts(state_dir)
+    credentials = accounts.ensure_account(account)
     engine = Engine(db, clock or WallClock(), mode=mode, balance=Decimal(balance))
     cfg = faults or FaultConfig()
     engine.visibility_lag = cfg.visibility_lag
-    httpd = MarketHTTPServer((host, port), engine, Faults(cfg))
-    thread = threading.Thread(target=httpd.serve_forever, kwargs={"poll_interval": 0.2}, name="market-server", daemon=True)
-    thread.start()
-    return RunningMarket(httpd, db, thread)
+    site_cfg = SiteConfig()
+    site = WorkerSite(engine, accounts, site_cfg)
+    content = ContentSite(engine, site_cfg)
+    core = Core(engine, Faults(cfg), accounts, site, content)
+    try:
+        httpd = MarketHTTPServer((host, port), Handler, core)
+        content_httpd = MarketHTTPServer((host, content_port), ContentHandler, core)
+    except OSError:
+        accounts.close()
+        db.close()
+        raise
+    endpoint = _url(host, httpd.server_address[1])
+    site_cfg.worker_origin = _origin(public_url or endpoint)
+    if content_url is None:  # same host name as browsers use for the worker site, the content server's port
+        public = urllib.parse.urlsplit(site_cfg.worker_origin)
+        content_url = _url(public.hostname or host, content_httpd.server_address[1], public.scheme)
+    site_cfg.content_origin = _origin(content_url)
+    if site_cfg.worker_origin == site_cfg.content_origin:
+        raise ValueError("the content origin must differ from the worker site's origin")
+    return RunningMarket(core, httpd, content_httpd, db, credentials, endpoint, site_cfg.content_origin)
 
 
+def _origin(url: str) -> str:
+    parts = urllib.parse.urlsplit(url)
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        raise ValueError(f"not an http(s) URL: {url!r}")
+    return f"{parts.scheme}://{parts.netloc}"
+
+
+# -- command line -------------------------------------------------------------------------------------------
 def _parser() -> argparse.ArgumentParser:
     ap = argparse.ArgumentParser(prog="campaign market serve", description="Run the built-in MTurk-compatible marketplace.")
     ap.add_argument("--host", default="127.0.0.1")
     ap.add_argument("--port", type=int, default=8765)
+    ap.add_argument("--content-port", type=int, default=0, help="port of the HIT content origin (0 = any free port)")
+    ap.add_argument("--public-url", default=None, help="the worker site's address as browsers reach it")
+    ap.add_argument("--content-url", default=None, help="the HIT content origin's address as browsers reach it")
     ap.add_argument("--state", type=Path, default=Path("state/market"))
     ap.add_argument("--mode", choices=("sandbox", "prod"), default="sandbox")
     ap.add_argument("--balance", type=Decimal, default=Decimal("10000.00"))
@@ -194,21 +380,96 @@ def _parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
+    """`campaign market serve ...`; `account` and `worker` subcommands go to `admin_main`."""
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if argv and argv[0] in ("account", "worker"):
+        return admin_main(argv)
+    if argv and argv[0] == "serve":
+        argv = argv[1:]
     args = _parser().parse_args(argv)
-    if args.host not in LOOPBACK:
-        print(f"warning: serving on {args.host}; the requester API has no authentication", file=sys.stderr)
+    if args.host not in LOOPBACK and not (args.public_url and args.content_url):
+        print("campaign market serve: on a non-loopback address give --public-url and --content-url (the worker site's "
+              "and the HIT content origin's addresses as browsers reach them, ideally https)", file=sys.stderr)
+        return 2
     clock: Clock = WallClock() if args.speed == 1.0 else ScaledClock(args.speed)
     faults = FaultConfig(throttle_rate=args.throttle_rate, throttle_burst=args.throttle_burst, fault_rate=args.fault_rate,
                          latency_ms=args.latency_ms, visibility_lag=args.visibility_lag, seed=args.seed)
+    creds_file = Path(args.state) / "credentials"
     market = start_market(args.state, clock=clock, mode=args.mode, balance=args.balance, host=args.host,
-                          port=args.port, faults=faults)
+                          port=args.port, faults=faults, content_port=args.content_port, public_url=args.public_url,
+                          content_url=args.content_url)
+    if not creds_file.exists():
+        write_credentials_file(creds_file, "default", market.credentials)
+        print(f"requester account 'default': credentials written to {creds_file} (profile default)", file=sys.stderr)
     done = threading.Event()
     for sig in (signal.SIGINT, signal.SIGTERM):
         signal.signal(sig, lambda *_: done.set())
     print(market.endpoint_url, flush=True)
+    print(f"HIT content origin: {market.content_url}", file=sys.stderr, flush=True)
     try:
         while not done.wait(0.5):
             pass
     finally:
         market.stop()
     return 0
+
+
+def _admin_parser() -> argparse.ArgumentParser:
+    ap = argparse.ArgumentParser(prog="campaign market", description="Operator commands of the built-in marketplace.")
+    sub = ap.add_subparsers(dest="what", required=True)
+    acc = sub.add_parser("account", help="requester accounts").add_subparsers(dest="action", required=True)
+    add = acc.add_parser("add", help="create a requester account; its keys go to STATE/credentials as profile NAME")
+    add.add_argument("name")
+    add.add_argument("--state", type=Path, default=Path("state/market"))
+    wrk = sub.add_parser("worker", help="workers").add_subparsers(dest="action", required=True)
+    wadd = wrk.add_parser("add", help="add or update a worker and print a sign-in link and code")
+    wadd.add_argument("worker_id")
+    wadd.add_argument("--state", type=Path, default=Path("state/market"))
+    wadd.add_argument("--url", default="http://127.0.0.1:8765", help="the worker site's address, for the link")
+    wadd.add_argument("--country", default="US")
+    wadd.add_argument("--subdivision", default=None)
+    wadd.add_argument("--approval", type=int, default=100, help="prior percent of assignments approved")
+    wadd.add_argument("--approved", type=int, default=0, help="prior number of HITs approved")
+    wadd.add_argument("--masters", action="store_true")
+    wadd.add_argument("--json", action="store_true")
+    return ap
+
+
+def account_main(argv: list[str]) -> int:
+    """`campaign market account ...`"""
+    return admin_main(["account", *argv])
+
+
+def worker_main(argv: list[str]) -> int:
+    """`campaign market worker ...`"""
+    return admin_main(["worker", *argv])
+
+
+def admin_main(argv: list[str]) -> int:
+    args = _admin_parser().parse_args(argv)
+    op, close = offline(args.state)
+    try:
+        if args.what == "account":
+            try:
+                creds = op.add_account(args.name)
+            except AccountError as exc:
+                print(f"campaign market account add: {exc}", file=sys.stderr)
+                return 2
+            path = Path(args.state) / "credentials"
+            write_credentials_file(path, args.name, creds)
+            print(f"account {args.name!r}: access key {creds.access_key_id}; secret written to {path} (profile {args.name})")
+            return 0
+        try:
+            code = op.add_worker(args.worker_id, WorkerProfile(country=args.country, subdivision=args.subdivision,
+                                                               approval=args.approval, approved=args.approved, masters=args.masters))
+        except Exception as exc:  # noqa: BLE001 - the engine's refusal (bad worker id) is the message
+            print(f"campaign market worker add: {getattr(exc, 'message', exc)}", file=sys.stderr)
+            return 2
+        link = op.signin_link(code, args.url)
+        if args.json:
+            print(json.dumps({"WorkerId": args.worker_id, "code": code, "link": link}))
+        else:
+            print(f"worker {args.worker_id}: sign-in link {link}\nsign-in code {code}")
+        return 0
+    finally:
+        close()

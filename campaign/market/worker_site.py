@@ -1,20 +1,39 @@
-"""The worker side of the marketplace: the JSON API the simulated crowd uses and plain HTML pages for a
-person in a browser. Both go through the same engine calls, so a human and the simulation see one market.
+"""The worker side of the marketplace: pages for a person in a browser and the JSON API the simulated
+crowd uses (both through the same engine calls, so a human and the simulation see one market), plus the
+separate *content origin* that serves requesters' HIT HTML.
 
-HIT HTML is served as MTurk's worker frame would serve it, with MTurk's hosted URLs (submit endpoint,
-externalHIT_v1.js, crowd-html-elements.js) rewritten to root-relative paths on this server: the page then
-works offline, and its bytes do not depend on the port, so content hashes are stable across runs.
+Who is who: a worker signs in with a code the operator issued (`campaign market worker add`); the
+session lives in an HttpOnly SameSite cookie and every state-changing request carries the session's
+CSRF token (a hidden form field, or the X-CSRF-Token header for the JSON API). Nothing a worker sends
+names the worker: the session does.
+
+Requester HTML is untrusted. It is served only from the content origin, with a `sandbox` CSP, and framed
+by the worker pages with `sandbox="allow-scripts allow-forms"` (no `allow-same-origin`): its scripts run
+in an opaque origin that can neither read the worker pages nor call the worker API with the worker's
+cookie. On the worker origin a HIT's HTML is only ever sent as text/plain (for API clients).
+
+HIT HTML is served with MTurk's hosted URLs (submit endpoint, externalHIT_v1.js, crowd-html-elements.js)
+rewritten to root-relative paths, so its bytes do not depend on ports and content hashes are stable.
 """
 
 from __future__ import annotations
 
+import hashlib
+import hmac
 import html
+import http.cookies
 import json
+import secrets
 import urllib.parse
-from dataclasses import dataclass
+from collections.abc import Callable
+from dataclasses import dataclass, field
 from typing import Any
 
-from campaign.market.engine import Engine, WorkerError, question_parts
+from campaign.market.accounts import Accounts, Session
+from campaign.market.engine import Engine, WorkerError, dollars, question_parts
+from campaign.market.protocol import LOOPBACK_HOSTS, ApiError, parse_json_object
+from campaign.market.worker_pages import WORKER_CSS, WORKER_JS, duration, inert, render
+from campaign.money import fmt
 
 REWRITES = (
     ("https://www.mturk.com/mturk/externalSubmit", "/mturk/externalSubmit"),
@@ -23,6 +42,7 @@ REWRITES = (
     ("https://assets.crowd.aws/crowd-html-elements.js", "/shims/crowd-html-elements.js"),
 )
 PREVIEW = "ASSIGNMENT_ID_NOT_AVAILABLE"
+COOKIE = "mkt_session"
 
 EXTERNAL_HIT_SHIM = """// Local stand-in for MTurk's externalHIT_v1.js: same entry point, same behaviour.
 function turkGetParam(name, dflt) {
@@ -68,6 +88,38 @@ CROWD_ELEMENTS_SHIM = """// Minimal local stand-in for crowd-html-elements.js: <
 })();
 """
 
+SUBMITTED_SHIM = """// Tells the worker page (the frame's parent) that this assignment was submitted.
+(function () {
+  var aid = document.currentScript.getAttribute("data-assignment");
+  if (window.parent !== window) { window.parent.postMessage({type: "campaign:submitted", assignmentId: aid}, "*"); }
+})();
+"""
+
+SUBMITTED_PAGE = ('<!DOCTYPE html><html><head><meta charset="utf-8"><title>Submitted</title></head><body>'
+                  '<h1>HIT submitted</h1><p>Your answer was recorded. Thank you.</p>'
+                  '<script src="/shims/submitted.js" data-assignment="{aid}"></script></body></html>')
+
+
+@dataclass
+class SiteConfig:
+    """Origins as browsers see them, and the key that signs frame URLs for the content origin."""
+
+    worker_origin: str = "http://127.0.0.1"
+    content_origin: str = "http://127.0.0.1:1"
+    frame_key: bytes = field(default_factory=lambda: secrets.token_bytes(32))
+
+    @property
+    def secure(self) -> bool:
+        return self.worker_origin.startswith("https://")
+
+    def frame_sig(self, hit_id: str, assignment_id: str) -> str:
+        return hmac.new(self.frame_key, f"{hit_id}|{assignment_id}".encode(), hashlib.sha256).hexdigest()[:32]
+
+    def frame_src(self, hit_id: str, assignment_id: str, worker_id: str) -> str:
+        q = urllib.parse.urlencode({"assignmentId": assignment_id, "hitId": hit_id, "turkSubmitTo": self.content_origin,
+                                    "workerId": worker_id, "sig": self.frame_sig(hit_id, assignment_id)})
+        return f"{self.content_origin}/hit?{q}"
+
 
 @dataclass
 class Reply:
@@ -77,21 +129,23 @@ class Reply:
     headers: dict[str, str] | None = None
 
 
-def _json(status: int, obj: Any) -> Reply:
-    return Reply(status, "application/json", json.dumps(obj).encode("utf-8"))
-
-
-def _html(status: int, text: str) -> Reply:
-    return Reply(status, "text/html; charset=utf-8", text.encode("utf-8"))
+def _json(status: int, obj: Any, headers: dict[str, str] | None = None) -> Reply:
+    return Reply(status, "application/json", json.dumps(obj).encode("utf-8"), {"Cache-Control": "no-store", **(headers or {})})
 
 
 def _err(exc: WorkerError) -> Reply:
-    return _json(exc.status, {"error": exc.code, "message": exc.message})
+    return Reply(exc.status, "application/json", json.dumps({"error": exc.code, "message": exc.message}).encode(),
+                 {"X-Error-Code": exc.code})
 
 
-def _page(title: str, body: str) -> str:
-    return (f"<!DOCTYPE html><html><head><meta charset=\"utf-8\"><title>{html.escape(title)}</title></head>"
-            f"<body>{body}</body></html>")
+def _inert_source(text: str) -> Reply:
+    """Requester HTML as data: text/plain, no sniffing, and a sandbox in case a browser renders it anyway."""
+    return Reply(200, "text/plain; charset=utf-8", text.encode("utf-8"),
+                 {"Content-Security-Policy": "sandbox; default-src 'none'", "Cache-Control": "no-store"})
+
+
+def _redirect(location: str, headers: dict[str, str] | None = None) -> Reply:
+    return Reply(303, "text/plain; charset=utf-8", b"", {"Location": location, **(headers or {})})
 
 
 def rewrite(content: str) -> str:
@@ -100,121 +154,319 @@ def rewrite(content: str) -> str:
     return content
 
 
+def external_url_allowed(url: str) -> bool:
+    parts = urllib.parse.urlsplit(url)
+    return (parts.scheme == "https" and bool(parts.hostname)) or (parts.scheme == "http" and (parts.hostname or "") in LOOPBACK_HOSTS)
+
+
 def frame_html(question: str, hit_id: str, assignment_id: str, worker_id: str, submit_to: str) -> str:
-    """What the worker's iframe shows: HTMLContent, or a page framing the ExternalURL with MTurk's parameters."""
+    """What the worker's frame shows: HTMLContent, or a page framing the ExternalURL with MTurk's parameters."""
     parts = question_parts(question)
     if parts["kind"] == "HTMLQuestion":
         return rewrite(parts.get("HTMLContent", ""))
     if parts["kind"] == "ExternalQuestion":
-        url = parts.get("ExternalURL", "").strip()
-        extra = urllib.parse.urlencode({"assignmentId": assignment_id, "hitId": hit_id, "turkSubmitTo": submit_to,
-                                        "workerId": worker_id})
-        src = url + ("&" if "?" in url else "?") + extra
+        url = external_src(parts, hit_id, assignment_id, worker_id, submit_to)
         height = parts.get("FrameHeight", "400").strip() or "400"
-        return _page("HIT", f'<iframe src="{html.escape(src)}" width="100%" height="{html.escape(height)}" frameborder="0"></iframe>')
-    return _page("HIT", "<p>This question format (QuestionForm) cannot be shown by this marketplace.</p>")
+        return render_frame(url, height)
+    return ("<!DOCTYPE html><html><head><meta charset=\"utf-8\"><title>HIT</title></head><body>"
+            "<p>This question format (QuestionForm) cannot be shown by this marketplace.</p></body></html>")
 
 
-class WorkerSite:
-    def __init__(self, engine: Engine) -> None:
-        self.engine = engine
+def external_src(parts: dict[str, str], hit_id: str, assignment_id: str, worker_id: str, submit_to: str) -> str:
+    url = parts.get("ExternalURL", "").strip()
+    if not external_url_allowed(url):
+        return "about:blank"
+    extra = urllib.parse.urlencode({"assignmentId": assignment_id, "hitId": hit_id, "turkSubmitTo": submit_to, "workerId": worker_id})
+    return url + ("&" if "?" in url else "?") + extra
 
-    def route(self, method: str, path: str, query: dict[str, str], body: bytes, base_url: str) -> Reply | None:
-        try:
-            return self._route(method, path, query, body, base_url)
-        except WorkerError as exc:
-            if path.startswith("/worker/api/"):
-                return _err(exc)
-            reply = _html(exc.status, _page("Error", f"<h1>{html.escape(exc.code)}</h1><p>{html.escape(exc.message)}</p>"))
-            reply.headers = {"X-Error-Code": exc.code}
-            return reply
 
-    def _route(self, method: str, path: str, q: dict[str, str], body: bytes, base: str) -> Reply | None:
-        e = self.engine
-        if path == "/shims/externalHIT_v1.js":
-            return Reply(200, "application/javascript", EXTERNAL_HIT_SHIM.encode())
-        if path == "/shims/crowd-html-elements.js":
-            return Reply(200, "application/javascript", CROWD_ELEMENTS_SHIM.encode())
-        if method == "POST" and path == "/worker/api/register":
-            return _json(200, e.worker("register", _body_json(body)))
-        if method == "GET" and path == "/worker/api/hits":
-            limit = max(1, min(int(q.get("max", "100") or 100), 1000))
-            return _json(200, {"HITs": e.worker("available", q.get("workerId", ""), limit)})
-        if method == "POST" and path == "/worker/api/accept":
-            d = _body_json(body)
-            return _json(200, e.worker("accept", str(d.get("WorkerId", "")), str(d.get("HITId", ""))))
-        if method == "POST" and path == "/worker/api/request-qualification":
-            d = _body_json(body)
-            return _json(200, e.worker("request_qualification", str(d.get("WorkerId", "")), str(d.get("QualificationTypeId", ""))))
-        if method == "POST" and path == "/worker/api/return":
-            return _json(200, e.worker("return", str(_body_json(body).get("AssignmentId", ""))))
-        if method == "GET" and path == "/worker/api/task":
-            a, h = e.worker("task", q.get("assignmentId", ""))
-            return _html(200, self._task(a, h, base))
-        if method == "GET" and path == "/worker/frame":
-            return self._frame(q, base)
-        if method == "POST" and path == "/mturk/externalSubmit":
-            return self._submit(body)
-        if method == "GET" and path in ("/worker", "/worker/"):
-            return self._list_page(q.get("workerId", ""))
-        if method == "GET" and path == "/worker/preview":
-            return self._preview_page(q.get("hitId", ""), q.get("workerId", ""))
-        if method == "POST" and path == "/worker/accept":
-            form = dict(urllib.parse.parse_qsl(body.decode("utf-8", "replace")))
-            acc = e.worker("accept", form.get("workerId", ""), form.get("hitId", ""))
-            loc = "/worker/work?" + urllib.parse.urlencode({"assignmentId": acc["AssignmentId"], "workerId": form.get("workerId", "")})
-            return Reply(303, "text/html", b"", {"Location": loc})
-        if method == "GET" and path == "/worker/work":
-            a, h = e.worker("task", q.get("assignmentId", ""))
-            src = "/worker/frame?" + urllib.parse.urlencode({"hitId": h["id"], "assignmentId": a["id"], "workerId": a["worker_id"], "turkSubmitTo": ""})
-            return _html(200, _page(h["title"], f"<h1>{html.escape(h['title'])}</h1>"
-                                    f'<iframe src="{html.escape(src)}" width="100%" height="800" sandbox="allow-scripts allow-forms allow-same-origin"></iframe>'))
-        return None
+def render_frame(src: str, height: str) -> str:
+    return ("<!DOCTYPE html><html><head><meta charset=\"utf-8\"><title>HIT</title></head><body>"
+            f'<iframe src="{html.escape(src)}" width="100%" height="{html.escape(height)}" frameborder="0"></iframe></body></html>')
 
-    def _task(self, a, h, base: str) -> str:
-        parts = question_parts(h["question"])
-        if parts["kind"] == "HTMLQuestion":
-            return rewrite(parts.get("HTMLContent", ""))
-        return frame_html(h["question"], h["id"], a["id"], a["worker_id"], base)
 
-    def _frame(self, q: dict[str, str], base: str) -> Reply:
-        hit_id = q.get("hitId", "")
-        aid = q.get("assignmentId", PREVIEW)
-        wid = q.get("workerId", "")
-        h = self.engine.worker("preview", hit_id, wid or None)
-        return _html(200, frame_html(h["question"], hit_id, aid, wid, q.get("turkSubmitTo", base)))
-
-    def _submit(self, body: bytes) -> Reply:
-        fields = urllib.parse.parse_qsl(body.decode("utf-8", "replace"), keep_blank_values=True)
-        aid = next((v for k, v in fields if k == "assignmentId"), "")
-        if not aid:
-            raise WorkerError("MissingAssignmentId", "The form did not include an assignmentId field.", 400)
-        self.engine.worker("submit", aid, fields)
-        return _html(200, _page("Submitted", "<h1>HIT submitted</h1><p>Your answer was recorded. Thank you.</p>"))
-
-    def _list_page(self, wid: str) -> Reply:
-        hits = self.engine.worker("available", wid, 100)
-        rows = "".join(
-            f"<tr><td>{html.escape(h['Title'])}</td><td>{html.escape(h['Description'])}</td><td>${html.escape(h['Reward'])}</td>"
-            f"<td>{h['NumberOfAssignmentsAvailable']}</td><td><a href=\"/worker/preview?"
-            f"{html.escape(urllib.parse.urlencode({'hitId': h['HITId'], 'workerId': wid}))}\">preview</a></td></tr>" for h in hits)
-        return _html(200, _page("HITs", f"<h1>HITs for {html.escape(wid)}</h1><table><tr><th>Title</th><th>Description</th>"
-                                        f"<th>Reward</th><th>Available</th><th></th></tr>{rows}</table>"))
-
-    def _preview_page(self, hit_id: str, wid: str) -> Reply:
-        h = self.engine.worker("preview", hit_id, wid or None)
-        src = "/worker/frame?" + urllib.parse.urlencode({"hitId": hit_id, "assignmentId": PREVIEW, "workerId": wid})
-        form = (f'<form method="post" action="/worker/accept"><input type="hidden" name="hitId" value="{html.escape(hit_id)}">'
-                f'<input type="hidden" name="workerId" value="{html.escape(wid)}"><button type="submit">Accept</button></form>')
-        return _html(200, _page(h["title"], f"<h1>{html.escape(h['title'])}</h1><p>{html.escape(h['description'])}</p>{form}"
-                                f'<iframe src="{html.escape(src)}" width="100%" height="800" sandbox="allow-scripts allow-forms"></iframe>'))
+def _form(body: bytes) -> dict[str, str]:
+    return dict(urllib.parse.parse_qsl(body.decode("utf-8", "replace"), keep_blank_values=True))
 
 
 def _body_json(body: bytes) -> dict[str, Any]:
     try:
-        d = json.loads(body.decode("utf-8") or "{}")
-    except (UnicodeDecodeError, json.JSONDecodeError):
-        raise WorkerError("MalformedRequest", "The body is not JSON.", 400) from None
-    if not isinstance(d, dict):
-        raise WorkerError("MalformedRequest", "The body must be a JSON object.", 400)
-    return d
+        return parse_json_object(body)
+    except ApiError:
+        raise WorkerError("MalformedRequest", "The body must be a JSON object.", 400) from None
+
+
+class WorkerSite:
+    """Routes of the worker origin. `signin_providers` is the hook for other ways in (a Prolific session
+    later): path -> function(query, body) returning the worker id it vouches for, or None."""
+
+    def __init__(self, engine: Engine, accounts: Accounts, config: SiteConfig) -> None:
+        self.engine = engine
+        self.accounts = accounts
+        self.config = config
+        self.signin_providers: dict[str, Callable[[dict[str, str], bytes], str | None]] = {}
+
+    # -- sessions -------------------------------------------------------------------------------------
+    def _session(self, headers: dict[str, str]) -> tuple[str, Session] | None:
+        raw = next((v for k, v in headers.items() if k.lower() == "cookie"), "")
+        try:
+            jar = http.cookies.SimpleCookie(raw)
+        except http.cookies.CookieError:
+            return None
+        token = jar[COOKIE].value if COOKIE in jar else ""
+        s = self.accounts.session(token)
+        return (token, s) if s else None
+
+    def start_session(self, worker_id: str) -> tuple[Session, dict[str, str]]:
+        """A new session for a worker someone vouched for; the headers set its cookie."""
+        token, s = self.accounts.open_session(worker_id)
+        attrs = f"{COOKIE}={token}; Path=/; HttpOnly; SameSite=Lax; Max-Age=43200" + ("; Secure" if self.config.secure else "")
+        return s, {"Set-Cookie": attrs}
+
+    def _end_cookie(self) -> dict[str, str]:
+        return {"Set-Cookie": f"{COOKIE}=; Path=/; HttpOnly; SameSite=Lax; Max-Age=0" + ("; Secure" if self.config.secure else "")}
+
+    def _same_origin(self, headers: dict[str, str]) -> bool:
+        """A browser's POST names its origin; one from another site (or a sandboxed frame: "null") is refused."""
+        origin = next((v for k, v in headers.items() if k.lower() == "origin"), None)
+        return origin is None or origin == self.config.worker_origin
+
+    @staticmethod
+    def _csrf_ok(s: Session, token: str | None) -> bool:
+        return bool(token) and hmac.compare_digest(s.csrf, str(token))
+
+    # -- headers --------------------------------------------------------------------------------------
+    def _csp(self) -> str:
+        frames = f"{self.config.content_origin} https: http://127.0.0.1:* http://localhost:*"
+        return ("default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self'; form-action 'self'; "
+                f"frame-src {frames}; connect-src 'self'; frame-ancestors 'none'; base-uri 'none'")
+
+    def _page(self, status: int, name: str, session: Session | None, headers: dict[str, str] | None = None, **ctx: Any) -> Reply:
+        body = render(name, session=session, **ctx).encode("utf-8")
+        return Reply(status, "text/html; charset=utf-8", body, {
+            "Content-Security-Policy": self._csp(), "X-Frame-Options": "DENY", "Referrer-Policy": "same-origin",
+            "Cache-Control": "no-store", **(headers or {})})
+
+    # -- routing --------------------------------------------------------------------------------------
+    def route(self, method: str, path: str, query: dict[str, str], body: bytes, headers: dict[str, str]) -> Reply | None:
+        found = self._session(headers)
+        session = found[1] if found else None
+        try:
+            if path.startswith("/worker/api/") or (path == "/mturk/externalSubmit"):
+                return self._api(method, path, query, body, headers, session)
+            return self._pages(method, path, query, body, headers, found)
+        except WorkerError as exc:
+            if path.startswith("/worker/api/") or path == "/mturk/externalSubmit":
+                return _err(exc)
+            return self._page(exc.status, "error.html", session, {"X-Error-Code": exc.code}, code=exc.code, message=exc.message)
+
+    def _need(self, session: Session | None) -> Session:
+        if session is None:
+            raise WorkerError("NotSignedIn", "Sign in first (with the link or code from the marketplace's operator).", 401)
+        return session
+
+    def _own(self, s: Session, aid: str) -> tuple[Any, Any]:
+        a, h = self.engine.worker("task", aid)
+        if a["worker_id"] != s.worker_id:
+            raise WorkerError("AssignmentNotFound", f"Assignment {aid} does not exist.", 404)
+        return a, h
+
+    def _api(self, method: str, path: str, q: dict[str, str], body: bytes, headers: dict[str, str],
+             session: Session | None) -> Reply | None:
+        e = self.engine
+        if method == "POST" and path == "/worker/api/signin":
+            wid = self.accounts.redeem(str(_body_json(body).get("Code", "")))
+            if wid is None:
+                raise WorkerError("InvalidSignInCode", "This sign-in code is unknown or has expired.", 403)
+            s, cookie = self.start_session(wid)
+            return _json(200, {"WorkerId": wid, "CsrfToken": s.csrf}, cookie)
+        if method == "POST" and path == "/worker/api/register":
+            raise WorkerError("RegistrationClosed", "Workers are added by the marketplace's operator "
+                              "(campaign market worker add); sign in with the code you were given.", 403)
+        s = self._need(session)
+        if method == "POST":
+            csrf = next((v for k, v in headers.items() if k.lower() == "x-csrf-token"), None)
+            if not self._same_origin(headers) or not self._csrf_ok(s, csrf):
+                raise WorkerError("InvalidCsrfToken", "The request lacks this session's CSRF token.", 403)
+        if method == "GET" and path == "/worker/api/hits":
+            if q.get("workerId") and q["workerId"] != s.worker_id:
+                raise WorkerError("NotYourSession", "You can only list HITs for yourself.", 403)
+            try:
+                limit = max(1, min(int(q.get("max", "100") or 100), 1000))
+            except ValueError:
+                raise WorkerError("InvalidParameter", "max must be a number.", 400) from None
+            return _json(200, {"HITs": e.worker("available", s.worker_id, limit)})
+        if method == "POST" and path == "/worker/api/accept":
+            d = _body_json(body)
+            if d.get("WorkerId") not in (None, "", s.worker_id):
+                raise WorkerError("NotYourSession", "You can only accept HITs for yourself.", 403)
+            return _json(200, e.worker("accept", s.worker_id, str(d.get("HITId", ""))))
+        if method == "POST" and path == "/worker/api/request-qualification":
+            d = _body_json(body)
+            if d.get("WorkerId") not in (None, "", s.worker_id):
+                raise WorkerError("NotYourSession", "You can only request qualifications for yourself.", 403)
+            return _json(200, e.worker("request_qualification", s.worker_id, str(d.get("QualificationTypeId", ""))))
+        if method == "POST" and path == "/worker/api/return":
+            aid = str(_body_json(body).get("AssignmentId", ""))
+            self._own(s, aid)
+            return _json(200, e.worker("return", aid))
+        if method == "GET" and path == "/worker/api/task":
+            a, h = self._own(s, q.get("assignmentId", ""))
+            return _inert_source(self._task(a, h))
+        if method == "POST" and path == "/mturk/externalSubmit":
+            fields = urllib.parse.parse_qsl(body.decode("utf-8", "replace"), keep_blank_values=True)
+            aid = next((v for k, v in fields if k == "assignmentId"), "")
+            if not aid:
+                raise WorkerError("MissingAssignmentId", "The form did not include an assignmentId field.", 400)
+            self._own(s, aid)
+            return _json(200, e.worker("submit", aid, fields))
+        return None
+
+    def _task(self, a: Any, h: Any) -> str:
+        return frame_html(h["question"], h["id"], a["id"], a["worker_id"], self.config.content_origin)
+
+    def _hit_view(self, h: Any) -> dict[str, Any]:
+        return {"id": h["id"], "title": inert(h["title"]), "description": inert(h["description"]),
+                "requester": inert(h["requester"]), "reward": fmt(dollars(h["reward_cents"])), "allotted": duration(h["duration"])}
+
+    def _pages(self, method: str, path: str, q: dict[str, str], body: bytes, headers: dict[str, str],
+               found: tuple[str, Session] | None) -> Reply | None:
+        e = self.engine
+        session = found[1] if found else None
+        if method == "GET" and path == "/static/worker.js":
+            return Reply(200, "application/javascript; charset=utf-8", WORKER_JS.encode(), {"Cache-Control": "no-cache"})
+        if method == "GET" and path == "/static/worker.css":
+            return Reply(200, "text/css; charset=utf-8", WORKER_CSS.encode(), {"Cache-Control": "no-cache"})
+        if method == "GET" and path == "/worker/frame":
+            # The HIT's source for API clients (the simulated crowd's preview); never rendered here.
+            h = e.worker("preview", q.get("hitId", ""), session.worker_id if session else None)
+            return _inert_source(frame_html(h["question"], h["id"], PREVIEW, "", self.config.content_origin))
+        if method in ("GET", "HEAD") and path == "/":
+            return _redirect("/worker") if session else self._page(200, "signin.html", None, code="", error="")
+        if method == "GET" and path == "/signin":
+            return self._page(200, "signin.html", session, code=q.get("code", ""), error="")
+        if method == "POST" and path == "/signin":
+            if not self._same_origin(headers):
+                raise WorkerError("CrossSiteRequest", "Sign in from this site's own sign-in page.", 403)
+            wid = self.accounts.redeem(_form(body).get("code", "").strip())
+            if wid is None:
+                return self._page(403, "signin.html", None, code="", error="This sign-in code is unknown or has expired.")
+            _, cookie = self.start_session(wid)
+            return _redirect("/worker", cookie)
+        provider = self.signin_providers.get(path)
+        if provider is not None:
+            wid = provider(q, body)
+            if wid is None:
+                raise WorkerError("SignInRefused", "This sign-in could not be verified.", 403)
+            _, cookie = self.start_session(wid)
+            return _redirect("/worker", cookie)
+        if path in ("/worker", "/worker/") and method == "GET":
+            if session is None:
+                return _redirect("/")
+            hits = [self._hit_view(e.worker("preview", x["HITId"], session.worker_id)) | {"available": x["NumberOfAssignmentsAvailable"]}
+                    for x in e.worker("available", session.worker_id, 100)]
+            return self._page(200, "list.html", session, hits=hits)
+        if not path.startswith("/worker") and path != "/signout":
+            return None
+        if session is None:
+            return _redirect("/") if method == "GET" else self._page(401, "error.html", None, code="NotSignedIn", message="Sign in first.")
+        if method == "POST":
+            form = _form(body)
+            if not self._same_origin(headers) or not self._csrf_ok(session, form.get("csrf")):
+                raise WorkerError("InvalidCsrfToken", "This form has expired; go back, reload the page and try again.", 403)
+            if path == "/signout":
+                assert found is not None
+                self.accounts.close_session(found[0])
+                return _redirect("/", self._end_cookie())
+            if path == "/worker/accept":
+                acc = e.worker("accept", session.worker_id, form.get("hitId", ""))
+                return _redirect("/worker/work?" + urllib.parse.urlencode({"assignmentId": acc["AssignmentId"]}))
+            if path == "/worker/return":
+                aid = form.get("assignmentId", "")
+                self._own(session, aid)
+                e.worker("return", aid)
+                return _redirect("/worker")
+            return None
+        if path == "/worker/preview":
+            h = e.worker("preview", q.get("hitId", ""), session.worker_id)
+            view = self._hit_view(h)
+            parts = question_parts(h["question"])
+            src = (external_src(parts, h["id"], PREVIEW, session.worker_id, self.config.content_origin)
+                   if parts["kind"] == "ExternalQuestion" else self.config.frame_src(h["id"], PREVIEW, session.worker_id))
+            return self._page(200, "preview.html", session, h=view, src=src)
+        if path == "/worker/work":
+            a, h = self._own(session, q.get("assignmentId", ""))
+            parts = question_parts(h["question"])
+            src = (external_src(parts, h["id"], a["id"], session.worker_id, self.config.content_origin)
+                   if parts["kind"] == "ExternalQuestion" else self.config.frame_src(h["id"], a["id"], session.worker_id))
+            done = "/worker/done?" + urllib.parse.urlencode({"assignmentId": a["id"], "hitId": h["id"]})
+            return self._page(200, "work.html", session, h=self._hit_view(h), src=src, aid=a["id"], done=done)
+        if path == "/worker/done":
+            return self._done(session, q.get("assignmentId", ""), q.get("hitId", ""))
+        return None
+
+    def _done(self, s: Session, aid: str, hit_id: str) -> Reply:
+        try:
+            self._own(s, aid)
+            submitted = False  # still open: the frame's message was not a real submission
+        except WorkerError as exc:
+            submitted = exc.code == "AssignmentNotActive"  # no longer open (unknown ids are not "submitted")
+        hit_type = None
+        try:
+            hit_type = self.engine.worker("preview", hit_id, s.worker_id)["hit_type_id"]
+        except WorkerError:
+            pass
+        available = self.engine.worker("available", s.worker_id, 100)
+        same = [x["HITId"] for x in available if x["HITTypeId"] == hit_type]
+        next_hit = (same or [x["HITId"] for x in available] or [None])[0]
+        return self._page(200, "done.html", s, submitted=submitted, next_hit=next_hit)
+
+
+class ContentSite:
+    """Routes of the content origin: requester HTML (frame URLs signed by the worker site), the shims,
+    and the answer form's target, which MTurk-style authenticates by the assignment id alone."""
+
+    def __init__(self, engine: Engine, config: SiteConfig) -> None:
+        self.engine = engine
+        self.config = config
+
+    def _headers(self) -> dict[str, str]:
+        return {"Content-Security-Policy": f"sandbox allow-scripts allow-forms; frame-ancestors {self.config.worker_origin}",
+                "Referrer-Policy": "no-referrer", "Cache-Control": "no-store"}
+
+    def route(self, method: str, path: str, q: dict[str, str], body: bytes) -> Reply | None:
+        try:
+            return self._route(method, path, q, body)
+        except WorkerError as exc:
+            page = f"<!DOCTYPE html><html><body><h1>{html.escape(exc.code)}</h1><p>{html.escape(exc.message)}</p></body></html>"
+            return Reply(exc.status, "text/html; charset=utf-8", page.encode(), {**self._headers(), "X-Error-Code": exc.code})
+
+    def _route(self, method: str, path: str, q: dict[str, str], body: bytes) -> Reply | None:
+        js = "application/javascript; charset=utf-8"
+        if path == "/shims/externalHIT_v1.js":
+            return Reply(200, js, EXTERNAL_HIT_SHIM.encode())
+        if path == "/shims/crowd-html-elements.js":
+            return Reply(200, js, CROWD_ELEMENTS_SHIM.encode())
+        if path == "/shims/submitted.js":
+            return Reply(200, js, SUBMITTED_SHIM.encode())
+        if method == "GET" and path == "/hit":
+            hit_id, aid = q.get("hitId", ""), q.get("assignmentId", PREVIEW)
+            if not hmac.compare_digest(self.config.frame_sig(hit_id, aid), q.get("sig", "")):
+                raise WorkerError("InvalidFrameLink", "Open HITs from the worker site.", 403)
+            if aid == PREVIEW:
+                h = self.engine.worker("preview", hit_id, None)
+            else:
+                a, h = self.engine.worker("task", aid)
+                if a["hit_id"] != hit_id:
+                    raise WorkerError("AssignmentNotFound", f"Assignment {aid} does not exist.", 404)
+            page = frame_html(h["question"], hit_id, aid, q.get("workerId", ""), self.config.content_origin)
+            return Reply(200, "text/html; charset=utf-8", page.encode("utf-8"), self._headers())
+        if method == "POST" and path == "/mturk/externalSubmit":
+            fields = urllib.parse.parse_qsl(body.decode("utf-8", "replace"), keep_blank_values=True)
+            aid = next((v for k, v in fields if k == "assignmentId"), "")
+            if not aid:
+                raise WorkerError("MissingAssignmentId", "The form did not include an assignmentId field.", 400)
+            self.engine.worker("submit", aid, fields)
+            page = SUBMITTED_PAGE.format(aid=html.escape(aid))
+            return Reply(200, "text/html; charset=utf-8", page.encode("utf-8"), self._headers())
+        return None

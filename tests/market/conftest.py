@@ -17,6 +17,7 @@ import boto3
 import pytest
 
 from campaign.clock import ManualClock
+from campaign.market.accounts import write_credentials_file
 from campaign.market.client import MarketClient, make_client
 from campaign.market.server import RunningMarket, start_market
 from campaign.market.worker_client import WorkerClient
@@ -61,7 +62,11 @@ class Market:
 def _market(tmp_path: Path, mode: str = "sandbox", balance: str = "10000.00"):
     clock = ManualClock(1_800_000_000.0)
     server = start_market(tmp_path / "state", clock=clock, mode=mode, balance=Decimal(balance))
-    m = Market(server, clock, make_client("local", server.endpoint_url, max_rps=0, max_attempts=2), WorkerClient(server.endpoint_url))
+    # the requester side goes through a shared-credentials file, as `campaign market serve` writes it
+    creds_file = tmp_path / "state" / "credentials"
+    write_credentials_file(creds_file, "default", server.credentials)
+    m = Market(server, clock, make_client("local", server.endpoint_url, credentials_file=creds_file, max_rps=0, max_attempts=2),
+               WorkerClient(server.endpoint_url))
     return m
 
 

@@ -20,16 +20,19 @@ def _no_retry_client(market):
     import boto3
 
     return boto3.client("mturk", region_name="us-east-1", endpoint_url=market.server.endpoint_url,
-                        aws_access_key_id="AKIDLOCAL", aws_secret_access_key="x",
+                        aws_access_key_id=market.server.credentials.access_key_id,
+                        aws_secret_access_key=market.server.credentials.secret_access_key,
                         config=Config(retries={"mode": "standard", "max_attempts": 1}))
 
 
 def _raw_call(market, op: str, body: dict) -> tuple[int, dict]:
     """The body exactly as given (boto3 cannot send an integer that does not fit 64 bits)."""
-    req = urllib.request.Request(market.server.endpoint_url + "/", data=json.dumps(body).encode(), method="POST",
-                                 headers={"Content-Type": "application/x-amz-json-1.1",
-                                          "X-Amz-Target": f"MTurkRequesterServiceV20170117.{op}",
-                                          "Authorization": "AWS4-HMAC-SHA256 Credential=AKIDLOCAL/20260101/us-east-1/mturk-requester/aws4_request"})
+    from campaign.market.auth import sign_headers
+
+    url, data, creds = market.server.endpoint_url + "/", json.dumps(body).encode(), market.server.credentials
+    headers = sign_headers(url, data, {"Content-Type": "application/x-amz-json-1.1", "X-Amz-Target": f"MTurkRequesterServiceV20170117.{op}"},
+                           creds.access_key_id, creds.secret_access_key)
+    req = urllib.request.Request(url, data=data, method="POST", headers=headers)
     try:
         with urllib.request.urlopen(req, timeout=10) as r:
             return r.status, json.loads(r.read())

@@ -12,11 +12,16 @@ from botocore.exceptions import ClientError, ParamValidationError
 from tests.market.conftest import QUESTION
 
 
-def _raw(url: str, body: bytes, target: str | None = "MTurkRequesterServiceV20170117.GetAccountBalance") -> tuple[int, dict, dict]:
-    headers = {"Content-Type": "application/x-amz-json-1.1",
-               "Authorization": "AWS4-HMAC-SHA256 Credential=RAWKEY/20260101/us-east-1/mturk-requester/aws4_request, SignedHeaders=host, Signature=x"}
+def _raw(market, body: bytes, target: str | None = "MTurkRequesterServiceV20170117.GetAccountBalance") -> tuple[int, dict, dict]:
+    """A hand-made request, signed with the marketplace's own account (botocore's signer)."""
+    from campaign.market.auth import sign_headers
+
+    url = market.server.endpoint_url
+    creds = market.server.credentials
+    headers = {"Content-Type": "application/x-amz-json-1.1"}
     if target:
         headers["X-Amz-Target"] = target
+    headers = sign_headers(url + "/", body, headers, creds.access_key_id, creds.secret_access_key)
     req = urllib.request.Request(url, data=body, headers=headers, method="POST")
     try:
         with urllib.request.urlopen(req, timeout=10) as r:
@@ -71,28 +76,27 @@ def test_bad_xml_question(market):
 
 
 def test_malformed_body_unknown_operation_and_types_keep_server_up(market):
-    url = market.server.endpoint_url
-    status, body, headers = _raw(url, b"{not json")
+    status, body, headers = _raw(market, b"{not json")
     assert status == 400 and "SerializationException" in body["__type"]
     assert "x-amzn-RequestId" in headers or "X-Amzn-Requestid" in headers or any(k.lower() == "x-amzn-requestid" for k in headers)
-    status, body, _ = _raw(url, b"{}", target="MTurkRequesterServiceV20170117.FlyToTheMoon")
+    status, body, _ = _raw(market, b"{}", target="MTurkRequesterServiceV20170117.FlyToTheMoon")
     assert status == 400 and "UnknownOperationException" in body["__type"]
-    status, body, _ = _raw(url, b"{}", target=None)
+    status, body, _ = _raw(market, b"{}", target=None)
     assert status == 400 and "UnknownOperationException" in body["__type"]
-    status, body, _ = _raw(url, json.dumps({"HITId": 5}).encode(), target="MTurkRequesterServiceV20170117.GetHIT")
+    status, body, _ = _raw(market, json.dumps({"HITId": 5}).encode(), target="MTurkRequesterServiceV20170117.GetHIT")
     assert status == 400 and "SerializationException" in body["__type"]
-    status, body, _ = _raw(url, json.dumps({"Bogus": 1}).encode())
+    status, body, _ = _raw(market, json.dumps({"Bogus": 1}).encode())
     assert status == 400 and "Unknown member" in body["Message"]
-    status, body, _ = _raw(url, json.dumps({"HITId": "x", "ExpireAt": "soon"}).encode(), target="MTurkRequesterServiceV20170117.UpdateExpirationForHIT")
+    status, body, _ = _raw(market, json.dumps({"HITId": "x", "ExpireAt": "soon"}).encode(), target="MTurkRequesterServiceV20170117.UpdateExpirationForHIT")
     assert status == 400
     # still serving, and nothing was created by the bad requests
-    status, body, _ = _raw(url, b"{}")
+    status, body, _ = _raw(market, b"{}")
     assert status == 200 and body["AvailableBalance"] == "10000.00"
     assert market.client.call("list_hits")["NumResults"] == 0
 
 
 def test_missing_required_member_reaches_server_as_null_error(market):
-    status, body, _ = _raw(market.server.endpoint_url, json.dumps({"Title": "t"}).encode(),
+    status, body, _ = _raw(market, json.dumps({"Title": "t"}).encode(),
                            target="MTurkRequesterServiceV20170117.CreateHITType")
     assert status == 400 and body["__type"] == "ValidationException"
     assert "3 validation errors detected" in body["message"] and "Value null at 'reward'" in body["message"]
@@ -107,7 +111,7 @@ def test_access_key_selects_account(market):
     from campaign.market.client import make_client
 
     market.hit()
-    other = make_client("local", market.server.endpoint_url, access_key="OTHERKEY", max_rps=0)
+    other = make_client("local", market.server.endpoint_url, credentials=market.server.add_account("other"), max_rps=0)
     assert other.call("list_hits")["NumResults"] == 0
     assert market.client.call("list_hits")["NumResults"] == 1
 
@@ -124,11 +128,12 @@ def test_failed_create_leaves_state_unchanged(market):
 
 
 def test_client_guards_production_and_hides_secrets(market):
-    from campaign.market.client import LOCAL_SECRET, ProductionNotAllowed, make_client
+    from campaign.market.client import ProductionNotAllowed, make_client
 
     with pytest.raises(ProductionNotAllowed):
         make_client("mturk")
     with pytest.raises(ValueError):
         make_client("local")
-    assert LOCAL_SECRET not in repr(market.client) and "LOCALREQUESTER" not in repr(market.client)
+    secret = market.server.credentials.secret_access_key
+    assert secret not in repr(market.client) and secret not in repr(market.server.credentials)
     assert market.client.raw.meta.config.retries == {"mode": "standard", "total_max_attempts": 3}  # botocore adds the first try

@@ -4,6 +4,7 @@ IsRequestable / MustBeRequestable, and the HITs that use a type."""
 from __future__ import annotations
 
 import json
+import urllib.error
 import urllib.request
 
 import boto3
@@ -11,6 +12,7 @@ import pytest
 from botocore.exceptions import ClientError
 
 from campaign.market import quals as Q
+from campaign.market.engine import WorkerError
 
 
 def _code(ei: pytest.ExceptionInfo[ClientError]) -> str:
@@ -23,8 +25,9 @@ def _type(c, name: str, **extra) -> str:
 
 
 def _other_requester(market):
+    other = market.server.accounts.credentials_of("other") or market.server.add_account("other")
     return boto3.client("mturk", region_name="us-east-1", endpoint_url=market.server.endpoint_url,
-                        aws_access_key_id="AKIDOTHERREQUESTER", aws_secret_access_key="x")
+                        aws_access_key_id=other.access_key_id, aws_secret_access_key=other.secret_access_key)
 
 
 def test_is_requestable_and_must_be_requestable(market):
@@ -110,8 +113,15 @@ def test_list_hits_for_qualification_type(market):
 
 
 def _post(market, path: str, payload: dict) -> tuple[int, dict]:
+    """As the signed-in worker's browser does: the session of `payload["WorkerId"]` (registered through the
+    operator), its CSRF token; an unregistered worker has no session and is refused before the engine."""
+    wid = payload["WorkerId"]
+    headers = {"Content-Type": "application/json"}
+    if wid in market.workers._sessions:
+        cookie, csrf = market.workers._sessions[wid]
+        headers.update({"Cookie": f"mkt_session={cookie}", "X-CSRF-Token": csrf})
     req = urllib.request.Request(market.server.endpoint_url + path, data=json.dumps(payload).encode(),
-                                 headers={"Content-Type": "application/json"}, method="POST")
+                                 headers=headers, method="POST")
     try:
         with urllib.request.urlopen(req, timeout=10) as r:
             return r.status, json.loads(r.read())
@@ -163,10 +173,14 @@ def test_worker_requests_accepted_and_rejected(market):
     status, body = _post(market, "/worker/api/request-qualification", {"WorkerId": "AASKER3", "QualificationTypeId": once})
     assert status == 409 and body["error"] == "RetryNotAllowed"
     # System types and unknown types cannot be requested; unknown workers cannot request.
-    for wid, q, code in (("AASKER3", Q.ADULT, "QualificationTypeNotFound"), ("AASKER3", "3PR3LXCWSFNV4OJWZBHIMQOIJVSX9G", "QualificationTypeNotFound"),
-                         ("ANOTREGISTERED", qid, "UnknownWorker")):
+    for wid, q, code in (("AASKER3", Q.ADULT, "QualificationTypeNotFound"), ("AASKER3", "3PR3LXCWSFNV4OJWZBHIMQOIJVSX9G", "QualificationTypeNotFound")):
         status, body = _post(market, "/worker/api/request-qualification", {"WorkerId": wid, "QualificationTypeId": q})
         assert status == 404 and body["error"] == code
+    status, body = _post(market, "/worker/api/request-qualification", {"WorkerId": "ANOTREGISTERED", "QualificationTypeId": qid})
+    assert status == 401 and body["error"] == "NotSignedIn"  # no session: refused before the engine
+    with pytest.raises(WorkerError) as wi:
+        e.worker("request_qualification", "ANOTREGISTERED", qid)
+    assert wi.value.code == "UnknownWorker"
 
 
 def test_auto_granted_request_and_inactive_type(market):

@@ -37,7 +37,7 @@ def test_preview_task_and_submit_rules(market):
     status, page = _get(f"{market.server.endpoint_url}/worker/frame?{q}")
     assert status == 200 and 'action="/mturk/externalSubmit"' in page and "/shims/externalHIT_v1.js" in page
     assert "mturk.com" not in page and "s3.amazonaws.com" not in page
-    assert _get(f"{market.server.endpoint_url}/shims/externalHIT_v1.js")[0] == 200
+    assert _get(f"{market.server.content_url}/shims/externalHIT_v1.js")[0] == 200
     market.workers.register("AWORKERONE")
     with pytest.raises(WorkerAPIError) as ei:
         market.workers.submit("ASSIGNMENT_ID_NOT_AVAILABLE", [("score", "1")])
@@ -157,14 +157,17 @@ def test_html_pages_escape_untrusted_text(market):
 
     market.client.call("create_hit_with_hit_type", HITTypeId=t["HITTypeId"], LifetimeInSeconds=600, Question=QUESTION)
     market.workers.register("AHUMAN")
-    status, page = _get(f"{market.server.endpoint_url}/worker?workerId=AHUMAN")
+    cookie = market.workers._sessions["AHUMAN"][0]  # the page as the signed-in worker sees it
+    req = urllib.request.Request(f"{market.server.endpoint_url}/worker", headers={"Cookie": f"mkt_session={cookie}"})
+    with urllib.request.urlopen(req, timeout=10) as r:
+        status, page = r.status, r.read().decode()
     assert status == 200 and "&lt;script&gt;alert(1)&lt;/script&gt;" in page and "<script>alert" not in page
 
 
 def test_faults_throttle_and_service_fault(market):
     from campaign.market.client import make_client
 
-    raw = make_client("local", market.server.endpoint_url, max_rps=0, max_attempts=1)
+    raw = make_client("local", market.server.endpoint_url, credentials=market.server.credentials, max_rps=0, max_attempts=1)
     market.server.set_faults(throttle_rate=0.001, throttle_burst=2)
     raw.call("get_account_balance")
     raw.call("get_account_balance")
@@ -185,7 +188,7 @@ def test_faults_throttle_and_service_fault(market):
 def test_retries_ride_out_throttling(market):
     from campaign.market.client import make_client
 
-    patient = make_client("local", market.server.endpoint_url, max_rps=0, max_attempts=10)
+    patient = make_client("local", market.server.endpoint_url, credentials=market.server.credentials, max_rps=0, max_attempts=10)
     market.server.set_faults(throttle_rate=20, throttle_burst=1)
     for _ in range(5):  # standard retry mode with 10 attempts absorbs the throttles
         assert patient.call("get_account_balance")["AvailableBalance"] == "10000.00"

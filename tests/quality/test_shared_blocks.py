@@ -42,8 +42,8 @@ def test_a_block_in_one_campaign_hides_the_other_campaigns_hits(tmp_path):
     market = start_market(tmp_path / "market", clock=ManualClock(), mode="sandbox")
     try:
         # two campaigns on two requester accounts that share the block list "lab"
-        a = make_client("local", market.endpoint_url, access_key="ACCOUNTA")
-        b = make_client("local", market.endpoint_url, access_key="ACCOUNTB")
+        a = make_client("local", market.endpoint_url, credentials=market.add_account("ACCOUNTA"))
+        b = make_client("local", market.endpoint_url, credentials=market.add_account("ACCOUNTB"))
         hits = {}
         for name, client in (("a", a), ("b", b)):
             t = client.call("create_hit_type", Title=f"HIT {name}", Description="d", Reward="0.06",
