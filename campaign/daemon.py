@@ -9,6 +9,7 @@ process can be killed at any instant: everything it needs to resume is in the st
 from __future__ import annotations
 
 import json
+import logging
 import os
 import signal
 import threading
@@ -26,22 +27,11 @@ from apscheduler.schedulers.background import BackgroundScheduler
 from campaign.clock import Clock, ScaledClock, WallClock
 from campaign.money import fmt
 from campaign.spec import Campaign, Spec
-from campaign.steps.batches import plan_next_batch
-from campaign.steps.collect import collect
-from campaign.steps.context import Context, log
-from campaign.steps.control import apply_cancel, apply_extend
-from campaign.steps.finish import finish_if_done, stage_done
-from campaign.steps.plan import load_items, plan_stage
-from campaign.steps.post import post_pending
-from campaign.steps.quality_pass import (
-    block_workers,
-    pay_bonuses,
-    quality_pass,
-    ranking_quality_pass,
-    sync_shared_blocks,
-)
-from campaign.steps.review import close_finished_hits, review
+from campaign.steps.context import Context
+from campaign.steps.pipeline import DONE_STATUSES, run_pass
 from campaign.store import CampaignRow, Store
+
+log = logging.getLogger(__name__)
 
 
 class RunError(Exception):
@@ -135,43 +125,14 @@ def ensure_campaign_row(store: Store, c: Campaign, seed: int) -> str:
 
 
 def tick(ctx: Context) -> None:
-    """One pass over a campaign: plan, post, collect, review, close, finish (each step idempotent)."""
+    """One pass over a campaign: the steps of `campaign.steps.pipeline.PIPELINE` its status calls for."""
     with ctx.lock:
         with ctx.store.session() as s:
-            status = s.get(CampaignRow, ctx.name).status
-        if status in ("finished", "cancelled"):
+            row = s.get(CampaignRow, ctx.name)
+            status = row.status if row is not None else "missing"
+        if status in DONE_STATUSES or status == "missing":
             return
-        load_items(ctx)
-        for i, stage in enumerate(ctx.campaign.stages):
-            if i > 0 and not stage_done(ctx, ctx.campaign.stages[i - 1].name):
-                break  # a stage starts when the one before it is complete
-            if stage.kind == "ranking":
-                if status == "running":
-                    plan_next_batch(ctx, stage)
-            else:
-                plan_stage(ctx, stage)
-        if status == "running":
-            post_pending(ctx)
-        apply_extend(ctx)
-        if status == "cancelling":
-            post_pending(ctx, only_interrupted=True)
-            apply_cancel(ctx)
-        collect(ctx)
-        quality = quality_pass(ctx)
-        ranked = ranking_quality_pass(ctx)
-        if status != "paused":
-            for result in ([quality] if quality is not None else []) + list(ranked.values()):
-                block_workers(ctx, result)
-            sync_shared_blocks(ctx)
-        review(ctx, quality=quality, stage_quality=ranked)
-        close_finished_hits(ctx)
-        if status == "cancelling":
-            apply_cancel(ctx)
-        else:
-            if quality is not None and all(stage_done(ctx, s.name) for s in ctx.campaign.stages):
-                quality = quality_pass(ctx)  # the final evidence: after the last review, before the export
-                pay_bonuses(ctx, quality)
-            finish_if_done(ctx)
+        run_pass(ctx, status)
 
 
 def _safe(ctx: Context, fn: Callable[[Context], None], state_dir: Path) -> Callable[[], None]:
@@ -207,7 +168,7 @@ def start_runtime(spec: Spec, opts: RunOptions) -> Runtime:
     store = Store.open(opts.state_dir, opts.db)
     clock = make_clock(chosen, opts.state_dir)
     rt = Runtime(store=store, clock=clock, contexts=[])
-    from campaign.market.client import make_client
+    from campaign.marketplaces import open_marketplace
 
     local = [c for c in chosen if c.marketplace == "local" and not c.endpoint_url]
     endpoint = None
@@ -220,9 +181,9 @@ def start_runtime(spec: Spec, opts: RunOptions) -> Runtime:
     for c in chosen:
         instance = ensure_campaign_row(store, c, opts.seed)
         in_process = c.marketplace == "local" and not c.endpoint_url
-        client = make_client(c.marketplace, c.endpoint_url or (endpoint if c.marketplace == "local" else None),
-                             production_ok=opts.production, credentials=own if in_process else None)
-        rt.contexts.append(Context(store=store, market=client, campaign=c, seed=opts.seed, state_dir=opts.state_dir,
+        market = open_marketplace(c.marketplace, c.endpoint_url or (endpoint if c.marketplace == "local" else None),
+                                  production_ok=opts.production, credentials=own if in_process else None)
+        rt.contexts.append(Context(store=store, market=market, campaign=c, seed=opts.seed, state_dir=opts.state_dir,
                                    clock=clock, instance=instance))
     sims = [ctx for ctx in rt.contexts if ctx.campaign.crowd.kind == "simulated"]
     if sims and endpoint is not None:
@@ -233,9 +194,10 @@ def start_runtime(spec: Spec, opts: RunOptions) -> Runtime:
 def _start_crowd(contexts: list[Context], endpoint: str):
     """One crowd works the whole marketplace, as real workers do: it sees every campaign's HITs, so it
     knows the hidden truth of every campaign's items; each campaign brings its own workers."""
-    from campaign.crowd.models import make_pool, stable_seed
+    from campaign.crowd.models import make_pool
     from campaign.crowd.runner import SimulatedCrowd
     from campaign.inputs import load_items, load_truth
+    from campaign.rng import stable_seed
 
     by_text: dict[str, float] = {}
     workers = []

@@ -9,27 +9,20 @@ rankings use Thurstone noise (each shown item perceived as truth + N(0, sigma), 
 
 from __future__ import annotations
 
-import hashlib
 from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
+
+# re-exported: the crowd and the benchmarks seed from here as well
+from campaign.rng import rng_for as rng_for
+from campaign.rng import stable_seed as stable_seed
 
 KINDS = ("diligent", "noisy", "biased", "constant_spammer", "random_spammer")
 SPAMMER_KINDS = ("constant_spammer", "random_spammer")
 
 # Noise (in units of the 0..1 truth scale) of each kind when judging importance.
 DEFAULT_NOISE = {"diligent": 0.12, "noisy": 0.30, "biased": 0.15}
-
-
-def stable_seed(*parts: object) -> int:
-    """A 64-bit seed from any parts, stable across processes (unlike hash())."""
-    h = hashlib.sha256("\x1f".join(str(p) for p in parts).encode("utf-8")).digest()
-    return int.from_bytes(h[:8], "big")
-
-
-def rng_for(*parts: object) -> np.random.Generator:
-    return np.random.default_rng(stable_seed(*parts))
 
 
 @dataclass(frozen=True)

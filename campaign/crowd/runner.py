@@ -10,7 +10,6 @@ skipped, so the schedule of threads cannot change who answers what.
 from __future__ import annotations
 
 import hashlib
-import json
 import logging
 import threading
 import urllib.parse
@@ -18,10 +17,14 @@ import urllib.request
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 
+import numpy as np
+
 from campaign.clock import Clock
 from campaign.crowd.forms import Form, norm_text, parse_form
-from campaign.crowd.models import SimWorker, likert_answer, nugget_answer, ranking_answer, rng_for, stable_seed
+from campaign.crowd.models import SimWorker
 from campaign.market.worker_client import WorkerAPIError, WorkerClient
+from campaign.rng import rng_for, stable_seed
+from campaign.tasks import get as get_kind
 
 log = logging.getLogger(__name__)
 
@@ -160,23 +163,7 @@ class SimulatedCrowd:
         """Hidden importance of a shown statement; unknown text (a trap) is judged unimportant."""
         return self.truth.get(norm_text(text), 0.0)
 
-    def answer(self, w: SimWorker, form: Form, rng) -> list[tuple[str, str]]:
-        fields: list[tuple[str, str]] = [("assignmentId", form.hidden.get("assignmentId", ""))]
-        kind = form.data.get("task", "likert")
-        if kind == "nuggets":
-            spans = nugget_answer(w, [s.text for s in form.slots], [self.truth_of(s.text) for s in form.slots],
-                                  int(form.data.get("min-tokens", "3")), rng)
-            fields.append(("nuggets", json.dumps(spans)))
-            fields.append(("keywords", "" if spans else "summary topic"))
-            return fields
-        if kind == "ranking":
-            truths = [self.truth_of(s.text) for s in form.slots]
-            order = ranking_answer(w, truths, rng)
-            fields.append(("order", ",".join(form.slots[i].attrs.get("slot", str(form.slots[i].index)) for i in order)))
-            return fields
-        for s in form.slots:
-            if s.radio_name is None:
-                continue
-            value = likert_answer(w, self.truth_of(s.text), rng)
-            fields.append((s.radio_name, str(value)))
-        return fields
+    def answer(self, w: SimWorker, form: Form, rng: np.random.Generator) -> list[tuple[str, str]]:
+        """The form's fields as the HIT's task kind (named by the form's `data-task`) says this worker fills them in."""
+        kind = get_kind(form.data.get("task", "likert"))
+        return [("assignmentId", form.hidden.get("assignmentId", ""))] + kind.simulate(w, form, self.truth_of, rng)

@@ -9,25 +9,20 @@ approval after the delay) are booked here, with the same once-only ledger refs a
 from __future__ import annotations
 
 import json
+import logging
+from collections.abc import Sequence
 from decimal import Decimal
 
-from botocore.exceptions import BotoCoreError, ClientError
-from sqlmodel import select
+from sqlmodel import Session, select
 
 from campaign.ledger import charge_assignment, release_assignment
-from campaign.market.answers import parse_answer_xml
+from campaign.marketplaces.base import MarketError, RemoteAssignment
 from campaign.steps.context import Context, crash_point
 from campaign.store import AssignmentRow, HitRow, ItemRow, JudgmentRow, WorkerRow
-from campaign.tasks import parse_answer
+from campaign.tasks import get as get_kind
 from campaign.tasks.base import InvalidAnswer, ShownItem
 
-REMOTE_STATUS = {"Submitted": "submitted", "Approved": "approved", "Rejected": "rejected"}
-
-
-def _ts(value) -> float | None:
-    if value is None:
-        return None
-    return value.timestamp() if hasattr(value, "timestamp") else float(value)
+log = logging.getLogger(__name__)
 
 
 def collect(ctx: Context) -> int:
@@ -37,36 +32,38 @@ def collect(ctx: Context) -> int:
     new = 0
     for hit in hits:
         try:
-            remote = list(ctx.market.paginate("list_assignments_for_hit", "Assignments", HITId=hit.hit_id,
-                                              AssignmentStatuses=["Submitted", "Approved", "Rejected"]))
-        except (ClientError, BotoCoreError) as exc:
+            remote = ctx.market.submissions(hit.hit_id)
+        except MarketError as exc:
             ctx.store.event(ctx.name, "marketplace_error", f"collecting {hit.hit_key}: {exc}", level="warning", subject=hit.hit_key)
             break
         new += store_assignments(ctx, hit, remote)
     return new
 
 
-def store_assignments(ctx: Context, hit: HitRow, remote: list[dict]) -> int:
+def store_assignments(ctx: Context, hit: HitRow, remote: Sequence[RemoteAssignment]) -> int:
+    """Store the listed assignments not stored yet (each with its judgments, in one transaction), and
+    adopt decisions the marketplace made without us; returns how many were new."""
     stage = ctx.campaign.stage(hit.stage)
+    kind = get_kind(stage.kind)
     items: list[ShownItem] | None = None
     new = 0
     for a in remote:
-        aid = a["AssignmentId"]
-        status = REMOTE_STATUS.get(a.get("AssignmentStatus", "Submitted"), "submitted")
+        aid = a.assignment_id
+        status = a.status
         with ctx.store.session() as s:
             row = s.get(AssignmentRow, aid)
             if row is None:
                 row = AssignmentRow(
                     assignment_id=aid, campaign=ctx.name, stage=hit.stage, hit_key=hit.hit_key, hit_id=hit.hit_id,
-                    worker_id=a["WorkerId"], status="submitted", answer_xml=a.get("Answer", ""),
-                    accept_time=_ts(a.get("AcceptTime")), submit_time=_ts(a.get("SubmitTime")), collected_at=ctx.clock.now(),
+                    worker_id=a.worker_id, status="submitted", answer_xml=a.answer,
+                    accept_time=a.accept_time, submit_time=a.submit_time, collected_at=ctx.clock.now(),
                 )
                 if items is None:
                     texts = dict(s.exec(select(ItemRow.item_key, ItemRow.text).where(
                         ItemRow.campaign == ctx.name, ItemRow.item_key.in_(hit.keys()))).all())
                     items = [ShownItem(key=k, text=texts.get(k, "")) for k in hit.keys()]
                 try:
-                    judgments = parse_answer(stage, parse_answer_xml(row.answer_xml), items)
+                    judgments = kind.parse(stage, ctx.market.answer_fields(row.answer_xml), items)
                 except (InvalidAnswer, ValueError) as exc:
                     row.valid, row.error, judgments = False, str(exc)[:500], []
                 s.add(row)
@@ -87,7 +84,7 @@ def store_assignments(ctx: Context, hit: HitRow, remote: list[dict]) -> int:
     return new
 
 
-def _adopt_remote_status(ctx: Context, s, hit: HitRow, row: AssignmentRow, status: str) -> None:
+def _adopt_remote_status(ctx: Context, s: Session, hit: HitRow, row: AssignmentRow, status: str) -> None:
     """The marketplace decided first (auto-approval, or our own call whose answer we lost in a crash)."""
     reward = Decimal(hit.reward)
     if status == "approved":

@@ -1,4 +1,4 @@
-"""What every daemon step needs, in one object: the store, the marketplace client, the spec, the clock.
+"""What every daemon step needs, in one object: the store, the marketplace, the spec, the clock.
 
 Also the test hook `CAMPAIGN_TEST_CRASH=point:N`, which kills the process with SIGKILL the N-th time a
 named point is reached (e.g. `post.after_call:3`), so a test can crash the daemon in the exact window
@@ -14,13 +14,14 @@ import signal
 import threading
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 from campaign.clock import Clock
+from campaign.marketplaces.base import Marketplace
 from campaign.spec import Campaign
+from campaign.steps.scores import StoreStageData
 from campaign.store import Store
 
-log = logging.getLogger("campaign")
+log = logging.getLogger(__name__)
 
 _crash_counts: dict[str, int] = {}
 _crash_lock = threading.Lock()
@@ -43,13 +44,26 @@ def crash_point(name: str) -> None:
 @dataclass
 class Context:
     store: Store
-    market: Any  # campaign.market.client.MarketClient
+    market: Marketplace
     campaign: Campaign
     seed: int
     state_dir: Path
     clock: Clock
     instance: str  # stable per campaign instance: part of every request token
     lock: threading.Lock = field(default_factory=threading.Lock)
+
+    def __post_init__(self) -> None:
+        from campaign.market.client import MarketClient
+
+        if isinstance(self.market, MarketClient):  # a bare boto3 wrapper (older callers, tests)
+            from campaign.marketplaces.mturk import MTurkMarketplace
+
+            self.market = MTurkMarketplace(self.market)
+
+    @property
+    def data(self) -> StoreStageData:
+        """The store as task kinds read it (exports, batch planning)."""
+        return StoreStageData(self.store, self.campaign, self.seed)
 
     @property
     def name(self) -> str:

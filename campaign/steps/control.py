@@ -2,15 +2,22 @@
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
+import logging
 
-from botocore.exceptions import BotoCoreError, ClientError
 from sqlmodel import select
 
 from campaign.ledger import release_hit_rest
+from campaign.marketplaces.base import AlreadyDone, MarketError
 from campaign.steps.context import Context
-from campaign.steps.post import error_code
+from campaign.steps.post import post_pending
 from campaign.store import CampaignRow, HitRow
+
+log = logging.getLogger(__name__)
+
+
+def post_interrupted(ctx: Context) -> int:
+    """While cancelling: finish posts a crash cut short (so they can be expired), start no new ones."""
+    return post_pending(ctx, only_interrupted=True)
 
 
 def apply_extend(ctx: Context) -> None:
@@ -22,12 +29,12 @@ def apply_extend(ctx: Context) -> None:
     for hit in hits:
         new = max(hit.expires_at or ctx.clock.now(), ctx.clock.now()) + hours * 3600
         try:
-            ctx.market.call("update_expiration_for_hit", HITId=hit.hit_id, ExpireAt=datetime.fromtimestamp(int(new), UTC))
-        except ClientError as exc:
-            code, turk, msg = error_code(exc)
-            if "already been processed" not in msg:  # MTurk's implicit token: the same extension twice is done
-                ctx.store.event(ctx.name, "extend_error", f"{hit.hit_key}: {code} {turk}: {msg}", level="warning")
-                return
+            ctx.market.extend_hit(hit.hit_id, new)
+        except AlreadyDone:
+            pass  # the marketplace's implicit token: the same extension twice is done once
+        except MarketError as exc:
+            ctx.store.event(ctx.name, "extend_error", f"{hit.hit_key}: {exc}", level="warning")
+            return
         with ctx.store.session() as s:
             row = s.get(HitRow, hit.id)
             row.expires_at = float(int(new))
@@ -42,7 +49,7 @@ def apply_cancel(ctx: Context) -> bool:
     Work already submitted is still collected and reviewed (people did it); HITs close as their
     assignments are decided, and the campaign turns `cancelled` when none is left open.
     """
-    past = datetime.fromtimestamp(int(ctx.clock.now()) - 60, UTC)
+    past = float(int(ctx.clock.now()) - 60)
     with ctx.store.session() as s:
         for row in s.exec(select(HitRow).where(HitRow.campaign == ctx.name, HitRow.status == "draft")).all():
             row.status = "cancelled"
@@ -54,13 +61,13 @@ def apply_cancel(ctx: Context) -> bool:
         if hit.expires_at is not None and hit.expires_at <= ctx.clock.now():
             continue
         try:
-            ctx.market.call("update_expiration_for_hit", HITId=hit.hit_id, ExpireAt=past)
-        except (ClientError, BotoCoreError) as exc:
+            ctx.market.expire_hit(hit.hit_id, past)
+        except MarketError as exc:
             ctx.store.event(ctx.name, "cancel_error", f"{hit.hit_key}: {exc}", level="warning")
             return False
         with ctx.store.session() as s:
             row = s.get(HitRow, hit.id)
-            row.expires_at = past.timestamp()
+            row.expires_at = past
             s.add(row)
     with ctx.store.session() as s:
         still = s.exec(select(HitRow).where(HitRow.campaign == ctx.name, HitRow.status.in_(("posted", "posting")))).all()

@@ -1,8 +1,13 @@
-"""Planning: items into the store and HIT drafts for a stage, once, deterministically."""
+"""Planning: items into the store and HIT drafts for a stage, once, deterministically.
+
+The stage's task kind groups the items (`TaskKind.plan`); batch-planned kinds are planned batch by
+batch in `campaign.steps.batches` instead.
+"""
 
 from __future__ import annotations
 
 import json
+import logging
 
 from sqlmodel import func, select
 
@@ -11,8 +16,11 @@ from campaign.money import fmt
 from campaign.spec import Stage
 from campaign.steps.context import Context
 from campaign.store import HitRow, ItemRow
-from campaign.tasks import likert, nuggets
+from campaign.tasks import get as get_kind
 from campaign.tasks.base import TRAP_PREFIX
+from campaign.tasks.kind import PlanItem
+
+log = logging.getLogger(__name__)
 
 
 def load_items(ctx: Context) -> int:
@@ -39,14 +47,9 @@ def plan_stage(ctx: Context, stage: Stage) -> int:
         if have:
             return int(have)
         rows = s.exec(select(ItemRow).where(ItemRow.campaign == ctx.name).order_by(ItemRow.position)).all()
-        keys = [r.item_key for r in rows if not r.is_trap]
         traps = [r.item_key for r in rows if r.is_trap and r.item_key.startswith(f"{TRAP_PREFIX}{stage.name}:")]
-        if stage.kind == "likert":
-            drafts = likert.plan(keys, stage.name, stage.items_per_hit, ctx.seed, traps, stage.traps.share)
-        elif stage.kind == "nuggets":
-            drafts = nuggets.plan([(r.doc or "", r.item_key) for r in rows if not r.is_trap], stage.name, stage.window)
-        else:
-            raise NotImplementedError(f"a {stage.kind} stage is planned in batches, not from items")
+        items = [PlanItem(key=r.item_key, doc=r.doc, text=r.text) for r in rows if not r.is_trap]
+        drafts = get_kind(stage.kind).plan(stage, items, traps, ctx.seed)
         for d in drafts:
             s.add(HitRow(
                 campaign=ctx.name, stage=stage.name, hit_key=d.hit_key, batch=d.batch,

@@ -1,57 +1,128 @@
-"""Applying the review policy on every pass: evidence from the store, decisions back into the store.
+"""Quality control on every pass: evidence from the store, decisions back into the store.
 
-Exclusion is recomputed from all labels each time (a worker can be cleared as evidence grows), so the
-final scores always reflect the final evidence. Every change of a worker's standing is an event with
-its evidence. Blocks and bonuses are remote actions and get the same intent-call-record care as
-approvals: a bonus has a deterministic UniqueRequestToken and a ledger ref, so it is paid once.
+For each stage whose task kind gives evidence (`TaskKind.evidence`), the review policy is run again
+whenever the stage's counted answers changed, and its result is written to the store: exclusions on
+the judgments, each worker's evidence, and the review itself (`review:<stage>`), which the review,
+block and bonus steps read. Exclusion is recomputed from all labels each time (a worker can be
+cleared as evidence grows), so the final scores always reflect the final evidence. Every change of a
+worker's standing is an event with its evidence. Blocks and bonuses are remote actions and get the
+same intent-call-record care as approvals: a bonus has a deterministic token and a ledger ref, so it is
+paid once.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
+import logging
+from dataclasses import asdict
 from decimal import Decimal
 
-from botocore.exceptions import BotoCoreError, ClientError
 from sqlmodel import func, select
 
 from campaign.ledger import BudgetExceeded, charge_bonus, release_bonus, reserve_bonus
+from campaign.marketplaces.base import AlreadyDone, MarketError, TransientError
 from campaign.money import fmt
-from campaign.quality.evidence import Label, TrapResult
-from campaign.quality.review import PolicyConfig, ReviewResult, review
+from campaign.quality.evidence import WorkerEvidence
+from campaign.quality.review import Decision, PolicyConfig, ReviewResult, review
 from campaign.spec import Stage
 from campaign.steps.context import Context, crash_point
-from campaign.steps.post import error_code
-from campaign.store import AssignmentRow, HitRow, JudgmentRow, WorkerRow
-from campaign.tasks.base import TRAP_PREFIX
+from campaign.store import AssignmentRow, EventRow, HitRow, JudgmentRow, WorkerRow
+from campaign.tasks import get as get_kind
+from campaign.tasks.kind import ReviewedJudgment
+
+log = logging.getLogger(__name__)
 
 # Rejected work stays evidence: a spammer whose work was rejected must not look clean afterwards.
 COUNTED = ("submitted", "approving", "approved", "rejecting", "rejected")
 
 
+def policed_stages(ctx: Context) -> list[Stage]:
+    """The stages quality control reads, the primary one first (see `TaskKind.primary_evidence`)."""
+    if not ctx.campaign.quality.enabled:
+        return []
+    stages = [s for s in ctx.campaign.stages if get_kind(s.kind).policed]
+    primary = policy_stage(ctx)
+    return ([primary] if primary is not None else []) + [s for s in stages if s is not primary]
+
+
 def policy_stage(ctx: Context) -> Stage | None:
-    """The stage quality control reads: the campaign's Likert stage (its labels are numeric ratings)."""
+    """The primary policed stage: its evidence heads each worker's record, and it decides bonuses."""
     if not ctx.campaign.quality.enabled:
         return None
-    return next((s for s in ctx.campaign.stages if s.kind == "likert"), None)
+    return next((s for s in ctx.campaign.stages if get_kind(s.kind).policed and get_kind(s.kind).primary_evidence), None)
 
 
-def evaluate(ctx: Context, stage: Stage) -> ReviewResult:
+def reviewed_judgments(ctx: Context, stage: Stage) -> list[ReviewedJudgment]:
+    """Every valid judgment of the stage that counts as evidence, by assignment then item."""
     with ctx.store.session() as s:
         rows = s.exec(
-            select(JudgmentRow.item_key, JudgmentRow.worker_id, JudgmentRow.assignment_id, JudgmentRow.value)
+            select(JudgmentRow.item_key, JudgmentRow.worker_id, JudgmentRow.assignment_id, JudgmentRow.value, AssignmentRow.hit_key)
             .join(AssignmentRow, AssignmentRow.assignment_id == JudgmentRow.assignment_id)
             .where(JudgmentRow.campaign == ctx.name, JudgmentRow.stage == stage.name, AssignmentRow.valid == True,  # noqa: E712
                    AssignmentRow.status.in_(COUNTED))
             .order_by(JudgmentRow.assignment_id, JudgmentRow.item_key)
         ).all()
-    labels, traps = [], []
-    for item, worker, aid, value in rows:
-        if item.startswith(TRAP_PREFIX):
-            traps.append(TrapResult(worker=worker, assignment=aid, item=item, value=value, passed=value <= stage.traps.max_rating))
-        else:
-            labels.append(Label(item=item, worker=worker, assignment=aid, value=value))
+    shown: dict[str, int] = {}
+    for _, _, aid, _, _ in rows:
+        shown[aid] = shown.get(aid, 0) + 1
+    return [ReviewedJudgment(item_key=item, value=value, worker_id=worker, assignment_id=aid, hit_key=hit_key, shown=shown[aid])
+            for item, worker, aid, value, hit_key in rows]
+
+
+def evaluate(ctx: Context, stage: Stage) -> ReviewResult:
+    """The review policy over the stage's evidence, as its task kind states it."""
+    found = get_kind(stage.kind).evidence(stage, reviewed_judgments(ctx, stage))
+    labels, traps = found if found is not None else ([], [])
     return review(labels, traps, PolicyConfig.from_spec(ctx.campaign.quality))
+
+
+def _review_key(stage: Stage) -> str:
+    return f"review:{stage.name}"
+
+
+def _dump(n: int, result: ReviewResult) -> str:
+    return json.dumps({"n": n, "evidence": {w: asdict(e) for w, e in result.evidence.items()},
+                       "decisions": [[d.kind, d.worker, d.reason, dict(d.evidence)] for d in result.decisions]})
+
+
+def stage_review(ctx: Context, stage: Stage) -> ReviewResult | None:
+    """The stage's latest review as the quality step stored it (None before the first pass)."""
+    saved = ctx.store.get_kv(ctx.name, _review_key(stage))
+    if saved is None:
+        return None
+    data = json.loads(saved)
+    return ReviewResult(evidence={w: WorkerEvidence(**e) for w, e in data["evidence"].items()},
+                        decisions=[Decision(kind, worker, reason, evidence) for kind, worker, reason, evidence in data["decisions"]])
+
+
+def stage_reviews(ctx: Context) -> dict[str, ReviewResult]:
+    """Every policed stage's latest review by stage name, the primary stage first."""
+    out = {}
+    for stage in policed_stages(ctx):
+        result = stage_review(ctx, stage)
+        if result is not None:
+            out[stage.name] = result
+    return out
+
+
+def quality_pass(ctx: Context) -> int:
+    """Review every policed stage whose counted answers changed since its last review; returns how many
+    stages were reviewed again."""
+    primary = policy_stage(ctx)
+    done = 0
+    for stage in policed_stages(ctx):
+        with ctx.store.session() as s:
+            n = int(s.exec(select(func.count()).select_from(AssignmentRow).where(
+                AssignmentRow.campaign == ctx.name, AssignmentRow.stage == stage.name, AssignmentRow.status.in_(COUNTED))).one())
+        saved = ctx.store.get_kv(ctx.name, _review_key(stage))
+        if saved is not None and json.loads(saved)["n"] == n:
+            continue
+        result = evaluate(ctx, stage)
+        apply(ctx, stage, result, primary=stage is primary)
+        ctx.store.set_kv(ctx.name, _review_key(stage), _dump(n, result))
+        done += 1
+    return done
 
 
 def apply(ctx: Context, stage: Stage, result: ReviewResult, primary: bool = True) -> None:
@@ -93,63 +164,6 @@ def apply(ctx: Context, stage: Stage, result: ReviewResult, primary: bool = True
                 s.add(j)
 
 
-def evaluate_ranking(ctx: Context, stage: Stage) -> ReviewResult:
-    """The ranking analogue: a worker's order of a HIT's items against the mean position the other
-    workers gave the same items in the same HIT (labels keyed by HIT and item), and trap items that
-    must be placed last or within `tolerance` of last."""
-    with ctx.store.session() as s:
-        rows = s.exec(
-            select(JudgmentRow.item_key, JudgmentRow.worker_id, JudgmentRow.assignment_id, JudgmentRow.value, AssignmentRow.hit_key)
-            .join(AssignmentRow, AssignmentRow.assignment_id == JudgmentRow.assignment_id)
-            .where(JudgmentRow.campaign == ctx.name, JudgmentRow.stage == stage.name, AssignmentRow.valid == True,  # noqa: E712
-                   AssignmentRow.status.in_(COUNTED))
-            .order_by(JudgmentRow.assignment_id, JudgmentRow.item_key)
-        ).all()
-    shown: dict[str, int] = {}
-    for _, _, aid, _, _ in rows:
-        shown[aid] = shown.get(aid, 0) + 1
-    labels, traps = [], []
-    for item, worker, aid, position, hit_key in rows:
-        if item.startswith(TRAP_PREFIX):
-            traps.append(TrapResult(worker=worker, assignment=aid, item=item, value=position,
-                                    passed=position >= shown[aid] - stage.traps.tolerance))
-        else:
-            labels.append(Label(item=f"{hit_key}|{item}", worker=worker, assignment=aid, value=-position))
-    return review(labels, traps, PolicyConfig.from_spec(ctx.campaign.quality))
-
-
-def _review_when_new(ctx: Context, stage: Stage, evaluate_stage, primary: bool) -> ReviewResult:
-    """Run a stage's policy again only when its counted answers changed since the last pass (cached on
-    the context by stage name), writing exclusions and evidence each time it runs."""
-    with ctx.store.session() as s:
-        n = s.exec(select(func.count()).select_from(AssignmentRow).where(
-            AssignmentRow.campaign == ctx.name, AssignmentRow.stage == stage.name, AssignmentRow.status.in_(COUNTED))).one()
-    cache = ctx.__dict__.setdefault("_reviews", {})
-    if stage.name in cache and cache[stage.name][0] == n:
-        return cache[stage.name][1]
-    result = evaluate_stage(ctx, stage)
-    apply(ctx, stage, result, primary=primary)
-    cache[stage.name] = (n, result)
-    return result
-
-
-def ranking_quality_pass(ctx: Context) -> dict[str, ReviewResult]:
-    """Police every ranking stage; the reviews by stage name, which the review step uses to hold and
-    reject that stage's work."""
-    if not ctx.campaign.quality.enabled:
-        return {}
-    return {stage.name: _review_when_new(ctx, stage, evaluate_ranking, primary=False)
-            for stage in ctx.campaign.stages if stage.kind == "ranking"}
-
-
-def quality_pass(ctx: Context) -> ReviewResult | None:
-    """Recompute decisions when new labels arrived since the last pass."""
-    stage = policy_stage(ctx)
-    if stage is None:
-        return None
-    return _review_when_new(ctx, stage, evaluate, primary=True)
-
-
 def stage_collected(ctx: Context, stage_name: str) -> bool:
     """True when every planned slot of the stage has an answer or can no longer get one."""
     now = ctx.clock.now()
@@ -173,12 +187,14 @@ def block_workers(ctx: Context, result: ReviewResult) -> None:
             if row is None or row.blocked:
                 continue
         try:
-            ctx.market.call("create_worker_block", WorkerId=w, Reason=(result.reason(w) or "quality")[:1000])
-        except (ClientError, BotoCoreError) as exc:
+            ctx.market.block(w, result.reason(w) or "quality")
+        except MarketError as exc:
             ctx.store.event(ctx.name, "block_error", f"{w}: {exc}", level="warning", subject=w)
             continue
         with ctx.store.session() as s:
             row = s.exec(select(WorkerRow).where(WorkerRow.campaign == ctx.name, WorkerRow.worker_id == w)).first()
+            if row is None:
+                continue
             row.blocked = True
             s.add(row)
             block_list = ctx.campaign.quality.block_list
@@ -191,22 +207,40 @@ def sync_shared_blocks(ctx: Context) -> None:
     name = ctx.campaign.quality.block_list
     if not name:
         return
-    from campaign.store import EventRow
-
     with ctx.store.session() as s:
         events = s.exec(select(EventRow).where(EventRow.kind == "worker_blocked")).all()
         mine = {r.worker_id for r in s.exec(select(WorkerRow).where(WorkerRow.campaign == ctx.name, WorkerRow.blocked == True)).all()}  # noqa: E712
         done = set(json.loads(ctx.store.get_kv(ctx.name, "shared_blocks", "[]") or "[]"))
-    wanted = {e.subject for e in events if e.data and json.loads(e.data).get("block_list") == name and e.campaign != ctx.name}
+    wanted = {e.subject for e in events if e.subject and e.data and json.loads(e.data).get("block_list") == name
+              and e.campaign != ctx.name}
     for w in sorted(wanted - mine - done):
         try:
-            ctx.market.call("create_worker_block", WorkerId=w, Reason=f"blocked in block list {name}")
-        except (ClientError, BotoCoreError) as exc:
+            ctx.market.block(w, f"blocked in block list {name}")
+        except MarketError as exc:
             ctx.store.event(ctx.name, "block_error", f"{w}: {exc}", level="warning", subject=w)
             return
         done.add(w)
         ctx.store.set_kv(ctx.name, "shared_blocks", json.dumps(sorted(done)))
         ctx.store.event(ctx.name, "worker_blocked", f"{w}: shared block list {name}", subject=w, data={"block_list": name})
+
+
+def blocks(ctx: Context) -> None:
+    """The blocks step: workers every stored review says to block, then the shared block list."""
+    for result in stage_reviews(ctx).values():
+        block_workers(ctx, result)
+    sync_shared_blocks(ctx)
+
+
+def bonuses(ctx: Context) -> None:
+    """The bonus step: once every stage is done, from the primary stage's final review."""
+    from campaign.steps.stages import all_done
+
+    stage = policy_stage(ctx)
+    if stage is None or not all_done(ctx):
+        return
+    result = stage_review(ctx, stage)
+    if result is not None:
+        pay_bonuses(ctx, result)
 
 
 def pay_bonuses(ctx: Context, result: ReviewResult) -> None:
@@ -233,18 +267,17 @@ def pay_bonuses(ctx: Context, result: ReviewResult) -> None:
             ctx.store.set_kv(ctx.name, key, "sending", session=s)
         token = hashlib.sha1(f"{ctx.name}|{ctx.instance}|bonus|{w}".encode()).hexdigest()
         try:
-            ctx.market.call("send_bonus", WorkerId=w, AssignmentId=aid, BonusAmount=fmt(amount), UniqueRequestToken=token,
-                            Reason=result.reason(w) or "Thank you for consistently careful work.")
-        except ClientError as exc:
-            code, turk, msg = error_code(exc)
-            if "already been processed" not in msg:
-                with ctx.store.session() as s:
-                    release_bonus(s, ctx.name, w, amount, aid)
-                    ctx.store.set_kv(ctx.name, key, "paid", session=s)  # refused for good: never retried
-                    ctx.store.event(ctx.name, "bonus_error", f"{w}: {code} {turk}: {msg}", level="warning", subject=w, session=s)
-                continue
-        except BotoCoreError as exc:
+            ctx.market.bonus(w, aid, amount, result.reason(w) or "Thank you for consistently careful work.", token)
+        except AlreadyDone:
+            pass  # paid by an earlier attempt whose answer was lost: book it below
+        except TransientError as exc:
             ctx.store.event(ctx.name, "bonus_error", f"{w}: {exc}", level="warning", subject=w)
+            continue  # reserved and "sending": tried again with the same token next pass
+        except MarketError as exc:
+            with ctx.store.session() as s:
+                release_bonus(s, ctx.name, w, amount, aid)
+                ctx.store.set_kv(ctx.name, key, "paid", session=s)  # refused for good: never retried
+                ctx.store.event(ctx.name, "bonus_error", f"{w}: {exc}", level="warning", subject=w, session=s)
             continue
         crash_point("bonus.after_call")
         with ctx.store.session() as s:

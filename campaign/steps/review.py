@@ -2,22 +2,27 @@
 
 The decision is written first (`approving` / `rejecting`), then the marketplace is called, then the
 outcome and the ledger entry are written together. After a crash, a row still `approving` is retried;
-MTurk answers a repeated approval with InvalidAssignmentState, so the assignment is read back with
-GetAssignment and its real status adopted. The charge's ledger ref is the assignment id, so however the
+the marketplace answers a repeated approval with `InvalidState`, so the assignment is read back and
+its real status adopted. The charge's ledger ref is the assignment id, so however the
 approval is learned (our call, the retry, auto-approval seen by collect) it is booked once.
 """
 
 from __future__ import annotations
 
+import logging
 from decimal import Decimal
 
-from botocore.exceptions import BotoCoreError, ClientError
 from sqlmodel import select
 
 from campaign.ledger import charge_assignment, release_assignment, release_hit_rest
+from campaign.marketplaces.base import InvalidState, MarketError, TransientError
+from campaign.quality.review import ReviewResult, feedback
+from campaign.steps.collect import store_assignments
 from campaign.steps.context import Context, crash_point
-from campaign.steps.post import TRANSIENT_CODES, error_code
+from campaign.steps.quality_pass import stage_collected, stage_reviews
 from campaign.store import AssignmentRow, CampaignRow, HitRow
+
+log = logging.getLogger(__name__)
 
 INVALID_FEEDBACK = (
     "Your answer could not be used because it did not fit the task ({why}). "
@@ -25,8 +30,7 @@ INVALID_FEEDBACK = (
 )
 
 
-def decide(ctx: Context, rows: list[AssignmentRow], quality=None,
-           stage_quality: dict | None = None) -> dict[str, tuple[str, str | None]]:
+def decide(ctx: Context, rows: list[AssignmentRow], results: dict[str, ReviewResult]) -> dict[str, tuple[str, str | None]]:
     """approve / reject / hold for each fresh assignment.
 
     Well-formed work is approved, even when quality control leaves its labels out of the scores: a
@@ -35,18 +39,11 @@ def decide(ctx: Context, rows: list[AssignmentRow], quality=None,
     held (not decided) until their evidence is in, the stage is fully collected, or half of the
     auto-approval delay has passed, so spam is not paid for just because it arrived early.
 
-    `quality` is the Likert stage's review, `stage_quality` the other policed stages' (ranking) by
-    stage name; each stage's work is judged by its own stage's evidence. A ranking batch is "fully
-    collected" once its HITs are, so holding never stalls the next batch for long.
+    `results` are the policed stages' latest reviews by stage name; each stage's work is judged by its
+    own stage's evidence. A batch is "fully collected" once its HITs are, so holding never stalls the
+    next batch for long.
     """
-    from campaign.quality.review import feedback
-    from campaign.steps.quality_pass import policy_stage, stage_collected
-
     out: dict[str, tuple[str, str | None]] = {}
-    results = dict(stage_quality or {})
-    qstage = policy_stage(ctx) if quality is not None else None
-    if qstage is not None:
-        results[qstage.name] = quality
     collected: dict[str, bool] = {}
     now = ctx.clock.now()
     for r in rows:
@@ -70,7 +67,7 @@ def decide(ctx: Context, rows: list[AssignmentRow], quality=None,
     return out
 
 
-def review(ctx: Context, limit: int = 500, quality=None, stage_quality: dict | None = None) -> int:
+def review(ctx: Context, limit: int = 500) -> int:
     """Decide and carry out approvals/rejections; returns how many were completed."""
     with ctx.store.session() as s:
         camp = s.get(CampaignRow, ctx.name)
@@ -80,46 +77,41 @@ def review(ctx: Context, limit: int = 500, quality=None, stage_quality: dict | N
                                                   AssignmentRow.status.in_(("submitted", "approving", "rejecting")))
                       .order_by(AssignmentRow.collected_at, AssignmentRow.assignment_id)).all()[:limit]
     fresh = [r for r in rows if r.status == "submitted"]
-    decisions = decide(ctx, fresh, quality, stage_quality)
+    decisions = decide(ctx, fresh, stage_reviews(ctx))
     done = 0
     for r in rows:
         if r.status == "submitted":
             if r.assignment_id not in decisions:
                 continue  # held: the worker cannot be judged yet
-            action, feedback = decisions[r.assignment_id]
+            action, why = decisions[r.assignment_id]
             with ctx.store.session() as s:  # the intent, before the remote call
                 row = s.get(AssignmentRow, r.assignment_id)
                 if row.status != "submitted":
                     continue
                 row.status = "approving" if action == "approve" else "rejecting"
-                row.feedback = feedback
+                row.feedback = why
                 s.add(row)
                 r = row
         crash_point("review.before_call")
+        outcome: str | None
         try:
             if r.status == "approving":
-                ctx.market.call("approve_assignment", AssignmentId=r.assignment_id, **({"RequesterFeedback": r.feedback} if r.feedback else {}))
+                ctx.market.approve(r.assignment_id, r.feedback)
                 outcome = "approved"
             else:
-                ctx.market.call("reject_assignment", AssignmentId=r.assignment_id, RequesterFeedback=r.feedback or "Rejected.")
+                ctx.market.reject(r.assignment_id, r.feedback or "Rejected.")
                 outcome = "rejected"
-        except ClientError as exc:
-            code, turk, message = error_code(exc)
-            if code in TRANSIENT_CODES:
-                ctx.store.event(ctx.name, "throttled" if "Throttl" in code else "marketplace_error",
-                                f"reviewing {r.assignment_id}: {code}", level="warning", subject=r.assignment_id)
-                break
-            if turk.endswith("InvalidAssignmentState"):
-                outcome = _read_back(ctx, r.assignment_id)
-                if outcome is None:
-                    continue  # still Submitted on the marketplace (eventual consistency): next tick
-            else:
-                ctx.store.event(ctx.name, "review_error", f"{r.assignment_id}: {code} {turk}: {message}",
-                                level="error", subject=r.assignment_id)
-                continue
-        except BotoCoreError as exc:
-            ctx.store.event(ctx.name, "marketplace_error", f"reviewing {r.assignment_id}: {exc}", level="warning")
+        except TransientError as exc:
+            ctx.store.event(ctx.name, "throttled" if exc.throttled else "marketplace_error",
+                            f"reviewing {r.assignment_id}: {exc.code or exc}", level="warning", subject=r.assignment_id)
             break
+        except InvalidState:
+            outcome = _read_back(ctx, r.assignment_id)
+            if outcome is None:
+                continue  # still Submitted on the marketplace (eventual consistency): next tick
+        except MarketError as exc:
+            ctx.store.event(ctx.name, "review_error", f"{r.assignment_id}: {exc}", level="error", subject=r.assignment_id)
+            continue
         crash_point("review.after_call")
         _record(ctx, r.assignment_id, outcome)
         done += 1
@@ -127,8 +119,8 @@ def review(ctx: Context, limit: int = 500, quality=None, stage_quality: dict | N
 
 
 def _read_back(ctx: Context, assignment_id: str) -> str | None:
-    a = ctx.market.call("get_assignment", AssignmentId=assignment_id)["Assignment"]
-    return {"Approved": "approved", "Rejected": "rejected"}.get(a.get("AssignmentStatus"))
+    status = ctx.market.get_assignment(assignment_id).status
+    return status if status in ("approved", "rejected") else None
 
 
 def _record(ctx: Context, assignment_id: str, outcome: str) -> None:
@@ -162,23 +154,18 @@ def close_finished_hits(ctx: Context) -> int:
         expired = hit.expires_at is not None and now >= hit.expires_at and not open_.get(hit.hit_key)
         if expired and not full:
             try:  # an expired HIT may still hold accepted work until its assignments' deadlines
-                remote = ctx.market.call("get_hit", HITId=hit.hit_id)["HIT"]
-            except (ClientError, BotoCoreError):
+                remote = ctx.market.get_hit(hit.hit_id)
+            except MarketError:
                 continue
-            if remote.get("HITStatus") not in ("Reviewable", "Reviewing", "Disposed"):
-                continue
-            if int(remote.get("NumberOfAssignmentsPending", 0)):
+            if not remote.closed or remote.pending:
                 continue
             # a last look: anything submitted since the last collect must be stored before closing
-            from campaign.steps.collect import store_assignments
-
             try:
-                listed = list(ctx.market.paginate("list_assignments_for_hit", "Assignments", HITId=hit.hit_id,
-                                                  AssignmentStatuses=["Submitted", "Approved", "Rejected"]))
-            except (ClientError, BotoCoreError):
+                listed = ctx.market.submissions(hit.hit_id)
+            except MarketError:
                 continue
             store_assignments(ctx, hit, listed)
-            if any(a.get("AssignmentStatus") == "Submitted" for a in listed):
+            if any(a.status == "submitted" for a in listed):
                 continue
             with ctx.store.session() as s:
                 if s.exec(select(AssignmentRow.assignment_id).where(

@@ -1,42 +1,41 @@
-"""Task kinds: each groups items into HITs, renders its HTML, parses answers into judgments.
+"""Task kinds and their registry: the one place that maps a stage's `kind` to the code that handles it.
 
-`render_hit` and `parse_answer` give the daemon one way to call any kind, with the stage's parameters.
+`get(stage.kind)` answers every kind-specific question (planning, the HIT page, parsing, scores,
+quality evidence, the simulated crowd's answer). The built-in kinds are registered here; a new kind
+calls `register()` with an instance of its `TaskKind` subclass (see `campaign.tasks.kind`).
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from types import ModuleType
-from typing import TYPE_CHECKING
+from campaign.tasks import likert, nuggets, ranking
+from campaign.tasks.kind import TaskKind
 
-from campaign.tasks.base import Judgment, ShownItem
-
-if TYPE_CHECKING:
-    from campaign.spec import Stage
+_KINDS: dict[str, TaskKind] = {}
 
 
-def kind_module(kind: str) -> ModuleType:
-    if kind == "likert":
-        from campaign.tasks import likert as m
-    elif kind == "ranking":
-        from campaign.tasks import ranking as m
-    elif kind == "nuggets":
-        from campaign.tasks import nuggets as m
-    else:
-        raise KeyError(f"task kind {kind!r} is not available")
-    return m
+def register(kind: TaskKind, *, replace: bool = False) -> TaskKind:
+    """Make `kind` available under `kind.name`; registering a different kind under a taken name is an error."""
+    old = _KINDS.get(kind.name)
+    if old is not None and old is not kind and not replace:
+        raise ValueError(f"task kind {kind.name!r} is already registered ({type(old).__name__})")
+    _KINDS[kind.name] = kind
+    return kind
 
 
-def render_hit(stage: Stage, items: Sequence[ShownItem], topic: str) -> str:
-    m = kind_module(stage.kind)
-    if stage.kind == "nuggets":
-        return m.render(items, topic, stage.title, min_tokens=stage.min_nugget_tokens)
-    return m.render(items, topic, stage.title)
+def unregister(name: str) -> None:
+    _KINDS.pop(name, None)
 
 
-def parse_answer(stage: Stage, fields: Sequence[tuple[str, str]], items: Sequence[ShownItem]) -> list[Judgment]:
-    m = kind_module(stage.kind)
-    keys = [i.key for i in items]
-    if stage.kind == "nuggets":
-        return m.parse(fields, keys, [i.text for i in items], min_tokens=stage.min_nugget_tokens, require_verb=stage.require_verb)
-    return m.parse(fields, keys)
+def get(name: str) -> TaskKind:
+    try:
+        return _KINDS[name]
+    except KeyError:
+        raise KeyError(f"task kind {name!r} is not registered; known kinds: {', '.join(sorted(_KINDS))}") from None
+
+
+def names() -> tuple[str, ...]:
+    return tuple(_KINDS)
+
+
+for _kind in (likert.LikertKind(), ranking.RankingKind(), nuggets.NuggetKind()):
+    register(_kind)

@@ -4,21 +4,31 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
+from typing import TYPE_CHECKING
 
-from campaign.crowd.models import rng_for
+from campaign.rng import rng_for
 from campaign.tasks.base import (
+    TRAP_PREFIX,
     HitDraft,
     InvalidAnswer,
     Judgment,
     ShownItem,
     answer_fields,
-    esc,
     html_question,
     render_template,
     single,
     summarise,
 )
+from campaign.tasks.kind import PlanItem, ReviewedJudgment, TaskKind
+
+if TYPE_CHECKING:
+    import numpy as np
+
+    from campaign.crowd.forms import Form
+    from campaign.crowd.models import SimWorker
+    from campaign.quality.evidence import Label, TrapResult
+    from campaign.spec import Stage
 
 KIND = "likert"
 SCALE = (
@@ -62,19 +72,14 @@ def plan(item_keys: Sequence[str], stage: str, items_per_hit: int, seed: int, tr
     return drafts
 
 
+def page(items: Sequence[ShownItem], topic: str, title: str) -> str:
+    """The HIT's page: one radio group per item."""
+    return render_template("likert.html", title=title, topic=topic, items=items, scale=SCALE)
+
+
 def render(items: Sequence[ShownItem], topic: str, title: str) -> str:
-    """The HIT's HTMLQuestion XML: every data value escaped, one radio group per item."""
-    rows = []
-    for i, item in enumerate(items):
-        options = "".join(
-            f'<label><input type="radio" name="rating-{i}" value="{v}" required> {esc(label)}</label>' for v, label in SCALE
-        )
-        rows.append(
-            f'<fieldset data-slot="{i}"><legend>Statement {i + 1}</legend>'
-            f'<p class="statement">{esc(item.text)}</p><div class="scale">{options}</div></fieldset>'
-        )
-    page = render_template("likert.html", title=esc(title), topic=esc(topic), rows="\n".join(rows), count=str(len(items)))
-    return html_question(page)
+    """The HIT's HTMLQuestion XML."""
+    return html_question(page(items, topic, title))
 
 
 def parse(fields: Sequence[tuple[str, str]], item_keys: Sequence[str]) -> list[Judgment]:
@@ -96,3 +101,42 @@ def parse(fields: Sequence[tuple[str, str]], item_keys: Sequence[str]) -> list[J
 def aggregate(values_by_item: Mapping[str, Sequence[float]]) -> list[dict]:
     """Importance = mean rating (5..1), with its count and standard deviation."""
     return summarise(values_by_item)
+
+
+class LikertKind(TaskKind):
+    """Ratings on a 5-point scale; the stage quality control reads first (numeric labels, shared items)."""
+
+    name = KIND
+    primary_evidence = True
+    policed = True
+
+    def plan(self, stage: Stage, items: Sequence[PlanItem], traps: Sequence[str], seed: int) -> list[HitDraft]:
+        return plan([i.key for i in items], stage.name, stage.items_per_hit, seed, traps, stage.traps.share)
+
+    def page(self, stage: Stage, items: Sequence[ShownItem], topic: str) -> str:
+        return page(items, topic, stage.title)
+
+    def parse(self, stage: Stage, fields: Sequence[tuple[str, str]], items: Sequence[ShownItem]) -> list[Judgment]:
+        return parse(fields, [i.key for i in items])
+
+    def aggregate(self, values_by_item: Mapping[str, Sequence[float]]) -> list[dict]:
+        return aggregate(values_by_item)
+
+    def evidence(self, stage: Stage, rows: Sequence[ReviewedJudgment]) -> tuple[list[Label], list[TrapResult]]:
+        """A rating per item; a trap passes when rated at most `traps.max_rating`."""
+        from campaign.quality.evidence import Label, TrapResult
+
+        labels, traps = [], []
+        for r in rows:
+            if r.item_key.startswith(TRAP_PREFIX):
+                traps.append(TrapResult(worker=r.worker_id, assignment=r.assignment_id, item=r.item_key, value=r.value,
+                                        passed=r.value <= stage.traps.max_rating))
+            else:
+                labels.append(Label(item=r.item_key, worker=r.worker_id, assignment=r.assignment_id, value=r.value))
+        return labels, traps
+
+    def simulate(self, worker: SimWorker, form: Form, truth_of: Callable[[str], float],
+                 rng: np.random.Generator) -> list[tuple[str, str]]:
+        from campaign.crowd.models import likert_answer
+
+        return [(s.radio_name, str(likert_answer(worker, truth_of(s.text), rng))) for s in form.slots if s.radio_name is not None]

@@ -12,19 +12,29 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Mapping, Sequence
+from typing import TYPE_CHECKING
 
+from campaign.aggregate.gold_nuggets import SpanVote, gold_nuggets
+from campaign.aggregate.mace import MACE
 from campaign.tasks.base import (
     HitDraft,
     InvalidAnswer,
     Judgment,
     ShownItem,
     answer_fields,
-    esc,
     html_question,
     render_template,
     summarise,
 )
+from campaign.tasks.kind import CountedJudgment, Export, PlanItem, StageData, TaskKind
+
+if TYPE_CHECKING:
+    import numpy as np
+
+    from campaign.crowd.forms import Form
+    from campaign.crowd.models import SimWorker
+    from campaign.spec import Stage
 
 KIND = "nuggets"
 _WORD = re.compile(r"[A-Za-z]")
@@ -70,15 +80,13 @@ def plan(sentences: Sequence[tuple[str, str]], stage: str, window: int = 7) -> l
     return drafts
 
 
+def page(items: Sequence[ShownItem], topic: str, title: str, min_tokens: int = 3) -> str:
+    """The HIT's page: every word a clickable token, addressed by (sentence, token)."""
+    return render_template("nuggets.html", title=title, topic=topic, items=items, min_tokens=int(min_tokens))
+
+
 def render(items: Sequence[ShownItem], topic: str, title: str, min_tokens: int = 3) -> str:
-    rows = []
-    for s, item in enumerate(items):
-        toks = "".join(f'<span class="tok" tabindex="0" data-s="{s}" data-t="{t}">{esc(w)}</span> '
-                       for t, w in enumerate(tokens(item.text)))
-        rows.append(f'<p class="sentence" data-slot="{s}">{toks}</p>')
-    page = render_template("nuggets.html", title=esc(title), topic=esc(topic), rows="\n".join(rows),
-                           min_tokens=str(int(min_tokens)))
-    return html_question(page)
+    return html_question(page(items, topic, title, min_tokens))
 
 
 def parse(fields: Sequence[tuple[str, str]], item_keys: Sequence[str], texts: Sequence[str] | None = None,
@@ -119,7 +127,77 @@ def parse(fields: Sequence[tuple[str, str]], item_keys: Sequence[str], texts: Se
             for i, key in enumerate(item_keys)]
 
 
-def aggregate(values_by_item: dict[str, Sequence[float]]) -> list[dict]:
+def aggregate(values_by_item: Mapping[str, Sequence[float]]) -> list[dict]:
     """Per sentence: the share of workers who marked at least one nugget in it (its importance), with the
     number of workers who saw it. Gold nugget spans are extracted separately."""
     return summarise({k: [1.0 if v > 0 else 0.0 for v in vs] for k, vs in values_by_item.items()})
+
+
+def gold(counted: Sequence[CountedJudgment], texts: Mapping[str, str], min_workers: int, min_tokens: int,
+         seed: int) -> tuple[list[dict], dict[str, float]]:
+    """The gold nuggets of a stage (seed 002 §3.4), with MACE competences over token labels.
+
+    Each stored answer holds, per sentence shown, the worker's spans as token offsets, including the
+    sentences where they marked nothing, so every (sentence, token) has an explicit 0/1 label from every
+    worker who saw it. MACE over those labels says which workers to trust; the gold set is the spans that
+    `min_workers` distinct workers selected exactly (>= `min_tokens` tokens, overlaps merged keeping the
+    longest), each with its worker count and the summed MACE competence of its workers.
+    """
+    votes, labels = [], []
+    for j in sorted(counted, key=lambda j: (j.item_key, j.worker_id)):
+        n_tokens = len(texts.get(j.item_key, "").split())
+        marked: set[int] = set()
+        for a, b in j.extra.get("spans", []):
+            votes.append(SpanVote(hit=(j.hit_key, j.item_key), worker=j.worker_id, start=a, end=b + 1, tokens=b - a + 1))
+            marked.update(range(a, b + 1))
+        labels.extend(((j.item_key, t), j.worker_id, int(t in marked)) for t in range(n_tokens))
+    competence: dict[str, float] = {}
+    if labels and len({w for _, w, _ in labels}) > 1:
+        competence = MACE(seed=seed, n_restarts=5).fit(labels).competence_
+    weights: dict[tuple, set[str]] = {}
+    for v in votes:
+        weights.setdefault((v.hit, v.start, v.end), set()).add(v.worker)
+    out = []
+    for g in gold_nuggets(votes, min_workers=min_workers, min_tokens=min_tokens):
+        hit_key, item = g.hit
+        toks = texts.get(item, "").split()
+        workers = weights[(g.hit, g.start, g.end)]
+        out.append({"hit": hit_key, "item": item, "first": g.start, "last": g.end - 1, "workers": g.workers,
+                    "mace_weight": round(sum(competence.get(w, 0.0) for w in workers), 4),
+                    "text": " ".join(toks[g.start:g.end])})
+    return out, competence
+
+
+class NuggetKind(TaskKind):
+    """Windows of consecutive sentences of one document; spans marked by their first and last word."""
+
+    name = KIND
+
+    def plan(self, stage: Stage, items: Sequence[PlanItem], traps: Sequence[str], seed: int) -> list[HitDraft]:
+        return plan([(i.doc or "", i.key) for i in items], stage.name, stage.window)
+
+    def page(self, stage: Stage, items: Sequence[ShownItem], topic: str) -> str:
+        return page(items, topic, stage.title, min_tokens=stage.min_nugget_tokens)
+
+    def parse(self, stage: Stage, fields: Sequence[tuple[str, str]], items: Sequence[ShownItem]) -> list[Judgment]:
+        return parse(fields, [i.key for i in items], [i.text for i in items], min_tokens=stage.min_nugget_tokens,
+                     require_verb=stage.require_verb)
+
+    def aggregate(self, values_by_item: Mapping[str, Sequence[float]]) -> list[dict]:
+        return aggregate(values_by_item)
+
+    def export(self, stage: Stage, data: StageData) -> Export:
+        """Per-sentence scores, plus `gold_nuggets.jsonl` and each worker's MACE competence."""
+        found, competence = gold(data.counted(stage.name), data.texts(), stage.min_workers, stage.min_nugget_tokens,
+                                 data.seed)
+        return Export(rows=data.scores(stage.name),
+                      files={"gold_nuggets.jsonl": "".join(json.dumps(g, ensure_ascii=False) + "\n" for g in found)},
+                      competence=competence, summary=f"{len(found)} gold nuggets")
+
+    def simulate(self, worker: SimWorker, form: Form, truth_of: Callable[[str], float],
+                 rng: np.random.Generator) -> list[tuple[str, str]]:
+        from campaign.crowd.models import nugget_answer
+
+        spans = nugget_answer(worker, [s.text for s in form.slots], [truth_of(s.text) for s in form.slots],
+                              int(form.data.get("min-tokens", "3")), rng)
+        return [("nuggets", json.dumps(spans)), ("keywords", "" if spans else "summary topic")]

@@ -5,34 +5,58 @@ yields its ten pairwise comparisons.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from itertools import combinations
+from typing import TYPE_CHECKING
 
+from campaign.aggregate.bradley_terry import fit_bradley_terry
+from campaign.aggregate.trueskill_online import OnlineRanker
+from campaign.plan.pack import pack_pairs
+from campaign.plan.pairs import count_matrix, pair_budget, select_pairs, should_stop
+from campaign.rng import rng_for
 from campaign.tasks.base import (
+    TRAP_PREFIX,
+    HitDraft,
     InvalidAnswer,
     Judgment,
     ShownItem,
     answer_fields,
-    esc,
     html_question,
     render_template,
     single,
 )
+from campaign.tasks.kind import (
+    BatchInput,
+    BatchPlan,
+    Export,
+    PlanItem,
+    ReviewedJudgment,
+    StageData,
+    TaskKind,
+    answers_by_assignment,
+)
+
+if TYPE_CHECKING:
+    import numpy as np
+
+    from campaign.crowd.forms import Form
+    from campaign.crowd.models import SimWorker
+    from campaign.quality.evidence import Label, TrapResult
+    from campaign.spec import Stage
 
 KIND = "ranking"
+RANKING_COLUMNS = ("rank", "item", "score", "uncertainty", "comparisons", "wins", "kept",
+                   "likert_score", "likert_n", "likert_sd", "text")
+
+
+def page(items: Sequence[ShownItem], topic: str, title: str) -> str:
+    """The HIT's page: a list to reorder, its order kept in one hidden field."""
+    return render_template("ranking.html", title=title, topic=topic, items=items,
+                           initial_order=",".join(str(i) for i in range(len(items))))
 
 
 def render(items: Sequence[ShownItem], topic: str, title: str) -> str:
-    rows = []
-    for i, item in enumerate(items):
-        rows.append(
-            f'<li data-slot="{i}" draggable="true" tabindex="0"><span class="statement">{esc(item.text)}</span>'
-            '<span class="moves"><button type="button" class="up" aria-label="move up">&#8593;</button>'
-            '<button type="button" class="down" aria-label="move down">&#8595;</button></span></li>'
-        )
-    page = render_template("ranking.html", title=esc(title), topic=esc(topic), rows="\n".join(rows),
-                           initial_order=",".join(str(i) for i in range(len(items))))
-    return html_question(page)
+    return html_question(page(items, topic, title))
 
 
 def parse(fields: Sequence[tuple[str, str]], item_keys: Sequence[str]) -> list[Judgment]:
@@ -53,3 +77,151 @@ def pairs(judgments: Sequence[Judgment]) -> list[tuple[str, str]]:
     """The (winner, loser) comparisons one ranking implies: n(n-1)/2 of them, ten for five items."""
     ordered = [j.item_key for j in sorted(judgments, key=lambda j: j.value)]
     return [(a, b) for a, b in combinations(ordered, 2)]
+
+
+def orders(answers: Sequence[Sequence[Judgment]]) -> list[list[str]]:
+    """Each answer as its items best first, traps left out."""
+    return [[j.item_key for j in sorted(js, key=lambda j: (j.value, j.item_key)) if not j.item_key.startswith(TRAP_PREFIX)]
+            for js in answers]
+
+
+def online_model(items: Sequence[str], ranks: Sequence[Sequence[str]]) -> OnlineRanker:
+    """The online TrueSkill model replayed from every counted ranking, in the answers' fixed order."""
+    model = OnlineRanker(list(items))
+    known = set(items)
+    for r in ranks:
+        kept = [i for i in r if i in known]
+        if len(kept) >= 2:
+            model.update_ranking(kept)
+    return model
+
+
+def with_traps(stage: Stage, hits: list[tuple], campaign: str, seed: int, batch: int) -> list[tuple]:
+    """A `traps.share` of the batch's HITs get one trap sentence at a random position (it must end up
+    last, or near it); deterministic in the seed and batch."""
+    if stage.traps.share <= 0 or not hits:
+        return hits
+    traps = [f"{TRAP_PREFIX}{stage.name}:{j}" for j in range(len(stage.traps.texts))]
+    rng = rng_for("ranking-traps", campaign, stage.name, seed, batch)
+    n = int(round(stage.traps.share * len(hits)))
+    chosen = set(int(i) for i in rng.choice(len(hits), size=n, replace=False)) if n else set()
+    out = []
+    for k, group in enumerate(hits):
+        group = list(group)
+        if k in chosen:
+            group.insert(int(rng.integers(0, len(group) + 1)), traps[int(rng.integers(0, len(traps)))])
+        out.append(tuple(group))
+    return out
+
+
+class RankingKind(TaskKind):
+    """Orders of 5 items, planned in adaptive batches over a shortlist of an earlier stage (seed 000 §5.4).
+
+    Each batch is chosen from the online TrueSkill model; the export is a Bradley-Terry refit over all
+    comparisons (it does not depend on the order answers arrived in), beside the source stage's scores.
+    """
+
+    name = KIND
+    batch_planned = True
+    policed = True
+
+    def plan(self, stage: Stage, items: Sequence[PlanItem], traps: Sequence[str], seed: int) -> list[HitDraft]:
+        raise NotImplementedError("a ranking stage is planned in batches, not from items")
+
+    def _source(self, stage: Stage, campaign_stages: Sequence[Stage]) -> Stage:
+        if stage.source:
+            return next(s for s in campaign_stages if s.name == stage.source)
+        return campaign_stages[0]
+
+    def candidates(self, stage: Stage, data: StageData) -> list[str]:
+        """Top `shortlist` items of the source stage, plus every item tied with the last one (seed 000 §5.4)."""
+        scores = data.scores(self._source(stage, data.campaign.stages).name)
+        if len(scores) > stage.shortlist:
+            cut = scores[stage.shortlist - 1]["score"]
+            return [r["item"] for r in scores if r["score"] >= cut]
+        return [r["item"] for r in scores]
+
+    def plan_batch(self, stage: Stage, inp: BatchInput) -> BatchPlan:
+        items = list(inp.items)
+        if len(items) < stage.items_per_hit:
+            return BatchPlan(stop=f"only {len(items)} items, nothing to rank", stop_level="warning")
+        planned = list(inp.state or [])
+        budget = pair_budget(len(items), stage.pair_budget)
+        model = online_model(items, orders(inp.answers))
+        means, sigmas = model.means(), model.sigmas()
+        keep = min(stage.keep, len(items) - 1)
+        stop, why = should_stop(len(items), len(planned), means, sigmas, keep=keep, budget=budget,
+                                target=stage.target_confidence)
+        progress = {"mean_sigma": sum(sigmas) / len(sigmas), "pairs_planned": len(planned)} if inp.batch > 0 else None
+        if stop:
+            return BatchPlan(stop=why, progress=progress)
+        counts = count_matrix(items, [tuple(p) for p in planned])
+        want = min(stage.batch_pairs, budget - len(planned))
+        pairs = select_pairs(items, means, sigmas, keep=keep, batch_pairs=want, counts=counts, seed=inp.seed * 1000 + inp.batch)
+        if not pairs:
+            return BatchPlan(stop="", progress=progress)
+        by_sigma = [i for _, i in sorted(zip((-s for s in sigmas), items))]
+        groups = with_traps(stage, pack_pairs(pairs, size=stage.items_per_hit, fill=by_sigma), inp.campaign, inp.seed, inp.batch)
+        return BatchPlan(groups=[tuple(g) for g in groups], state=planned + [list(p) for p in pairs], progress=progress,
+                         note=f"{len(pairs)} pairs")
+
+    def page(self, stage: Stage, items: Sequence[ShownItem], topic: str) -> str:
+        return page(items, topic, stage.title)
+
+    def parse(self, stage: Stage, fields: Sequence[tuple[str, str]], items: Sequence[ShownItem]) -> list[Judgment]:
+        return parse(fields, [i.key for i in items])
+
+    def export(self, stage: Stage, data: StageData) -> Export:
+        """Bradley-Terry scores with standard errors over the shortlist; items the shortlist left out
+        follow by their source-stage score, with no ranking-stage evidence."""
+        items = data.candidates(stage.name)
+        known = set(items)
+        comparisons: list[tuple[str, str]] = []
+        for r in orders(answers_by_assignment(data.counted(stage.name))):
+            kept = [i for i in r if i in known]
+            comparisons.extend(pairs([Judgment(item_key=k, value=float(p)) for p, k in enumerate(kept)]))
+        fit = fit_bradley_terry(items, comparisons) if items else None
+        source = {r["item"]: r for r in data.scores(self._source(stage, data.campaign.stages).name)}
+        counts = {i: [0, 0] for i in items}
+        for w, lo in comparisons:
+            counts[w][0] += 1
+            counts[w][1] += 1
+            counts[lo][1] += 1
+        rows: list[dict] = []
+        for i in items:
+            lk = source.get(i, {})
+            assert fit is not None
+            rows.append({"item": i, "score": round(fit.score(i), 6), "uncertainty": round(fit.stderr(i), 6),
+                         "comparisons": counts[i][1], "wins": counts[i][0], "likert_score": lk.get("score"),
+                         "likert_n": lk.get("n"), "likert_sd": lk.get("sd"), "text": lk.get("text", "")})
+        rows.sort(key=lambda r: (-r["score"], r["item"]))
+        rest = [r for k, r in sorted(source.items(), key=lambda kv: (-kv[1]["score"], kv[0])) if k not in known]
+        rows += [{"item": r["item"], "score": None, "uncertainty": None, "comparisons": 0, "wins": 0,
+                  "likert_score": r["score"], "likert_n": r["n"], "likert_sd": r["sd"], "text": r["text"]} for r in rest]
+        for rank, r in enumerate(rows, start=1):
+            r["rank"] = rank
+            r["kept"] = rank <= stage.keep and r["score"] is not None
+        return Export(rows=rows, columns=RANKING_COLUMNS)
+
+    def evidence(self, stage: Stage, rows: Sequence[ReviewedJudgment]) -> tuple[list[Label], list[TrapResult]]:
+        """A worker's order of a HIT's items against the mean position the other workers gave the same
+        items in the same HIT (labels keyed by HIT and item); a trap passes when placed last or within
+        `traps.tolerance` of last."""
+        from campaign.quality.evidence import Label, TrapResult
+
+        labels, traps = [], []
+        for r in rows:
+            if r.item_key.startswith(TRAP_PREFIX):
+                traps.append(TrapResult(worker=r.worker_id, assignment=r.assignment_id, item=r.item_key, value=r.value,
+                                        passed=r.value >= r.shown - stage.traps.tolerance))
+            else:
+                labels.append(Label(item=f"{r.hit_key}|{r.item_key}", worker=r.worker_id, assignment=r.assignment_id,
+                                    value=-r.value))
+        return labels, traps
+
+    def simulate(self, worker: SimWorker, form: Form, truth_of: Callable[[str], float],
+                 rng: np.random.Generator) -> list[tuple[str, str]]:
+        from campaign.crowd.models import ranking_answer
+
+        order = ranking_answer(worker, [truth_of(s.text) for s in form.slots], rng)
+        return [("order", ",".join(form.slots[i].attrs.get("slot", str(form.slots[i].index)) for i in order))]

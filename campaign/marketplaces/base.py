@@ -1,0 +1,181 @@
+"""The marketplace interface the daemon's steps call: everything they need from a crowd marketplace,
+in the campaign's own words (HITs, assignments, bonuses, blocks), never in one API's operation names.
+
+MTurk's model is the reference: a HIT type (title, reward, duration, qualifications) and HITs of that
+type, each with `max_assignments` slots filled by different workers. A study/submission marketplace
+fits as follows (Prolific): a HIT is a study (or one slot of a study that bundles several HITs: the
+implementation keeps the mapping and the HIT id it returns is its own), an assignment is a
+submission, approval may be sent in bulk (`approve_many`), bonuses may be batched, and idempotency
+that the server does not give (no request tokens) is made by the implementation: reconcile by the
+HIT's `annotation` (e.g. a study's internal name) before creating, and look up earlier bonuses before
+paying one again.
+
+Errors: every implementation raises only `MarketError` and its subclasses, so steps decide on the
+kind of failure (retry next tick, already done, wrong state) without knowing the API behind it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from decimal import Decimal
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
+
+if TYPE_CHECKING:
+    from campaign.spec import Qualifications
+
+
+class MarketError(Exception):
+    """A marketplace call failed for good (as far as this call goes): `code` is the API's error code."""
+
+    def __init__(self, message: str, code: str = "", detail: str = "") -> None:
+        super().__init__(message)
+        self.code = code
+        self.detail = detail  # a second code where the API has one (MTurk's TurkErrorCode)
+        self.message = message
+
+    def __str__(self) -> str:
+        head = " ".join(p for p in (self.code, self.detail) if p)
+        return f"{head}: {self.message}" if head else self.message
+
+
+class TransientError(MarketError):
+    """Throttled, unavailable or a broken connection: the call may or may not have happened; try again
+    later with the same idempotency token."""
+
+    def __init__(self, message: str, code: str = "", detail: str = "", throttled: bool = False) -> None:
+        super().__init__(message, code, detail)
+        self.throttled = throttled
+
+
+class AlreadyDone(MarketError):
+    """The same request (same token, same extension) was carried out before: nothing more to do."""
+
+
+class InvalidState(MarketError):
+    """The object is not in a state that allows the call (e.g. approving an already approved assignment)."""
+
+
+@dataclass(frozen=True)
+class HitType:
+    """What every HIT of a stage shares; `create_hit_type` is idempotent on these values."""
+
+    title: str
+    description: str
+    reward: Decimal
+    duration: int  # seconds a worker has once they accept
+    auto_approval_delay: int  # seconds until the marketplace approves undecided work by itself
+    keywords: str
+    qualifications: Qualifications  # translated by the implementation to its own filters
+
+
+@dataclass(frozen=True)
+class HitRequest:
+    """One HIT to create. `token` makes the call idempotent where the server keeps tokens; `annotation`
+    is unique to the draft and is how a HIT is found again (`find_by_annotation`)."""
+
+    html: str  # the task page (a form posting to MTurk's externalSubmit; see campaign.tasks)
+    max_assignments: int
+    lifetime: int  # seconds the HIT stays available
+    annotation: str
+    token: str
+
+
+@dataclass(frozen=True)
+class RemoteHit:
+    hit_id: str
+    annotation: str | None = None
+    type_id: str | None = None
+    expires_at: float | None = None  # epoch seconds
+    closed: bool = False  # no longer takes workers (expired, or every slot submitted)
+    pending: int = 0  # slots accepted and being worked on now
+    reconciled: bool = False  # found already posted (an earlier attempt's HIT), not created by this call
+
+
+@dataclass(frozen=True)
+class RemoteAssignment:
+    assignment_id: str
+    worker_id: str
+    hit_id: str
+    status: str  # submitted | approved | rejected
+    answer: str  # the raw answer as the marketplace gives it (stored verbatim; see `answer_fields`)
+    accept_time: float | None = None
+    submit_time: float | None = None
+
+
+@dataclass
+class Capabilities:
+    """What the steps may rely on."""
+
+    token_lifetime: float | None = None  # seconds a `HitRequest.token` is remembered; None: not at all
+    bulk_approve: bool = False
+    extra: dict[str, Any] = field(default_factory=dict)
+
+
+@runtime_checkable
+class Marketplace(Protocol):
+    """The requester side of a marketplace. Every method is one remote action (or a short series) and
+    raises only `MarketError`s; none keeps state the store does not also have."""
+
+    name: str  # "local", "mturk-sandbox", "mturk", "prolific", ...
+    capabilities: Capabilities
+
+    # -- posting ---------------------------------------------------------------------------------------
+    def create_hit_type(self, hit_type: HitType, *, sandbox: bool) -> str:
+        """An id for the shared settings of a stage's HITs (idempotent: same values, same id)."""
+        ...
+
+    def create_hit(self, type_id: str, request: HitRequest) -> RemoteHit:
+        """Create a HIT, or find the one an earlier attempt with the same token/annotation created
+        (then `reconciled` is True). Never creates two HITs for one request."""
+        ...
+
+    def find_by_annotation(self, annotation: str) -> RemoteHit | None: ...
+
+    def get_hit(self, hit_id: str) -> RemoteHit: ...
+
+    def expire_hit(self, hit_id: str, at: float) -> None:
+        """Stop new work on the HIT from `at` (epoch seconds; the past expires it now)."""
+        ...
+
+    def extend_hit(self, hit_id: str, until: float) -> None:
+        """Move the HIT's expiry to `until`; `AlreadyDone` when this exact extension was made before."""
+        ...
+
+    # -- work ------------------------------------------------------------------------------------------
+    def submissions(self, hit_id: str) -> list[RemoteAssignment]:
+        """Every submitted, approved or rejected assignment of the HIT (all pages)."""
+        ...
+
+    def reviewable_hits(self) -> list[str]:
+        """HITs with work waiting for a decision (or done), by id."""
+        ...
+
+    def get_assignment(self, assignment_id: str) -> RemoteAssignment: ...
+
+    def answer_fields(self, answer: str) -> list[tuple[str, str]]:
+        """The form fields (name, value) in a stored raw answer, in posting order."""
+        ...
+
+    def approve(self, assignment_id: str, feedback: str | None = None) -> None: ...
+
+    def approve_many(self, assignment_ids: Sequence[str]) -> None:
+        """Approve several at once where the marketplace can (else one by one)."""
+        ...
+
+    def reject(self, assignment_id: str, feedback: str) -> None: ...
+
+    # -- money and workers -----------------------------------------------------------------------------
+    def bonus(self, worker_id: str, assignment_id: str, amount: Decimal, reason: str, token: str) -> None:
+        """Pay a bonus once per `token`; `AlreadyDone` when it was paid before."""
+        ...
+
+    def block(self, worker_id: str, reason: str) -> None: ...
+
+    def balance(self) -> Decimal: ...
+
+
+def approve_each(market: Marketplace, assignment_ids: Iterable[str]) -> None:
+    """`approve_many` for marketplaces without a bulk call."""
+    for aid in assignment_ids:
+        market.approve(aid)

@@ -1,0 +1,203 @@
+"""The MTurk Requester API as a `Marketplace`: the built-in marketplace (`local`), the MTurk sandbox and
+production, all through the boto3 wrapper `campaign.market.client.MarketClient`.
+
+This is the only module of the daemon that names MTurk operations or reads botocore errors; it turns
+them into the interface's values and `MarketError`s.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+from collections.abc import Iterator, Sequence
+from datetime import UTC, datetime
+from decimal import Decimal
+from typing import Any
+
+from botocore.exceptions import BotoCoreError, ClientError
+
+from campaign.market.answers import parse_answer_xml
+from campaign.market.client import MarketClient, make_client
+from campaign.marketplaces.base import (
+    AlreadyDone,
+    Capabilities,
+    HitRequest,
+    HitType,
+    InvalidState,
+    MarketError,
+    RemoteAssignment,
+    RemoteHit,
+    TransientError,
+)
+from campaign.tasks.base import html_question
+
+log = logging.getLogger(__name__)
+
+HIT_ID_RE = re.compile(r"\b([A-Z0-9]{30})\b")
+TOKEN_LIFETIME = 24 * 3600  # MTurk remembers a UniqueRequestToken for 24 hours
+TRANSIENT_CODES = {"ServiceFault", "ThrottlingException", "Throttling", "ServiceUnavailable", "InternalFailure"}
+CLOSED_STATUSES = ("Reviewable", "Reviewing", "Disposed")
+STATUS = {"Submitted": "submitted", "Approved": "approved", "Rejected": "rejected"}
+
+
+def error_parts(exc: ClientError) -> tuple[str, str, str]:
+    """(error code, TurkErrorCode, message) of an MTurk error."""
+    resp: Any = exc.response or {}
+    err = resp.get("Error", {})
+    turk = resp.get("TurkErrorCode") or err.get("TurkErrorCode") or ""
+    return err.get("Code", ""), turk, err.get("Message", "") or resp.get("Message", "")
+
+
+def translate(exc: ClientError | BotoCoreError) -> MarketError:
+    if isinstance(exc, BotoCoreError):  # connection trouble: the call may or may not have happened
+        return TransientError(str(exc), code=type(exc).__name__)
+    code, turk, message = error_parts(exc)
+    if code in TRANSIENT_CODES:
+        return TransientError(message, code, turk, throttled="Throttl" in code)
+    if "already been processed" in message:
+        return AlreadyDone(message, code, turk)
+    if turk.endswith("InvalidAssignmentState"):
+        return InvalidState(message, code, turk)
+    return MarketError(message, code, turk)
+
+
+def _ts(value: Any) -> float | None:
+    if value is None or value == "":
+        return None
+    return value.timestamp() if hasattr(value, "timestamp") else float(value)
+
+
+def _when(epoch: float) -> datetime:
+    return datetime.fromtimestamp(int(epoch), UTC)
+
+
+class MTurkMarketplace:
+    """`Marketplace` over MTurk's Requester API (2017-01-17)."""
+
+    def __init__(self, client: MarketClient) -> None:
+        self.client = client
+        self.name = client.marketplace
+        self.capabilities = Capabilities(token_lifetime=TOKEN_LIFETIME)
+
+    def __repr__(self) -> str:
+        return f"MTurkMarketplace({self.client!r})"
+
+    # -- plumbing --------------------------------------------------------------------------------------
+    def _call(self, op: str, **params: Any) -> dict[str, Any]:
+        try:
+            return self.client.call(op, **params)
+        except (ClientError, BotoCoreError) as exc:
+            raise translate(exc) from exc
+
+    def _pages(self, op: str, key: str, **params: Any) -> Iterator[dict[str, Any]]:
+        try:
+            yield from self.client.paginate(op, key, **params)
+        except (ClientError, BotoCoreError) as exc:
+            raise translate(exc) from exc
+
+    @staticmethod
+    def _hit(h: dict[str, Any], reconciled: bool = False) -> RemoteHit:
+        return RemoteHit(hit_id=h["HITId"], annotation=h.get("RequesterAnnotation"), type_id=h.get("HITTypeId"),
+                         expires_at=_ts(h.get("Expiration")), closed=h.get("HITStatus") in CLOSED_STATUSES,
+                         pending=int(h.get("NumberOfAssignmentsPending", 0) or 0), reconciled=reconciled)
+
+    @staticmethod
+    def _assignment(a: dict[str, Any]) -> RemoteAssignment:
+        return RemoteAssignment(assignment_id=a["AssignmentId"], worker_id=a["WorkerId"], hit_id=a.get("HITId", ""),
+                                status=STATUS.get(a.get("AssignmentStatus", "Submitted"), "submitted"),
+                                answer=a.get("Answer", ""), accept_time=_ts(a.get("AcceptTime")),
+                                submit_time=_ts(a.get("SubmitTime")))
+
+    # -- posting ---------------------------------------------------------------------------------------
+    def create_hit_type(self, hit_type: HitType, *, sandbox: bool) -> str:
+        """CreateHITType is deterministic on MTurk: identical parameters give the same id."""
+        from campaign.quality.qualifications import requirements
+
+        resp = self._call("create_hit_type", Title=hit_type.title, Description=hit_type.description,
+                          Reward=str(hit_type.reward), AssignmentDurationInSeconds=hit_type.duration,
+                          AutoApprovalDelayInSeconds=hit_type.auto_approval_delay, Keywords=hit_type.keywords,
+                          QualificationRequirements=requirements(hit_type.qualifications, sandbox=sandbox))
+        return str(resp["HITTypeId"])
+
+    def create_hit(self, type_id: str, request: HitRequest) -> RemoteHit:
+        """CreateHITWithHITType with the token; a repeated token answers HitAlreadyExists naming the HIT,
+        which is adopted when its annotation is the draft's (else searched for by annotation)."""
+        try:
+            resp = self.client.call("create_hit_with_hit_type", HITTypeId=type_id, MaxAssignments=request.max_assignments,
+                                    LifetimeInSeconds=request.lifetime, Question=html_question(request.html),
+                                    RequesterAnnotation=request.annotation, UniqueRequestToken=request.token)
+            return self._hit(resp["HIT"])
+        except BotoCoreError as exc:
+            raise translate(exc) from exc
+        except ClientError as exc:
+            code, turk, message = error_parts(exc)
+            if not (turk.endswith("HitAlreadyExists") or "HitAlreadyExists" in code):
+                raise translate(exc) from exc
+            m = HIT_ID_RE.search(message)
+            if m:
+                existing = self._call("get_hit", HITId=m.group(1))["HIT"]
+                if existing.get("RequesterAnnotation") == request.annotation:
+                    return self._hit(existing, reconciled=True)
+            found = self.find_by_annotation(request.annotation)
+            if found is None:
+                raise translate(exc) from exc
+            return found
+
+    def find_by_annotation(self, annotation: str) -> RemoteHit | None:
+        for h in self._pages("list_hits", "HITs"):
+            if h.get("RequesterAnnotation") == annotation:
+                return self._hit(h, reconciled=True)
+        return None
+
+    def get_hit(self, hit_id: str) -> RemoteHit:
+        return self._hit(self._call("get_hit", HITId=hit_id)["HIT"])
+
+    def expire_hit(self, hit_id: str, at: float) -> None:
+        self._call("update_expiration_for_hit", HITId=hit_id, ExpireAt=_when(at))
+
+    def extend_hit(self, hit_id: str, until: float) -> None:
+        self._call("update_expiration_for_hit", HITId=hit_id, ExpireAt=_when(until))
+
+    # -- work ------------------------------------------------------------------------------------------
+    def submissions(self, hit_id: str) -> list[RemoteAssignment]:
+        return [self._assignment(a) for a in self._pages("list_assignments_for_hit", "Assignments", HITId=hit_id,
+                                                          AssignmentStatuses=["Submitted", "Approved", "Rejected"])]
+
+    def reviewable_hits(self) -> list[str]:
+        return [h["HITId"] for h in self._pages("list_reviewable_hits", "HITs")]
+
+    def get_assignment(self, assignment_id: str) -> RemoteAssignment:
+        return self._assignment(self._call("get_assignment", AssignmentId=assignment_id)["Assignment"])
+
+    def answer_fields(self, answer: str) -> list[tuple[str, str]]:
+        return parse_answer_xml(answer)
+
+    def approve(self, assignment_id: str, feedback: str | None = None) -> None:
+        self._call("approve_assignment", AssignmentId=assignment_id, **({"RequesterFeedback": feedback} if feedback else {}))
+
+    def approve_many(self, assignment_ids: Sequence[str]) -> None:
+        for aid in assignment_ids:
+            self.approve(aid)
+
+    def reject(self, assignment_id: str, feedback: str) -> None:
+        self._call("reject_assignment", AssignmentId=assignment_id, RequesterFeedback=feedback or "Rejected.")
+
+    # -- money and workers -----------------------------------------------------------------------------
+    def bonus(self, worker_id: str, assignment_id: str, amount: Decimal, reason: str, token: str) -> None:
+        from campaign.money import fmt
+
+        self._call("send_bonus", WorkerId=worker_id, AssignmentId=assignment_id, BonusAmount=fmt(amount),
+                   UniqueRequestToken=token, Reason=reason)
+
+    def block(self, worker_id: str, reason: str) -> None:
+        self._call("create_worker_block", WorkerId=worker_id, Reason=reason[:1000])
+
+    def balance(self) -> Decimal:
+        return Decimal(str(self._call("get_account_balance")["AvailableBalance"]))
+
+
+def open_mturk(marketplace: str, endpoint_url: str | None = None, *, production_ok: bool = False,
+               **options: Any) -> MTurkMarketplace:
+    """An MTurk-API marketplace by name (`local`, `mturk-sandbox`, `mturk`); see `make_client`."""
+    return MTurkMarketplace(make_client(marketplace, endpoint_url, production_ok=production_ok, **options))
+

@@ -1,0 +1,88 @@
+"""The daemon's pass over one campaign, declared in one place.
+
+Each step names the campaign statuses it runs in and, if it works stage by stage, which stages it
+takes; it reads everything it needs from the store and writes its results there, so steps hand
+nothing to each other and each can be run (and tested) on its own against a store and a marketplace.
+The order below is the order of one pass: plan, post, collect, review quality, block, decide on work,
+close HITs, pay bonuses, finish.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from campaign.spec import Stage
+from campaign.steps.batches import plan_next_batch
+from campaign.steps.collect import collect
+from campaign.steps.context import Context
+from campaign.steps.control import apply_cancel, apply_extend, post_interrupted
+from campaign.steps.finish import finish_if_done
+from campaign.steps.plan import load_items, plan_stage
+from campaign.steps.post import post_pending
+from campaign.steps.quality_pass import blocks, bonuses, quality_pass
+from campaign.steps.review import close_finished_hits, review
+from campaign.steps.stages import ready_stages
+from campaign.tasks import get as get_kind
+
+log = logging.getLogger(__name__)
+
+RUNNING, PAUSED, CANCELLING = "running", "paused", "cancelling"
+ACTIVE = frozenset({RUNNING, PAUSED, CANCELLING})  # "finished" and "cancelled" campaigns get no pass
+DONE_STATUSES = frozenset({"finished", "cancelled"})
+
+
+@dataclass(frozen=True)
+class Step:
+    name: str
+    statuses: frozenset[str]  # campaign statuses the step runs in
+    run: Callable[[Context], Any] | None = None  # once per pass
+    run_stage: Callable[[Context, Stage], Any] | None = None  # once per ready stage (see `stages.ready_stages`)
+    batch_planned: bool | None = None  # with run_stage: only stages whose kind is (True) / is not (False) batch-planned
+
+    def __call__(self, ctx: Context) -> None:
+        if self.run is not None:
+            self.run(ctx)
+        if self.run_stage is not None:
+            for stage in ready_stages(ctx):
+                if self.batch_planned is None or get_kind(stage.kind).batch_planned == self.batch_planned:
+                    self.run_stage(ctx, stage)
+
+
+def _statuses(*names: str) -> frozenset[str]:
+    return frozenset(names)
+
+
+PIPELINE: tuple[Step, ...] = (
+    Step("load", ACTIVE, run=load_items),
+    Step("plan", ACTIVE, run_stage=plan_stage, batch_planned=False),
+    Step("batches", _statuses(RUNNING), run_stage=plan_next_batch, batch_planned=True),
+    Step("post", _statuses(RUNNING), run=post_pending),
+    Step("extend", ACTIVE, run=apply_extend),
+    Step("post-interrupted", _statuses(CANCELLING), run=post_interrupted),
+    Step("cancel", _statuses(CANCELLING), run=apply_cancel),
+    Step("collect", ACTIVE, run=collect),
+    Step("quality", ACTIVE, run=quality_pass),
+    Step("blocks", _statuses(RUNNING, CANCELLING), run=blocks),
+    Step("review", _statuses(RUNNING, CANCELLING), run=review),
+    Step("close", ACTIVE, run=close_finished_hits),
+    Step("cancel-again", _statuses(CANCELLING), run=apply_cancel),  # HITs closed by this pass release their money now
+    Step("bonuses", _statuses(RUNNING, PAUSED), run=bonuses),
+    Step("finish", _statuses(RUNNING, PAUSED), run=finish_if_done),
+)
+
+
+def steps_for(status: str, pipeline: tuple[Step, ...] = PIPELINE) -> list[Step]:
+    return [s for s in pipeline if status in s.statuses]
+
+
+def run_pass(ctx: Context, status: str, pipeline: tuple[Step, ...] = PIPELINE) -> list[str]:
+    """Run every step declared for `status`, in order; returns the names of the steps run."""
+    ran = []
+    for step in steps_for(status, pipeline):
+        log.debug("campaign %s: step %s", ctx.name, step.name)
+        step(ctx)
+        ran.append(step.name)
+    return ran

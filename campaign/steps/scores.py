@@ -1,0 +1,128 @@
+"""Scores from the store: the one query for judgments that count (approved, not excluded by quality
+control), per-stage summaries through the stage's task kind, and byte-stable atomic exports.
+
+Scores are recomputed from the store each time (never updated incrementally), so a restart cannot
+double-count, and the export is sorted and formatted deterministically so that two runs with the same
+spec and seed write identical files.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import os
+from pathlib import Path
+
+from sqlmodel import select
+
+from campaign import tasks
+from campaign.spec import Campaign
+from campaign.store import AssignmentRow, ItemRow, JudgmentRow, Store
+from campaign.tasks.base import TRAP_PREFIX
+from campaign.tasks.kind import EXPORT_COLUMNS, CountedJudgment
+
+
+def counted_judgments(store: Store, campaign: str, stage: str) -> list[CountedJudgment]:
+    """Judgments of approved assignments that quality control did not exclude, by item then assignment."""
+    with store.session() as s:
+        rows = s.exec(
+            select(JudgmentRow.item_key, JudgmentRow.value, JudgmentRow.extra, JudgmentRow.assignment_id,
+                   JudgmentRow.worker_id, AssignmentRow.hit_key)
+            .join(AssignmentRow, AssignmentRow.assignment_id == JudgmentRow.assignment_id)
+            .where(JudgmentRow.campaign == campaign, JudgmentRow.stage == stage, JudgmentRow.excluded == False,  # noqa: E712
+                   AssignmentRow.status == "approved")
+            .order_by(JudgmentRow.item_key, JudgmentRow.assignment_id)
+        ).all()
+    return [CountedJudgment(item_key=item, value=value, extra=json.loads(extra) if extra else {}, assignment_id=aid,
+                            worker_id=worker, hit_key=hit_key) for item, value, extra, aid, worker, hit_key in rows]
+
+
+def item_texts(store: Store, campaign: str) -> dict[str, str]:
+    with store.session() as s:
+        return dict(s.exec(select(ItemRow.item_key, ItemRow.text).where(ItemRow.campaign == campaign)).all())
+
+
+def compute_scores(store: Store, campaign: str, stage_name: str, kind: str) -> list[dict]:
+    """One stage's per-item summary from its counted judgments (traps never scored), each with its text."""
+    by_item: dict[str, list[float]] = {}
+    for j in counted_judgments(store, campaign, stage_name):
+        if not j.item_key.startswith(TRAP_PREFIX):
+            by_item.setdefault(j.item_key, []).append(j.value)
+    scores = tasks.get(kind).aggregate(by_item)
+    texts = item_texts(store, campaign)
+    for r in scores:
+        r["text"] = texts.get(r["item"], "")
+    return scores
+
+
+class StoreStageData:
+    """`campaign.tasks.kind.StageData` read from the store."""
+
+    def __init__(self, store: Store, campaign: Campaign, seed: int) -> None:
+        self.store = store
+        self._campaign = campaign
+        self._seed = seed
+
+    @property
+    def campaign(self) -> Campaign:
+        return self._campaign
+
+    @property
+    def seed(self) -> int:
+        return self._seed
+
+    def counted(self, stage: str) -> list[CountedJudgment]:
+        return counted_judgments(self.store, self._campaign.name, stage)
+
+    def texts(self) -> dict[str, str]:
+        return item_texts(self.store, self._campaign.name)
+
+    def scores(self, stage: str) -> list[dict]:
+        return compute_scores(self.store, self._campaign.name, stage, self._campaign.stage(stage).kind)
+
+    def candidates(self, stage: str) -> list[str]:
+        saved = self.store.get_kv(self._campaign.name, candidates_key(stage))
+        return list(json.loads(saved)) if saved is not None else []
+
+
+def candidates_key(stage: str) -> str:
+    return f"shortlist:{stage}"
+
+
+def _cell(value: object) -> str:
+    if value is None:
+        return ""
+    if isinstance(value, float):
+        return f"{value:.6f}"
+    return str(value)
+
+
+def scores_csv(scores: list[dict], columns: tuple[str, ...] = EXPORT_COLUMNS) -> str:
+    buf = io.StringIO()
+    w = csv.writer(buf, lineterminator="\n")
+    w.writerow(columns)
+    for r in scores:
+        w.writerow([_cell(r.get(c)) for c in columns])
+    return buf.getvalue()
+
+
+def scores_jsonl(scores: list[dict], columns: tuple[str, ...] = EXPORT_COLUMNS) -> str:
+    return "".join(json.dumps({k: r.get(k) for k in columns}, ensure_ascii=False) + "\n" for r in scores)
+
+
+def atomic_write(path: Path, text: str) -> None:
+    """Write via a temporary file and rename, so a reader (or a crash) never sees half a file."""
+    tmp = path.with_suffix(path.suffix + ".tmp")
+    with open(tmp, "w", encoding="utf-8", newline="") as fh:
+        fh.write(text)
+        fh.flush()
+        os.fsync(fh.fileno())
+    os.replace(tmp, path)
+
+
+def write_scores(out_dir: Path, scores: list[dict], columns: tuple[str, ...] = EXPORT_COLUMNS) -> tuple[Path, Path]:
+    csv_path, jsonl_path = out_dir / "scores.csv", out_dir / "scores.jsonl"
+    atomic_write(csv_path, scores_csv(scores, columns))
+    atomic_write(jsonl_path, scores_jsonl(scores, columns))
+    return csv_path, jsonl_path

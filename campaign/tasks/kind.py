@@ -1,0 +1,202 @@
+"""The task-kind interface: everything that differs between Likert, ranking, nugget (or any new) HITs.
+
+The daemon's steps, the simulated crowd and the exports never ask "which kind is this?"; they look the
+kind up in the registry (`campaign.tasks.get(stage.kind)`) and call it. A kind is pure: it never
+touches the store or the marketplace. What it needs from the store comes in as plain values or through
+the read-only `StageData` view, so a kind can be tested without a database.
+
+To add a kind: subclass `TaskKind` in its own module, give it a `name`, implement `plan`, `page` and
+`parse` (the rest has defaults that fit a per-item numeric rating), and `campaign.tasks.register()` an
+instance. A kind with its own stage options registers a stage type with `campaign.spec` as well.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, ClassVar, Protocol
+
+from campaign.tasks.base import TRAP_PREFIX, HitDraft, InvalidAnswer, Judgment, ShownItem, summarise
+
+if TYPE_CHECKING:
+    import numpy as np
+
+    from campaign.crowd.forms import Form
+    from campaign.crowd.models import SimWorker
+    from campaign.quality.evidence import Label, TrapResult
+    from campaign.spec import Campaign, Stage
+
+EXPORT_COLUMNS = ("rank", "item", "score", "n", "sd", "text")
+
+
+@dataclass(frozen=True)
+class PlanItem:
+    """An input item as planning sees it: its key, its document (nugget windows) and its text."""
+
+    key: str
+    doc: str | None = None
+    text: str = ""
+
+
+@dataclass(frozen=True)
+class CountedJudgment:
+    """One judgment that counts for the scores: of an approved assignment, not excluded by quality control."""
+
+    item_key: str
+    value: float
+    extra: Mapping[str, Any]
+    assignment_id: str
+    worker_id: str
+    hit_key: str
+
+
+@dataclass(frozen=True)
+class ReviewedJudgment:
+    """One judgment quality control looks at: every valid answer so far, decided or not (rejected work
+    stays evidence). `shown` is how many items the HIT showed."""
+
+    item_key: str
+    value: float
+    worker_id: str
+    assignment_id: str
+    hit_key: str
+    shown: int
+
+
+@dataclass(frozen=True)
+class BatchInput:
+    """What a batch-planned kind knows when it plans the next batch (all read from the store)."""
+
+    campaign: str
+    items: Sequence[str]  # the stage's candidates (e.g. a shortlist), fixed once the stage starts
+    answers: Sequence[Sequence[Judgment]]  # every counted answer of the stage so far, one list per assignment, in a fixed order
+    state: Any  # what the kind returned as `BatchPlan.state` last time (None before the first batch)
+    batch: int  # number of the batch to plan (0 for the first)
+    seed: int
+
+
+@dataclass
+class BatchPlan:
+    """The next batch: HIT item groups, or `stop` (why the stage is complete) when there is none."""
+
+    groups: list[tuple[str, ...]] = field(default_factory=list)
+    state: Any = None  # JSON-able; handed back in the next BatchInput
+    stop: str | None = None  # set: the stage is complete; "" completes it without an event
+    stop_level: str = "info"
+    progress: Mapping[str, Any] | None = None  # facts about the previous batch (kept under "<kind>_batch:<stage>:<n>")
+    note: str = ""  # what the batch holds, for the event
+
+
+@dataclass
+class Export:
+    """What a finished stage writes: score rows in `columns`, extra files and worker facts."""
+
+    rows: list[dict]
+    columns: tuple[str, ...] = EXPORT_COLUMNS
+    files: dict[str, str] = field(default_factory=dict)  # file name -> text, written beside scores.csv
+    competence: dict[str, float] = field(default_factory=dict)  # joins each worker's evidence
+    summary: str = ""  # appended to the "finished" event
+
+
+class StageData(Protocol):
+    """Read-only access to what the store holds about a campaign, for exports and batch planning."""
+
+    @property
+    def campaign(self) -> Campaign: ...
+
+    @property
+    def seed(self) -> int: ...
+
+    def counted(self, stage: str) -> list[CountedJudgment]:
+        """Judgments of approved, not excluded assignments, ordered by item key then assignment id."""
+        ...
+
+    def texts(self) -> dict[str, str]:
+        """Item key -> text of every item (traps included)."""
+        ...
+
+    def scores(self, stage: str) -> list[dict]:
+        """The stage's per-item summary (its kind's `aggregate`), with a `text` per row."""
+        ...
+
+    def candidates(self, stage: str) -> list[str]:
+        """The candidates a batch-planned stage fixed when it started."""
+        ...
+
+
+def answers_by_assignment(counted: Sequence[CountedJudgment]) -> list[list[Judgment]]:
+    """Counted judgments grouped into answers, in a fixed order (HIT, then worker): what a replay of
+    a stage's answers needs to be the same on every run."""
+    by_assignment: dict[str, tuple[tuple[str, str], list[Judgment]]] = {}
+    for j in counted:
+        by_assignment.setdefault(j.assignment_id, ((j.hit_key, j.worker_id), []))[1].append(
+            Judgment(item_key=j.item_key, value=j.value, extra=j.extra))
+    return [js for _, js in sorted(by_assignment.values(), key=lambda v: v[0])]
+
+
+class TaskKind(ABC):
+    """One task kind. Subclasses set `name` and implement `plan`, `page` and `parse`."""
+
+    name: ClassVar[str]
+    #: planned batch by batch from earlier answers (`plan_batch`) rather than all at once (`plan`)
+    batch_planned: ClassVar[bool] = False
+    #: quality control reads this kind's evidence (`evidence`) and holds, rejects and blocks on it
+    policed: ClassVar[bool] = False
+    #: among policed stages, the first whose kind says so is the campaign's primary one: its facts head
+    #: each worker's record (`campaign workers`) and its review decides bonuses
+    primary_evidence: ClassVar[bool] = False
+
+    # -- planning --------------------------------------------------------------------------------------
+    @abstractmethod
+    def plan(self, stage: Stage, items: Sequence[PlanItem], traps: Sequence[str], seed: int) -> list[HitDraft]:
+        """All HIT drafts of a stage, deterministic in (items, seed); `traps` are the stage's trap keys."""
+
+    def candidates(self, stage: Stage, data: StageData) -> list[str]:
+        """Batch-planned kinds: the items the stage works on, chosen once when it starts (e.g. the top of
+        an earlier stage's scores); the step stores them so later changes cannot reshuffle the stage."""
+        raise NotImplementedError(f"task kind {self.name!r} is not batch-planned")
+
+    def plan_batch(self, stage: Stage, inp: BatchInput) -> BatchPlan:
+        """Batch-planned kinds: the next batch from every counted answer so far."""
+        raise NotImplementedError(f"task kind {self.name!r} is not batch-planned")
+
+    # -- the HIT ---------------------------------------------------------------------------------------
+    @abstractmethod
+    def page(self, stage: Stage, items: Sequence[ShownItem], topic: str) -> str:
+        """The HIT's HTML page (a form posting to MTurk's externalSubmit; the marketplace wraps it)."""
+
+    @abstractmethod
+    def parse(self, stage: Stage, fields: Sequence[tuple[str, str]], items: Sequence[ShownItem]) -> list[Judgment]:
+        """Validate a submitted form against the HIT's own items: judgments, or `InvalidAnswer`."""
+
+    # -- scores ----------------------------------------------------------------------------------------
+    def aggregate(self, values_by_item: Mapping[str, Sequence[float]]) -> list[dict]:
+        """Per-item summary (rank, item, score, n, sd) from counted values; traps never reach it."""
+        return summarise(values_by_item)
+
+    def export(self, stage: Stage, data: StageData) -> Export:
+        """What the campaign writes when this kind's stage is its last one."""
+        return Export(rows=data.scores(stage.name))
+
+    # -- quality control -------------------------------------------------------------------------------
+    def evidence(self, stage: Stage, rows: Sequence[ReviewedJudgment]) -> tuple[list[Label], list[TrapResult]] | None:
+        """Labels and trap results for the review policy; None when this kind is not policed."""
+        return None
+
+    # -- the simulated crowd ---------------------------------------------------------------------------
+    def simulate(self, worker: SimWorker, form: Form, truth_of: Callable[[str], float],
+                 rng: np.random.Generator) -> list[tuple[str, str]]:
+        """A simulated worker's form fields for a HIT page (the assignmentId field is added by the crowd)."""
+        raise NotImplementedError(f"the simulated crowd cannot answer {self.name!r} HITs")
+
+
+def trap_keys(stage: Stage) -> list[str]:
+    """The item keys of a stage's trap sentences (what planning mixes into HITs)."""
+    return [f"{TRAP_PREFIX}{stage.name}:{j}" for j in range(len(stage.traps.texts))] if stage.traps.share > 0 else []
+
+
+__all__ = [
+    "EXPORT_COLUMNS", "BatchInput", "BatchPlan", "CountedJudgment", "Export", "InvalidAnswer", "PlanItem",
+    "ReviewedJudgment", "StageData", "TaskKind", "answers_by_assignment", "trap_keys",
+]
