@@ -20,6 +20,7 @@ from dataclasses import asdict, dataclass, field
 from datetime import UTC
 from decimal import Decimal
 from pathlib import Path
+from typing import Any
 
 from apscheduler.executors.pool import ThreadPoolExecutor
 from apscheduler.schedulers.background import BackgroundScheduler
@@ -55,7 +56,7 @@ class Runtime:
     store: Store
     clock: Clock
     contexts: list[Context]
-    market_server: object | None = None
+    market_server: Any = None  # campaign.market.server's running server, when the run started one
     crowds: list = field(default_factory=list)
     stop_event: threading.Event = field(default_factory=threading.Event)
 

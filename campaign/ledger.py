@@ -45,9 +45,9 @@ def totals(session: Session, campaign: str, budget: Decimal) -> Totals:
         .where(LedgerRow.campaign == campaign).group_by(LedgerRow.kind, LedgerRow.amount, LedgerRow.fee)
     ).all()
     reserved = spent = fees = ZERO
-    for kind, amount, fee, n in rows:
+    for kind, amount, fee_each, n in rows:
         a = Decimal(amount) * n
-        fee = Decimal(fee) * n
+        fee = Decimal(fee_each) * n
         if kind in ("reserve", "bonus_reserve"):
             reserved += a
         elif kind in ("charge", "bonus_charge"):

@@ -12,7 +12,7 @@ from __future__ import annotations
 import json
 import logging
 
-from sqlmodel import func, select
+from sqlmodel import col, func, select
 
 from campaign.money import fmt
 from campaign.spec import Stage
@@ -52,7 +52,7 @@ def plan_next_batch(ctx: Context, stage: Stage) -> int:
         return 0
     with ctx.store.session() as s:
         open_hits = s.exec(select(func.count()).select_from(HitRow).where(
-            HitRow.campaign == ctx.name, HitRow.stage == stage.name, HitRow.status.in_(OPEN))).one()
+            HitRow.campaign == ctx.name, HitRow.stage == stage.name, col(HitRow.status).in_(OPEN))).one()
         last = s.exec(select(func.max(HitRow.batch)).where(HitRow.campaign == ctx.name, HitRow.stage == stage.name)).one()
     if open_hits:
         return 0

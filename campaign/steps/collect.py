@@ -13,11 +13,11 @@ import logging
 from collections.abc import Sequence
 from decimal import Decimal
 
-from sqlmodel import Session, select
+from sqlmodel import Session, col, select
 
 from campaign.ledger import charge_assignment, release_assignment
 from campaign.marketplaces.base import MarketError, RemoteAssignment
-from campaign.steps.context import Context, crash_point
+from campaign.steps.context import Context, crash_point, remote_id
 from campaign.store import AssignmentRow, HitRow, ItemRow, JudgmentRow, WorkerRow
 from campaign.tasks import get as get_kind
 from campaign.tasks.base import InvalidAnswer, ShownItem
@@ -28,11 +28,11 @@ log = logging.getLogger(__name__)
 def collect(ctx: Context) -> int:
     """Fetch new assignments of open HITs; returns how many new ones were stored."""
     with ctx.store.session() as s:
-        hits = s.exec(select(HitRow).where(HitRow.campaign == ctx.name, HitRow.status == "posted").order_by(HitRow.id)).all()
+        hits = s.exec(select(HitRow).where(HitRow.campaign == ctx.name, HitRow.status == "posted").order_by(col(HitRow.id))).all()
     new = 0
     for hit in hits:
         try:
-            remote = ctx.market.submissions(hit.hit_id)
+            remote = ctx.market.submissions(remote_id(hit))
         except MarketError as exc:
             ctx.store.event(ctx.name, "marketplace_error", f"collecting {hit.hit_key}: {exc}", level="warning", subject=hit.hit_key)
             break
@@ -54,13 +54,13 @@ def store_assignments(ctx: Context, hit: HitRow, remote: Sequence[RemoteAssignme
             row = s.get(AssignmentRow, aid)
             if row is None:
                 row = AssignmentRow(
-                    assignment_id=aid, campaign=ctx.name, stage=hit.stage, hit_key=hit.hit_key, hit_id=hit.hit_id,
+                    assignment_id=aid, campaign=ctx.name, stage=hit.stage, hit_key=hit.hit_key, hit_id=remote_id(hit),
                     worker_id=a.worker_id, status="submitted", answer_xml=a.answer,
                     accept_time=a.accept_time, submit_time=a.submit_time, collected_at=ctx.clock.now(),
                 )
                 if items is None:
                     texts = dict(s.exec(select(ItemRow.item_key, ItemRow.text).where(
-                        ItemRow.campaign == ctx.name, ItemRow.item_key.in_(hit.keys()))).all())
+                        ItemRow.campaign == ctx.name, col(ItemRow.item_key).in_(hit.keys()))).all())
                     items = [ShownItem(key=k, text=texts.get(k, "")) for k in hit.keys()]
                 try:
                     judgments = kind.parse(stage, ctx.market.answer_fields(row.answer_xml), items)

@@ -14,12 +14,15 @@ import signal
 import threading
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any, TypeVar
+
+from sqlmodel import Session, SQLModel
 
 from campaign.clock import Clock
 from campaign.marketplaces.base import Marketplace
 from campaign.spec import Campaign
 from campaign.steps.scores import StoreStageData
-from campaign.store import Store
+from campaign.store import HitRow, Store
 
 log = logging.getLogger(__name__)
 
@@ -80,3 +83,21 @@ class Context:
         p = self.state_dir / self.name
         p.mkdir(parents=True, exist_ok=True)
         return p
+
+
+RowT = TypeVar("RowT", bound=SQLModel)
+
+
+def get_row(session: Session, cls: type[RowT], key: Any) -> RowT:
+    """A row the step knows exists (it read it earlier in this pass); missing means the store changed under us."""
+    row = session.get(cls, key)
+    if row is None:
+        raise LookupError(f"{cls.__name__} {key!r} is missing from the store")
+    return row
+
+
+def remote_id(hit: HitRow) -> str:
+    """The marketplace's id of a posted HIT."""
+    if hit.hit_id is None:
+        raise LookupError(f"HIT {hit.hit_key} has no marketplace id (status {hit.status})")
+    return hit.hit_id

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import logging
 
-from sqlmodel import select
+from sqlmodel import col, select
 
 from campaign.ledger import release_hit_rest
 from campaign.marketplaces.base import AlreadyDone, MarketError
-from campaign.steps.context import Context
+from campaign.steps.context import Context, get_row, remote_id
 from campaign.steps.post import post_pending
 from campaign.store import CampaignRow, HitRow
 
@@ -29,14 +29,14 @@ def apply_extend(ctx: Context) -> None:
     for hit in hits:
         new = max(hit.expires_at or ctx.clock.now(), ctx.clock.now()) + hours * 3600
         try:
-            ctx.market.extend_hit(hit.hit_id, new)
+            ctx.market.extend_hit(remote_id(hit), new)
         except AlreadyDone:
             pass  # the marketplace's implicit token: the same extension twice is done once
         except MarketError as exc:
             ctx.store.event(ctx.name, "extend_error", f"{hit.hit_key}: {exc}", level="warning")
             return
         with ctx.store.session() as s:
-            row = s.get(HitRow, hit.id)
+            row = get_row(s, HitRow, hit.id)
             row.expires_at = float(int(new))
             s.add(row)
     ctx.store.set_kv(ctx.name, "extend_hours", "0")
@@ -54,28 +54,28 @@ def apply_cancel(ctx: Context) -> bool:
         for row in s.exec(select(HitRow).where(HitRow.campaign == ctx.name, HitRow.status == "draft")).all():
             row.status = "cancelled"
             s.add(row)
-        hits = s.exec(select(HitRow).where(HitRow.campaign == ctx.name, HitRow.status.in_(("posted", "posting")))).all()
+        hits = s.exec(select(HitRow).where(HitRow.campaign == ctx.name, col(HitRow.status).in_(("posted", "posting")))).all()
     for hit in hits:
         if hit.status == "posting":
             continue  # post_pending finishes or reconciles it first; cancelled on a later tick
         if hit.expires_at is not None and hit.expires_at <= ctx.clock.now():
             continue
         try:
-            ctx.market.expire_hit(hit.hit_id, past)
+            ctx.market.expire_hit(remote_id(hit), past)
         except MarketError as exc:
             ctx.store.event(ctx.name, "cancel_error", f"{hit.hit_key}: {exc}", level="warning")
             return False
         with ctx.store.session() as s:
-            row = s.get(HitRow, hit.id)
+            row = get_row(s, HitRow, hit.id)
             row.expires_at = past
             s.add(row)
     with ctx.store.session() as s:
-        still = s.exec(select(HitRow).where(HitRow.campaign == ctx.name, HitRow.status.in_(("posted", "posting")))).all()
+        still = s.exec(select(HitRow).where(HitRow.campaign == ctx.name, col(HitRow.status).in_(("posted", "posting")))).all()
         if still:
             return False
         for row in s.exec(select(HitRow).where(HitRow.campaign == ctx.name)).all():
             release_hit_rest(s, ctx.name, row.hit_key)
-        camp = s.get(CampaignRow, ctx.name)
+        camp = get_row(s, CampaignRow, ctx.name)
         camp.status = "cancelled"
         s.add(camp)
         ctx.store.event(ctx.name, "cancelled", "campaign cancelled; no HIT is left open and no money reserved", session=s)

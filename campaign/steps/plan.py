@@ -9,7 +9,7 @@ from __future__ import annotations
 import json
 import logging
 
-from sqlmodel import func, select
+from sqlmodel import col, func, select
 
 from campaign.inputs import load_items as read_input
 from campaign.money import fmt
@@ -46,7 +46,7 @@ def plan_stage(ctx: Context, stage: Stage) -> int:
         have = s.exec(select(func.count()).select_from(HitRow).where(HitRow.campaign == ctx.name, HitRow.stage == stage.name)).one()
         if have:
             return int(have)
-        rows = s.exec(select(ItemRow).where(ItemRow.campaign == ctx.name).order_by(ItemRow.position)).all()
+        rows = s.exec(select(ItemRow).where(ItemRow.campaign == ctx.name).order_by(col(ItemRow.position))).all()
         traps = [r.item_key for r in rows if r.is_trap and r.item_key.startswith(f"{TRAP_PREFIX}{stage.name}:")]
         items = [PlanItem(key=r.item_key, doc=r.doc, text=r.text) for r in rows if not r.is_trap]
         drafts = get_kind(stage.kind).plan(stage, items, traps, ctx.seed)

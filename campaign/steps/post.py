@@ -12,12 +12,12 @@ from __future__ import annotations
 import logging
 from decimal import Decimal
 
-from sqlmodel import select
+from sqlmodel import col, select
 
 from campaign.ledger import BudgetExceeded, release_hit_rest, reserve_hit
 from campaign.marketplaces.base import HitRequest, HitType, MarketError, RemoteHit, TransientError
 from campaign.spec import Stage
-from campaign.steps.context import Context, crash_point
+from campaign.steps.context import Context, crash_point, get_row
 from campaign.store import CampaignRow, HitRow, ItemRow
 from campaign.tasks import get as get_kind
 from campaign.tasks.base import ShownItem
@@ -36,7 +36,7 @@ def hit_type_id(ctx: Context, stage: Stage) -> str:
 def page(ctx: Context, stage: Stage, hit: HitRow) -> str:
     """The HIT's page as its task kind renders it, from the items' texts in the store."""
     with ctx.store.session() as s:
-        rows = {r.item_key: r for r in s.exec(select(ItemRow).where(ItemRow.campaign == ctx.name, ItemRow.item_key.in_(hit.keys()))).all()}
+        rows = {r.item_key: r for r in s.exec(select(ItemRow).where(ItemRow.campaign == ctx.name, col(ItemRow.item_key).in_(hit.keys()))).all()}
     items = [ShownItem(key=k, text=rows[k].text) for k in hit.keys()]
     return get_kind(stage.kind).page(stage, items, ctx.campaign.topic)
 
@@ -56,7 +56,7 @@ def post_pending(ctx: Context, limit: int = 200, only_interrupted: bool = False)
     type_ids: dict[str, str] = {}
     with ctx.store.session() as s:
         pending = s.exec(
-            select(HitRow).where(HitRow.campaign == ctx.name, HitRow.status.in_(("draft", "posting"))).order_by(HitRow.id)
+            select(HitRow).where(HitRow.campaign == ctx.name, col(HitRow.status).in_(("draft", "posting"))).order_by(col(HitRow.id))
         ).all()
     if only_interrupted:
         pending = [h for h in pending if h.status == "posting"]
@@ -67,7 +67,7 @@ def post_pending(ctx: Context, limit: int = 200, only_interrupted: bool = False)
         if hit.status == "draft":
             try:
                 with ctx.store.session() as s:
-                    row = s.get(HitRow, hit.id)
+                    row = get_row(s, HitRow, hit.id)
                     if row.status != "draft":
                         continue
                     amount = reserve_hit(s, ctx.name, ctx.campaign.budget, row.hit_key, Decimal(row.reward), row.assignments)
@@ -108,7 +108,7 @@ def _create_or_find(ctx: Context, stage: Stage, hit: HitRow, type_id: str) -> Re
         if found is not None:
             return found
         with ctx.store.session() as s:  # the old token may be forgotten: a new attempt gets a new token
-            row = s.get(HitRow, hit.id)
+            row = get_row(s, HitRow, hit.id)
             row.token_attempt += 1
             row.token = ctx.token(row.hit_key, row.token_attempt)
             row.posting_started_at = ctx.clock.now()
@@ -121,7 +121,7 @@ def _create_or_find(ctx: Context, stage: Stage, hit: HitRow, type_id: str) -> Re
 
 def _record_posted(ctx: Context, hit: HitRow, remote: RemoteHit) -> None:
     with ctx.store.session() as s:
-        row = s.get(HitRow, hit.id)
+        row = get_row(s, HitRow, hit.id)
         row.hit_id = remote.hit_id
         row.hit_type_id = remote.type_id
         row.status = "posted"
@@ -133,7 +133,7 @@ def _record_posted(ctx: Context, hit: HitRow, remote: RemoteHit) -> None:
 
 def _fail(ctx: Context, hit: HitRow, why: str) -> None:
     with ctx.store.session() as s:
-        row = s.get(HitRow, hit.id)
+        row = get_row(s, HitRow, hit.id)
         row.status = "failed"
         row.error = why[:1000]
         s.add(row)

@@ -18,7 +18,7 @@ import logging
 from dataclasses import asdict
 from decimal import Decimal
 
-from sqlmodel import func, select
+from sqlmodel import col, func, select
 
 from campaign.ledger import BudgetExceeded, charge_bonus, release_bonus, reserve_bonus
 from campaign.marketplaces.base import AlreadyDone, MarketError, TransientError
@@ -57,17 +57,17 @@ def reviewed_judgments(ctx: Context, stage: Stage) -> list[ReviewedJudgment]:
     """Every valid judgment of the stage that counts as evidence, by assignment then item."""
     with ctx.store.session() as s:
         rows = s.exec(
-            select(JudgmentRow.item_key, JudgmentRow.worker_id, JudgmentRow.assignment_id, JudgmentRow.value, AssignmentRow.hit_key)
-            .join(AssignmentRow, AssignmentRow.assignment_id == JudgmentRow.assignment_id)
+            select(JudgmentRow, col(AssignmentRow.hit_key))
+            .join(AssignmentRow, col(AssignmentRow.assignment_id) == col(JudgmentRow.assignment_id))
             .where(JudgmentRow.campaign == ctx.name, JudgmentRow.stage == stage.name, AssignmentRow.valid == True,  # noqa: E712
-                   AssignmentRow.status.in_(COUNTED))
-            .order_by(JudgmentRow.assignment_id, JudgmentRow.item_key)
+                   col(AssignmentRow.status).in_(COUNTED))
+            .order_by(col(JudgmentRow.assignment_id), col(JudgmentRow.item_key))
         ).all()
-    shown: dict[str, int] = {}
-    for _, _, aid, _, _ in rows:
-        shown[aid] = shown.get(aid, 0) + 1
-    return [ReviewedJudgment(item_key=item, value=value, worker_id=worker, assignment_id=aid, hit_key=hit_key, shown=shown[aid])
-            for item, worker, aid, value, hit_key in rows]
+        shown: dict[str, int] = {}
+        for j, _ in rows:
+            shown[j.assignment_id] = shown.get(j.assignment_id, 0) + 1
+        return [ReviewedJudgment(item_key=j.item_key, value=j.value, worker_id=j.worker_id, assignment_id=j.assignment_id,
+                                 hit_key=hit_key, shown=shown[j.assignment_id]) for j, hit_key in rows]
 
 
 def evaluate(ctx: Context, stage: Stage) -> ReviewResult:
@@ -114,7 +114,7 @@ def quality_pass(ctx: Context) -> int:
     for stage in policed_stages(ctx):
         with ctx.store.session() as s:
             n = int(s.exec(select(func.count()).select_from(AssignmentRow).where(
-                AssignmentRow.campaign == ctx.name, AssignmentRow.stage == stage.name, AssignmentRow.status.in_(COUNTED))).one())
+                AssignmentRow.campaign == ctx.name, AssignmentRow.stage == stage.name, col(AssignmentRow.status).in_(COUNTED))).one())
         saved = ctx.store.get_kv(ctx.name, _review_key(stage))
         if saved is not None and json.loads(saved)["n"] == n:
             continue
@@ -256,7 +256,7 @@ def pay_bonuses(ctx: Context, result: ReviewResult) -> None:
         with ctx.store.session() as s:
             aid = s.exec(select(AssignmentRow.assignment_id).where(AssignmentRow.campaign == ctx.name, AssignmentRow.worker_id == w,
                                                                    AssignmentRow.status == "approved")
-                         .order_by(AssignmentRow.assignment_id.desc())).first()
+                         .order_by(col(AssignmentRow.assignment_id).desc())).first()
             if aid is None:
                 continue
             try:

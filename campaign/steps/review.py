@@ -12,13 +12,13 @@ from __future__ import annotations
 import logging
 from decimal import Decimal
 
-from sqlmodel import select
+from sqlmodel import col, select
 
 from campaign.ledger import charge_assignment, release_assignment, release_hit_rest
 from campaign.marketplaces.base import InvalidState, MarketError, TransientError
 from campaign.quality.review import ReviewResult, feedback
 from campaign.steps.collect import store_assignments
-from campaign.steps.context import Context, crash_point
+from campaign.steps.context import Context, crash_point, get_row, remote_id
 from campaign.steps.quality_pass import stage_collected, stage_reviews
 from campaign.store import AssignmentRow, CampaignRow, HitRow
 
@@ -74,8 +74,8 @@ def review(ctx: Context, limit: int = 500) -> int:
         if camp is not None and camp.status == "paused":
             return 0
         rows = s.exec(select(AssignmentRow).where(AssignmentRow.campaign == ctx.name,
-                                                  AssignmentRow.status.in_(("submitted", "approving", "rejecting")))
-                      .order_by(AssignmentRow.collected_at, AssignmentRow.assignment_id)).all()[:limit]
+                                                  col(AssignmentRow.status).in_(("submitted", "approving", "rejecting")))
+                      .order_by(col(AssignmentRow.collected_at), col(AssignmentRow.assignment_id))).all()[:limit]
     fresh = [r for r in rows if r.status == "submitted"]
     decisions = decide(ctx, fresh, stage_reviews(ctx))
     done = 0
@@ -85,7 +85,7 @@ def review(ctx: Context, limit: int = 500) -> int:
                 continue  # held: the worker cannot be judged yet
             action, why = decisions[r.assignment_id]
             with ctx.store.session() as s:  # the intent, before the remote call
-                row = s.get(AssignmentRow, r.assignment_id)
+                row = get_row(s, AssignmentRow, r.assignment_id)
                 if row.status != "submitted":
                     continue
                 row.status = "approving" if action == "approve" else "rejecting"
@@ -125,7 +125,7 @@ def _read_back(ctx: Context, assignment_id: str) -> str | None:
 
 def _record(ctx: Context, assignment_id: str, outcome: str) -> None:
     with ctx.store.session() as s:
-        row = s.get(AssignmentRow, assignment_id)
+        row = get_row(s, AssignmentRow, assignment_id)
         hit = s.exec(select(HitRow).where(HitRow.campaign == ctx.name, HitRow.hit_key == row.hit_key)).one()
         if outcome == "approved":
             charge_assignment(s, ctx.name, hit.hit_key, row.assignment_id, Decimal(hit.reward), hit.assignments)
@@ -154,14 +154,14 @@ def close_finished_hits(ctx: Context) -> int:
         expired = hit.expires_at is not None and now >= hit.expires_at and not open_.get(hit.hit_key)
         if expired and not full:
             try:  # an expired HIT may still hold accepted work until its assignments' deadlines
-                remote = ctx.market.get_hit(hit.hit_id)
+                remote = ctx.market.get_hit(remote_id(hit))
             except MarketError:
                 continue
             if not remote.closed or remote.pending:
                 continue
             # a last look: anything submitted since the last collect must be stored before closing
             try:
-                listed = ctx.market.submissions(hit.hit_id)
+                listed = ctx.market.submissions(remote_id(hit))
             except MarketError:
                 continue
             store_assignments(ctx, hit, listed)
@@ -170,11 +170,11 @@ def close_finished_hits(ctx: Context) -> int:
             with ctx.store.session() as s:
                 if s.exec(select(AssignmentRow.assignment_id).where(
                         AssignmentRow.hit_key == hit.hit_key, AssignmentRow.campaign == ctx.name,
-                        AssignmentRow.status.in_(("submitted", "approving", "rejecting")))).first():
+                        col(AssignmentRow.status).in_(("submitted", "approving", "rejecting")))).first():
                     continue
         if full or expired:
             with ctx.store.session() as s:
-                row = s.get(HitRow, hit.id)
+                row = get_row(s, HitRow, hit.id)
                 row.status = "closed"
                 row.closed_at = now
                 s.add(row)

@@ -14,7 +14,7 @@ import json
 import os
 from pathlib import Path
 
-from sqlmodel import select
+from sqlmodel import col, select
 
 from campaign import tasks
 from campaign.spec import Campaign
@@ -27,15 +27,14 @@ def counted_judgments(store: Store, campaign: str, stage: str) -> list[CountedJu
     """Judgments of approved assignments that quality control did not exclude, by item then assignment."""
     with store.session() as s:
         rows = s.exec(
-            select(JudgmentRow.item_key, JudgmentRow.value, JudgmentRow.extra, JudgmentRow.assignment_id,
-                   JudgmentRow.worker_id, AssignmentRow.hit_key)
-            .join(AssignmentRow, AssignmentRow.assignment_id == JudgmentRow.assignment_id)
-            .where(JudgmentRow.campaign == campaign, JudgmentRow.stage == stage, JudgmentRow.excluded == False,  # noqa: E712
+            select(JudgmentRow, col(AssignmentRow.hit_key))
+            .join(AssignmentRow, col(AssignmentRow.assignment_id) == col(JudgmentRow.assignment_id))
+            .where(JudgmentRow.campaign == campaign, JudgmentRow.stage == stage, col(JudgmentRow.excluded) == False,  # noqa: E712
                    AssignmentRow.status == "approved")
-            .order_by(JudgmentRow.item_key, JudgmentRow.assignment_id)
+            .order_by(col(JudgmentRow.item_key), col(JudgmentRow.assignment_id))
         ).all()
-    return [CountedJudgment(item_key=item, value=value, extra=json.loads(extra) if extra else {}, assignment_id=aid,
-                            worker_id=worker, hit_key=hit_key) for item, value, extra, aid, worker, hit_key in rows]
+        return [CountedJudgment(item_key=j.item_key, value=j.value, extra=json.loads(j.extra) if j.extra else {},
+                                assignment_id=j.assignment_id, worker_id=j.worker_id, hit_key=hit_key) for j, hit_key in rows]
 
 
 def item_texts(store: Store, campaign: str) -> dict[str, str]:
@@ -77,6 +76,12 @@ class StoreStageData:
 
     def texts(self) -> dict[str, str]:
         return item_texts(self.store, self._campaign.name)
+
+    def items(self) -> list[str]:
+        with self.store.session() as s:
+            return list(s.exec(select(ItemRow.item_key).where(ItemRow.campaign == self._campaign.name,
+                                                              col(ItemRow.is_trap) == False)  # noqa: E712
+                               .order_by(col(ItemRow.position))).all())
 
     def scores(self, stage: str) -> list[dict]:
         return compute_scores(self.store, self._campaign.name, stage, self._campaign.stage(stage).kind)

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from sqlmodel import func, select
+from sqlmodel import col, func, select
 
 from campaign.spec import Stage
 from campaign.steps.context import Context
@@ -25,7 +25,7 @@ def stage_done(ctx: Context, stage_name: str) -> bool:
     with ctx.store.session() as s:
         n_hits = s.exec(select(func.count()).select_from(HitRow).where(HitRow.campaign == ctx.name, HitRow.stage == stage_name)).one()
         open_hits = s.exec(select(func.count()).select_from(HitRow).where(
-            HitRow.campaign == ctx.name, HitRow.stage == stage_name, HitRow.status.in_(OPEN))).one()
+            HitRow.campaign == ctx.name, HitRow.stage == stage_name, col(HitRow.status).in_(OPEN))).one()
     if get_kind(ctx.campaign.stage(stage_name).kind).batch_planned:
         return open_hits == 0 and ctx.store.get_kv(ctx.name, complete_key(stage_name)) == "1"
     return n_hits > 0 and open_hits == 0

@@ -124,7 +124,7 @@ def summarise(values_by_item: Mapping[str, Sequence[float]]) -> list[dict]:
     stable); trap items are never scored."""
     import math
 
-    rows = []
+    rows: list[dict[str, Any]] = []
     for key, values in values_by_item.items():
         if key.startswith(TRAP_PREFIX) or not values:
             continue

@@ -116,6 +116,10 @@ class StageData(Protocol):
         """Item key -> text of every item (traps included)."""
         ...
 
+    def items(self) -> list[str]:
+        """The campaign's input items (no traps), in input order."""
+        ...
+
     def scores(self, stage: str) -> list[dict]:
         """The stage's per-item summary (its kind's `aggregate`), with a `text` per row."""
         ...

@@ -13,7 +13,7 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Callable, Mapping, Sequence
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any, cast
 
 from campaign.aggregate.gold_nuggets import SpanVote, gold_nuggets
 from campaign.aggregate.mace import MACE
@@ -143,7 +143,8 @@ def gold(counted: Sequence[CountedJudgment], texts: Mapping[str, str], min_worke
     `min_workers` distinct workers selected exactly (>= `min_tokens` tokens, overlaps merged keeping the
     longest), each with its worker count and the summed MACE competence of its workers.
     """
-    votes, labels = [], []
+    votes: list[SpanVote] = []
+    labels: list[tuple[tuple[str, int], str, int]] = []
     for j in sorted(counted, key=lambda j: (j.item_key, j.worker_id)):
         n_tokens = len(texts.get(j.item_key, "").split())
         marked: set[int] = set()
@@ -154,12 +155,12 @@ def gold(counted: Sequence[CountedJudgment], texts: Mapping[str, str], min_worke
     competence: dict[str, float] = {}
     if labels and len({w for _, w, _ in labels}) > 1:
         competence = MACE(seed=seed, n_restarts=5).fit(labels).competence_
-    weights: dict[tuple, set[str]] = {}
+    weights: dict[tuple[Any, int, int], set[Any]] = {}
     for v in votes:
         weights.setdefault((v.hit, v.start, v.end), set()).add(v.worker)
     out = []
     for g in gold_nuggets(votes, min_workers=min_workers, min_tokens=min_tokens):
-        hit_key, item = g.hit
+        hit_key, item = cast(tuple[str, str], g.hit)
         toks = texts.get(item, "").split()
         workers = weights[(g.hit, g.start, g.end)]
         out.append({"hit": hit_key, "item": item, "first": g.start, "last": g.end - 1, "workers": g.workers,

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from itertools import combinations
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from campaign.aggregate.bradley_terry import fit_bradley_terry
 from campaign.aggregate.trueskill_online import OnlineRanker
@@ -106,8 +106,8 @@ def with_traps(stage: Stage, hits: list[tuple], campaign: str, seed: int, batch:
     n = int(round(stage.traps.share * len(hits)))
     chosen = set(int(i) for i in rng.choice(len(hits), size=n, replace=False)) if n else set()
     out = []
-    for k, group in enumerate(hits):
-        group = list(group)
+    for k, hit in enumerate(hits):
+        group = list(hit)
         if k in chosen:
             group.insert(int(rng.integers(0, len(group) + 1)), traps[int(rng.integers(0, len(traps)))])
         out.append(tuple(group))
@@ -128,14 +128,20 @@ class RankingKind(TaskKind):
     def plan(self, stage: Stage, items: Sequence[PlanItem], traps: Sequence[str], seed: int) -> list[HitDraft]:
         raise NotImplementedError("a ranking stage is planned in batches, not from items")
 
-    def _source(self, stage: Stage, campaign_stages: Sequence[Stage]) -> Stage:
+    def _source(self, stage: Stage, campaign_stages: Sequence[Stage]) -> Stage | None:
+        """The stage whose scores feed this one: `source`, else the first stage, unless that is this one."""
         if stage.source:
             return next(s for s in campaign_stages if s.name == stage.source)
-        return campaign_stages[0]
+        first = campaign_stages[0]
+        return None if first.name == stage.name else first
 
     def candidates(self, stage: Stage, data: StageData) -> list[str]:
-        """Top `shortlist` items of the source stage, plus every item tied with the last one (seed 000 §5.4)."""
-        scores = data.scores(self._source(stage, data.campaign.stages).name)
+        """Top `shortlist` items of the source stage, plus every item tied with the last one (seed 000 §5.4);
+        a ranking stage that comes first ranks every input item."""
+        source = self._source(stage, data.campaign.stages)
+        if source is None:
+            return data.items()
+        scores = data.scores(source.name)
         if len(scores) > stage.shortlist:
             cut = scores[stage.shortlist - 1]["score"]
             return [r["item"] for r in scores if r["score"] >= cut]
@@ -181,26 +187,28 @@ class RankingKind(TaskKind):
             kept = [i for i in r if i in known]
             comparisons.extend(pairs([Judgment(item_key=k, value=float(p)) for p, k in enumerate(kept)]))
         fit = fit_bradley_terry(items, comparisons) if items else None
-        source = {r["item"]: r for r in data.scores(self._source(stage, data.campaign.stages).name)}
+        source_stage = self._source(stage, data.campaign.stages)
+        source = {r["item"]: r for r in data.scores(source_stage.name)} if source_stage is not None else {}
+        texts = data.texts()
         counts = {i: [0, 0] for i in items}
         for w, lo in comparisons:
             counts[w][0] += 1
             counts[w][1] += 1
             counts[lo][1] += 1
-        rows: list[dict] = []
+        rows: list[dict[str, Any]] = []
         for i in items:
             lk = source.get(i, {})
             assert fit is not None
             rows.append({"item": i, "score": round(fit.score(i), 6), "uncertainty": round(fit.stderr(i), 6),
                          "comparisons": counts[i][1], "wins": counts[i][0], "likert_score": lk.get("score"),
-                         "likert_n": lk.get("n"), "likert_sd": lk.get("sd"), "text": lk.get("text", "")})
+                         "likert_n": lk.get("n"), "likert_sd": lk.get("sd"), "text": texts.get(i, "")})
         rows.sort(key=lambda r: (-r["score"], r["item"]))
         rest = [r for k, r in sorted(source.items(), key=lambda kv: (-kv[1]["score"], kv[0])) if k not in known]
         rows += [{"item": r["item"], "score": None, "uncertainty": None, "comparisons": 0, "wins": 0,
                   "likert_score": r["score"], "likert_n": r["n"], "likert_sd": r["sd"], "text": r["text"]} for r in rest]
-        for rank, r in enumerate(rows, start=1):
-            r["rank"] = rank
-            r["kept"] = rank <= stage.keep and r["score"] is not None
+        for rank, row in enumerate(rows, start=1):
+            row["rank"] = rank
+            row["kept"] = rank <= stage.keep and row["score"] is not None
         return Export(rows=rows, columns=RANKING_COLUMNS)
 
     def evidence(self, stage: Stage, rows: Sequence[ReviewedJudgment]) -> tuple[list[Label], list[TrapResult]]:
