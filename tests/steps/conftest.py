@@ -1,0 +1,128 @@
+"""Each daemon step run on its own, in-process: a store, the built-in marketplace on a manual clock,
+and workers driven by hand through the worker API (no simulated crowd, no scheduler)."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+from sqlmodel import select
+
+from campaign.clock import ManualClock
+from campaign.crowd.forms import Form, parse_form
+from campaign.daemon import ensure_campaign_row
+from campaign.market.server import start_market
+from campaign.market.worker_client import WorkerClient
+from campaign.marketplaces import open_marketplace
+from campaign.spec import load_spec
+from campaign.steps.context import Context
+from campaign.store import HitRow, Store
+
+ROOT = Path(__file__).resolve().parents[2]
+EXAMPLE = ROOT / "examples" / "ukpconvarg1-water"
+
+LIKERT = """\
+campaigns:
+  - name: steps
+    topic: Should plastic water bottles be banned?
+    input:
+      propositions: {props}
+    task:
+      kind: likert
+      items_per_hit: 5
+      assignments: 3
+    budget: "10.00"
+    crowd:
+      kind: none
+"""
+
+TWO_STAGE = """\
+campaigns:
+  - name: steps
+    topic: Should plastic water bottles be banned?
+    input:
+      propositions: {props}
+    stages:
+      - name: likert
+        kind: likert
+        assignments: 2
+      - name: ranking
+        kind: ranking
+        source: likert
+        shortlist: 8
+        keep: 4
+        batch_pairs: 6
+        pair_budget: 0.5
+        assignments: 2
+    budget: "20.00"
+    crowd:
+      kind: none
+"""
+
+SPECS = {"likert": LIKERT, "two-stage": TWO_STAGE}
+
+
+@dataclass
+class Harness:
+    ctx: Context
+    market: object
+    workers: WorkerClient
+    clock: ManualClock
+
+    def hits(self, stage: str | None = None) -> list[HitRow]:
+        with self.ctx.store.session() as s:
+            q = select(HitRow).where(HitRow.campaign == self.ctx.name)
+            rows = s.exec(q).all()
+        return [h for h in rows if stage is None or h.stage == stage]
+
+    def work(self, worker: str, hit_id: str, answer: Callable[[Form], list[tuple[str, str]]]) -> str:
+        """One worker accepts the HIT, reads its page and submits `answer(form)`; returns the assignment id."""
+        self.workers.register(worker)
+        aid = self.workers.accept(worker, hit_id)["AssignmentId"]
+        form = parse_form(self.workers.task_html(aid))
+        self.workers.submit(aid, [("assignmentId", aid)] + answer(form))
+        return aid
+
+
+def _rate(value: int) -> Callable[[Form], list[tuple[str, str]]]:
+    return lambda form: [(s.radio_name, str(value)) for s in form.slots if s.radio_name]
+
+
+@pytest.fixture
+def rate() -> Callable[[int], Callable[[Form], list[tuple[str, str]]]]:
+    """rate(v): an answer giving every item of a Likert page the rating v."""
+    return _rate
+
+
+def first_items(tmp_path: Path, n: int) -> Path:
+    lines = (EXAMPLE / "propositions.tsv").read_text(encoding="utf-8").splitlines()
+    p = tmp_path / "props.tsv"
+    p.write_text("\n".join(lines[: n + 1]) + "\n", encoding="utf-8")
+    return p
+
+
+@pytest.fixture
+def harness(tmp_path) -> Iterator[Callable[..., Harness]]:
+    started: list[tuple[object, Store]] = []
+
+    def make(spec: str = "likert", n_items: int = 10, seed: int = 0) -> Harness:
+        """A harness for the "likert" or "two-stage" spec above, over the first `n_items` demo statements."""
+        cfg = tmp_path / "campaigns.yaml"
+        cfg.write_text(SPECS[spec].format(props=first_items(tmp_path, n_items)), encoding="utf-8")
+        campaign = load_spec(cfg).campaigns[0]
+        clock = ManualClock()
+        market = start_market(tmp_path / "market", clock=clock, mode="prod")
+        store = Store.open(tmp_path / "state")
+        started.append((market, store))
+        instance = ensure_campaign_row(store, campaign, seed)
+        ctx = Context(store=store, market=open_marketplace("local", market.endpoint_url), campaign=campaign, seed=seed,
+                      state_dir=tmp_path / "state", clock=clock, instance=instance, lock=threading.Lock())
+        return Harness(ctx=ctx, market=market, workers=WorkerClient(market.endpoint_url), clock=clock)
+
+    yield make
+    for market, store in started:
+        store.close()
+        market.stop()  # type: ignore[attr-defined]

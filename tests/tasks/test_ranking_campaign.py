@@ -1,0 +1,66 @@
+"""A single-stage `task: kind: ranking` campaign runs to `finished` (it used to fail on every tick with
+AttributeError): with no earlier stage, the stage ranks every input item in adaptive batches."""
+
+from __future__ import annotations
+
+import csv
+from pathlib import Path
+
+from sqlmodel import select
+
+from campaign.daemon import RunOptions, run
+from campaign.spec import load_spec
+from campaign.store import CampaignRow, EventRow, HitRow, Store
+
+ROOT = Path(__file__).resolve().parents[2]
+EXAMPLE = ROOT / "examples" / "ukpconvarg1-water"
+
+SPEC = """\
+campaigns:
+  - name: rank-only
+    topic: Should plastic water bottles be banned?
+    input:
+      propositions: {props}
+    task:
+      kind: ranking
+      keep: 5
+      batch_pairs: 20
+      pair_budget: 0.5
+    budget: "20.00"
+    crowd:
+      kind: simulated
+      workers: 15
+      speed: 3600
+      arrival_span: 10m
+      truth: {truth}
+    schedule:
+      poll_interval: 0.2
+"""
+
+
+def test_a_ranking_only_campaign_finishes_with_bradley_terry_scores(tmp_path):
+    props = tmp_path / "props.tsv"
+    lines = (EXAMPLE / "propositions.tsv").read_text(encoding="utf-8").splitlines()
+    props.write_text("\n".join(lines[:13]) + "\n", encoding="utf-8")  # header + 12 statements
+    cfg = tmp_path / "campaigns.yaml"
+    cfg.write_text(SPEC.format(props=props, truth=EXAMPLE / "truth.tsv"), encoding="utf-8")
+    state = tmp_path / "state"
+    assert run(load_spec(cfg), RunOptions(state_dir=state, seed=2, max_seconds=150)) == 0
+
+    store = Store.open(state)
+    with store.session() as s:
+        assert s.get(CampaignRow, "rank-only").status == "finished"
+        hits = s.exec(select(HitRow).where(HitRow.campaign == "rank-only")).all()
+        errors = s.exec(select(EventRow).where(EventRow.campaign == "rank-only", EventRow.kind == "step_error")).all()
+    store.close()
+    assert not errors, errors[0].message
+    assert len({h.batch for h in hits}) >= 2  # adaptive: more than one batch
+    with open(state / "rank-only" / "scores.csv", encoding="utf-8") as fh:
+        rows = list(csv.DictReader(fh))
+    assert len(rows) == 12
+    assert [r["rank"] for r in rows] == [str(i) for i in range(1, 13)]
+    assert all(r["score"] and r["uncertainty"] and int(r["comparisons"]) > 0 and r["text"] for r in rows)
+    assert sum(r["kept"] == "True" for r in rows) == 5
+    assert all(r["likert_score"] == "" for r in rows)  # no earlier stage, no Likert evidence
+    scores = [float(r["score"]) for r in rows]
+    assert scores == sorted(scores, reverse=True)
