@@ -96,6 +96,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     r.add_argument("--production", action="store_true", help="allow posting to MTurk production (real money)")
     r.add_argument("--max-seconds", type=float, default=None, help=argparse.SUPPRESS)
     r.add_argument("--quiet", action="store_true", help="no progress view; warnings and errors only")
+    r.add_argument("--log-level", type=str.upper, choices=("DEBUG", "INFO", "WARNING", "ERROR"), default=None,
+                   help="level of every campaign logger; the store's events are logged at their own level")
     _common(r)
     r.set_defaults(func=cmd_run)
 
@@ -192,7 +194,10 @@ def cmd_run(args: argparse.Namespace) -> int:
     from campaign.inputs import InputError
     from campaign.progress import make_progress
 
-    logging.basicConfig(level=logging.WARNING if args.quiet else logging.INFO, format="%(asctime)s %(levelname)s %(message)s")
+    logging.basicConfig(level=args.log_level or (logging.WARNING if args.quiet else logging.INFO),
+                        format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    if args.log_level is None:  # events go to the log below warning only when asked for
+        logging.getLogger("campaign.events").setLevel(logging.WARNING)
     logging.getLogger("apscheduler").setLevel(logging.ERROR)  # "skipped: instance still running" is normal here
     logging.getLogger("botocore").setLevel(logging.WARNING)
     try:

@@ -353,6 +353,7 @@ class Store:
     # --- small helpers used across modules ------------------------------------------------------------
     def event(self, campaign: str, kind: str, message: str, *, level: str = "info", subject: str | None = None,
               data: dict[str, Any] | None = None, session: Session | None = None) -> None:
+        logging.getLogger("campaign.events").log(getattr(logging, level.upper(), logging.INFO), "%s %s: %s", campaign, kind, message)
         row = EventRow(campaign=campaign, kind=kind, message=message, level=level, subject=subject,
                        data=json.dumps(data, sort_keys=True, default=str) if data is not None else None)
         if session is not None:
