@@ -24,7 +24,7 @@ from campaign.crowd.forms import Form, norm_text, parse_form
 from campaign.crowd.models import SimWorker
 from campaign.market.worker_client import WorkerAPIError, WorkerClient
 from campaign.rng import rng_for, stable_seed
-from campaign.tasks import get as get_kind
+from campaign.tasks import for_page
 
 log = logging.getLogger(__name__)
 
@@ -165,5 +165,5 @@ class SimulatedCrowd:
 
     def answer(self, w: SimWorker, form: Form, rng: np.random.Generator) -> list[tuple[str, str]]:
         """The form's fields as the HIT's task kind (named by the form's `data-task`) says this worker fills them in."""
-        kind = get_kind(form.data.get("task", "likert"))
+        kind = for_page(form.data.get("task"))
         return [("assignmentId", form.hidden.get("assignmentId", ""))] + kind.simulate(w, form, self.truth_of, rng)

@@ -33,6 +33,16 @@ def get(name: str) -> TaskKind:
         raise KeyError(f"task kind {name!r} is not registered; known kinds: {', '.join(sorted(_KINDS))}") from None
 
 
+def for_page(task: str | None) -> TaskKind:
+    """The kind of a HIT page, from its form's `data-task` (None: the kind whose pages are untagged)."""
+    if task is not None:
+        return get(task)
+    untagged = [k for k in _KINDS.values() if k.untagged_page]
+    if len(untagged) != 1:
+        raise KeyError(f"a HIT page without data-task, and {len(untagged)} kinds claim untagged pages")
+    return untagged[0]
+
+
 def names() -> tuple[str, ...]:
     return tuple(_KINDS)
 

@@ -150,6 +150,9 @@ class TaskKind(ABC):
     #: among policed stages, the first whose kind says so is the campaign's primary one: its facts head
     #: each worker's record (`campaign workers`) and its review decides bonuses
     primary_evidence: ClassVar[bool] = False
+    #: HIT pages name their kind in the form's `data-task`; the one kind whose page predates that (and
+    #: stays byte-identical) says so here, so the simulated crowd knows an untagged page is its
+    untagged_page: ClassVar[bool] = False
 
     # -- planning --------------------------------------------------------------------------------------
     @abstractmethod

@@ -108,6 +108,7 @@ class LikertKind(TaskKind):
 
     name = KIND
     primary_evidence = True
+    untagged_page = True  # likert.html has no data-task (kept byte-identical: page content seeds the crowd)
     policed = True
 
     def plan(self, stage: Stage, items: Sequence[PlanItem], traps: Sequence[str], seed: int) -> list[HitDraft]:

@@ -1,0 +1,87 @@
+"""The MTurk implementation of the marketplace interface, against the built-in marketplace in-process:
+idempotent HIT creation and bonuses, errors as the interface's exception types, normalised values."""
+
+from __future__ import annotations
+
+from decimal import Decimal
+
+import pytest
+
+from campaign.clock import ManualClock
+from campaign.market.server import start_market
+from campaign.market.worker_client import WorkerClient
+from campaign.marketplaces import open_marketplace
+from campaign.marketplaces.base import AlreadyDone, HitRequest, HitType, InvalidState, Marketplace, MarketError
+from campaign.spec import Qualifications
+
+PAGE = """<!DOCTYPE html><html><body><form method="post" action="https://www.mturk.com/mturk/externalSubmit">
+<input type="hidden" name="assignmentId" value=""><input type="text" name="answer"></form></body></html>"""
+
+
+@pytest.fixture
+def market(tmp_path):
+    clock = ManualClock()
+    server = start_market(tmp_path / "market", clock=clock, mode="prod", balance=Decimal("100.00"))
+    try:
+        yield open_marketplace("local", server.endpoint_url), WorkerClient(server.endpoint_url), clock
+    finally:
+        server.stop()
+
+
+def _type(m: Marketplace) -> str:
+    return m.create_hit_type(HitType(title="T", description="D", reward=Decimal("0.10"), duration=600,
+                                     auto_approval_delay=3600, keywords="k", qualifications=Qualifications()),
+                             sandbox=True)
+
+
+def _submitted(m: Marketplace, workers: WorkerClient, worker: str = "AWORKER0000001") -> tuple[str, str]:
+    hit = m.create_hit(_type(m), HitRequest(html=PAGE, max_assignments=2, lifetime=3600, annotation=f"a-{worker}",
+                                            token=f"t-{worker}"))
+    workers.register(worker)
+    aid = workers.accept(worker, hit.hit_id)["AssignmentId"]
+    workers.submit(aid, [("assignmentId", aid), ("answer", "yes & <no>")])
+    return hit.hit_id, aid
+
+
+def test_it_implements_the_protocol_and_posts_idempotently(market):
+    m, _, clock = market
+    assert isinstance(m, Marketplace) and m.capabilities.token_lifetime == 24 * 3600
+    type_id = _type(m)
+    assert _type(m) == type_id  # same settings, same type
+    req = HitRequest(html=PAGE, max_assignments=3, lifetime=3600, annotation="campaign=x;hit=1", token="tok-1")
+    first = m.create_hit(type_id, req)
+    assert not first.reconciled and first.annotation == req.annotation and first.expires_at == pytest.approx(clock.now() + 3600)
+    again = m.create_hit(type_id, req)  # same token: the same HIT, found, not a second one
+    assert again.hit_id == first.hit_id and again.reconciled
+    assert m.find_by_annotation(req.annotation).hit_id == first.hit_id
+    assert m.find_by_annotation("nothing") is None
+    assert m.get_hit(first.hit_id).closed is False
+
+
+def test_work_is_listed_parsed_and_decided_once(market):
+    m, workers, _ = market
+    hit_id, aid = _submitted(m, workers)
+    [a] = m.submissions(hit_id)
+    assert (a.assignment_id, a.worker_id, a.status) == (aid, "AWORKER0000001", "submitted") and a.submit_time
+    assert ("answer", "yes & <no>") in m.answer_fields(a.answer)
+    m.approve(aid)
+    with pytest.raises(InvalidState):
+        m.approve(aid)  # a repeated approval: the caller reads the assignment back
+    assert m.get_assignment(aid).status == "approved"
+    m.bonus("AWORKER0000001", aid, Decimal("0.25"), "careful work", token="bonus-1")
+    with pytest.raises(AlreadyDone):
+        m.bonus("AWORKER0000001", aid, Decimal("0.25"), "careful work", token="bonus-1")
+    assert m.balance() < Decimal("100.00")
+
+
+def test_expiry_extension_block_and_errors(market):
+    m, workers, clock = market
+    hit_id, aid = _submitted(m, workers)
+    m.extend_hit(hit_id, clock.now() + 7200)
+    assert m.get_hit(hit_id).expires_at == pytest.approx(clock.now() + 7200, abs=1)
+    m.expire_hit(hit_id, clock.now() - 60)
+    assert m.get_hit(hit_id).expires_at <= clock.now()
+    m.block("AWORKER0000002", "spam")
+    with pytest.raises(MarketError) as err:
+        m.reject("ANOSUCHASSIGNMENT000000000000", "no")
+    assert not isinstance(err.value, (AlreadyDone, InvalidState)) and str(err.value)
