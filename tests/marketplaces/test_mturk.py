@@ -11,7 +11,7 @@ from campaign.clock import ManualClock
 from campaign.market.server import start_market
 from campaign.market.worker_client import WorkerClient
 from campaign.marketplaces import open_marketplace
-from campaign.marketplaces.base import AlreadyDone, HitRequest, HitType, InvalidState, Marketplace, MarketError
+from campaign.marketplaces.base import AlreadyDone, HitRequest, HitType, InvalidState, MarketError, Marketplace
 from campaign.spec import Qualifications
 
 PAGE = """<!DOCTYPE html><html><body><form method="post" action="https://www.mturk.com/mturk/externalSubmit">
