@@ -17,7 +17,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, ClassVar, Protocol
 
-from campaign.tasks.base import TRAP_PREFIX, HitDraft, InvalidAnswer, Judgment, ShownItem, summarise
+from campaign.tasks.base import HitDraft, InvalidAnswer, Judgment, ShownItem, summarise
 
 if TYPE_CHECKING:
     import numpy as np
@@ -198,12 +198,7 @@ class TaskKind(ABC):
         raise NotImplementedError(f"the simulated crowd cannot answer {self.name!r} HITs")
 
 
-def trap_keys(stage: Stage) -> list[str]:
-    """The item keys of a stage's trap sentences (what planning mixes into HITs)."""
-    return [f"{TRAP_PREFIX}{stage.name}:{j}" for j in range(len(stage.traps.texts))] if stage.traps.share > 0 else []
-
-
 __all__ = [
     "EXPORT_COLUMNS", "BatchInput", "BatchPlan", "CountedJudgment", "Export", "InvalidAnswer", "PlanItem",
-    "ReviewedJudgment", "StageData", "TaskKind", "answers_by_assignment", "trap_keys",
+    "ReviewedJudgment", "StageData", "TaskKind", "answers_by_assignment",
 ]
