@@ -169,6 +169,11 @@ def gold(counted: Sequence[CountedJudgment], texts: Mapping[str, str], min_worke
     return out, competence
 
 
+def gold_jsonl(found: Sequence[Mapping[str, object]]) -> str:
+    """`gold_nuggets.jsonl`: one gold nugget per line, in the order `gold` gives them."""
+    return "".join(json.dumps(g, ensure_ascii=False) + "\n" for g in found)
+
+
 class NuggetKind(TaskKind):
     """Windows of consecutive sentences of one document; spans marked by their first and last word."""
 
@@ -192,7 +197,7 @@ class NuggetKind(TaskKind):
         found, competence = gold(data.counted(stage.name), data.texts(), stage.min_workers, stage.min_nugget_tokens,
                                  data.seed)
         return Export(rows=data.scores(stage.name),
-                      files={"gold_nuggets.jsonl": "".join(json.dumps(g, ensure_ascii=False) + "\n" for g in found)},
+                      files={"gold_nuggets.jsonl": gold_jsonl(found)},
                       competence=competence, summary=f"{len(found)} gold nuggets")
 
     def simulate(self, worker: SimWorker, form: Form, truth_of: Callable[[str], float],
