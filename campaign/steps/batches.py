@@ -22,6 +22,7 @@ from campaign.steps.stages import OPEN, complete_key
 from campaign.store import HitRow, KVRow
 from campaign.tasks import get as get_kind
 from campaign.tasks.kind import BatchInput, answers_by_assignment
+from campaign.tasks.ranking import online_model as online_model  # the dashboard rebuilds the model the same way
 
 log = logging.getLogger(__name__)
 
