@@ -34,7 +34,7 @@ if TYPE_CHECKING:
 
     from campaign.crowd.forms import Form
     from campaign.crowd.models import SimWorker
-    from campaign.spec import Stage
+    from campaign.spec import NuggetStage, Stage
 
 KIND = "nuggets"
 _WORD = re.compile(r"[A-Za-z]")
@@ -174,28 +174,37 @@ def gold_jsonl(found: Sequence[Mapping[str, object]]) -> str:
     return "".join(json.dumps(g, ensure_ascii=False) + "\n" for g in found)
 
 
+def _nuggets(stage: Stage) -> NuggetStage:
+    from campaign.spec import NuggetStage
+
+    if not isinstance(stage, NuggetStage):
+        raise TypeError(f"stage {stage.name!r} is read as {type(stage).__name__}, not NuggetStage")
+    return stage
+
+
 class NuggetKind(TaskKind):
     """Windows of consecutive sentences of one document; spans marked by their first and last word."""
 
     name = KIND
 
     def plan(self, stage: Stage, items: Sequence[PlanItem], traps: Sequence[str], seed: int) -> list[HitDraft]:
-        return plan([(i.doc or "", i.key) for i in items], stage.name, stage.window)
+        return plan([(i.doc or "", i.key) for i in items], stage.name, _nuggets(stage).window)
 
     def page(self, stage: Stage, items: Sequence[ShownItem], topic: str) -> str:
-        return page(items, topic, stage.title, min_tokens=stage.min_nugget_tokens)
+        return page(items, topic, stage.title, min_tokens=_nuggets(stage).min_nugget_tokens)
 
     def parse(self, stage: Stage, fields: Sequence[tuple[str, str]], items: Sequence[ShownItem]) -> list[Judgment]:
-        return parse(fields, [i.key for i in items], [i.text for i in items], min_tokens=stage.min_nugget_tokens,
-                     require_verb=stage.require_verb)
+        s = _nuggets(stage)
+        return parse(fields, [i.key for i in items], [i.text for i in items], min_tokens=s.min_nugget_tokens,
+                     require_verb=s.require_verb)
 
     def aggregate(self, values_by_item: Mapping[str, Sequence[float]]) -> list[dict]:
         return aggregate(values_by_item)
 
     def export(self, stage: Stage, data: StageData) -> Export:
         """Per-sentence scores, plus `gold_nuggets.jsonl` and each worker's MACE competence."""
-        found, competence = gold(data.counted(stage.name), data.texts(), stage.min_workers, stage.min_nugget_tokens,
-                                 data.seed)
+        s = _nuggets(stage)
+        found, competence = gold(data.counted(stage.name), data.texts(), s.min_workers, s.min_nugget_tokens, data.seed)
         return Export(rows=data.scores(stage.name),
                       files={"gold_nuggets.jsonl": gold_jsonl(found)},
                       competence=competence, summary=f"{len(found)} gold nuggets")

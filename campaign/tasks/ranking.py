@@ -42,7 +42,7 @@ if TYPE_CHECKING:
     from campaign.crowd.forms import Form
     from campaign.crowd.models import SimWorker
     from campaign.quality.evidence import Label, TrapResult
-    from campaign.spec import Stage
+    from campaign.spec import RankingStage, Stage
 
 KIND = "ranking"
 RANKING_COLUMNS = ("rank", "item", "score", "uncertainty", "comparisons", "wins", "kept",
@@ -114,6 +114,14 @@ def with_traps(stage: Stage, hits: list[tuple], campaign: str, seed: int, batch:
     return out
 
 
+def _ranking(stage: Stage) -> RankingStage:
+    from campaign.spec import RankingStage
+
+    if not isinstance(stage, RankingStage):
+        raise TypeError(f"stage {stage.name!r} is read as {type(stage).__name__}, not RankingStage")
+    return stage
+
+
 class RankingKind(TaskKind):
     """Orders of 5 items, planned in adaptive batches over a shortlist of an earlier stage (seed 000 §5.4).
 
@@ -130,8 +138,9 @@ class RankingKind(TaskKind):
 
     def _source(self, stage: Stage, campaign_stages: Sequence[Stage]) -> Stage | None:
         """The stage whose scores feed this one: `source`, else the first stage, unless that is this one."""
-        if stage.source:
-            return next(s for s in campaign_stages if s.name == stage.source)
+        source = _ranking(stage).source
+        if source:
+            return next(s for s in campaign_stages if s.name == source)
         first = campaign_stages[0]
         return None if first.name == stage.name else first
 
@@ -142,12 +151,14 @@ class RankingKind(TaskKind):
         if source is None:
             return data.items()
         scores = data.scores(source.name)
-        if len(scores) > stage.shortlist:
-            cut = scores[stage.shortlist - 1]["score"]
+        shortlist = _ranking(stage).shortlist
+        if len(scores) > shortlist:
+            cut = scores[shortlist - 1]["score"]
             return [r["item"] for r in scores if r["score"] >= cut]
         return [r["item"] for r in scores]
 
     def plan_batch(self, stage: Stage, inp: BatchInput) -> BatchPlan:
+        stage = _ranking(stage)
         items = list(inp.items)
         if len(items) < stage.items_per_hit:
             return BatchPlan(stop=f"only {len(items)} items, nothing to rank", stop_level="warning")
@@ -203,12 +214,13 @@ class RankingKind(TaskKind):
                          "comparisons": counts[i][1], "wins": counts[i][0], "likert_score": lk.get("score"),
                          "likert_n": lk.get("n"), "likert_sd": lk.get("sd"), "text": texts.get(i, "")})
         rows.sort(key=lambda r: (-r["score"], r["item"]))
+        keep = _ranking(stage).keep
         rest = [r for k, r in sorted(source.items(), key=lambda kv: (-kv[1]["score"], kv[0])) if k not in known]
         rows += [{"item": r["item"], "score": None, "uncertainty": None, "comparisons": 0, "wins": 0,
                   "likert_score": r["score"], "likert_n": r["n"], "likert_sd": r["sd"], "text": r["text"]} for r in rest]
         for rank, row in enumerate(rows, start=1):
             row["rank"] = rank
-            row["kept"] = rank <= stage.keep and row["score"] is not None
+            row["kept"] = rank <= keep and row["score"] is not None
         return Export(rows=rows, columns=RANKING_COLUMNS)
 
     def evidence(self, stage: Stage, rows: Sequence[ReviewedJudgment]) -> tuple[list[Label], list[TrapResult]]:
