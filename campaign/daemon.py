@@ -182,9 +182,9 @@ def start_runtime(spec: Spec, opts: RunOptions) -> Runtime:
     for c in chosen:
         instance = ensure_campaign_row(store, c, opts.seed)
         in_process = c.marketplace == "local" and not c.endpoint_url
-        market = open_marketplace(c.marketplace, c.endpoint_url or (endpoint if c.marketplace == "local" else None),
-                                  production_ok=opts.production, credentials=own if in_process else None)
-        rt.contexts.append(Context(store=store, market=market, campaign=c, seed=opts.seed, state_dir=opts.state_dir,
+        marketplace = open_marketplace(c.marketplace, c.endpoint_url or (endpoint if c.marketplace == "local" else None),
+                                       production_ok=opts.production, credentials=own if in_process else None)
+        rt.contexts.append(Context(store=store, market=marketplace, campaign=c, seed=opts.seed, state_dir=opts.state_dir,
                                    clock=clock, instance=instance))
     sims = [ctx for ctx in rt.contexts if ctx.campaign.crowd.kind == "simulated"]
     if sims and endpoint is not None:

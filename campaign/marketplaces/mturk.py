@@ -14,7 +14,7 @@ from datetime import UTC, datetime
 from decimal import Decimal
 from typing import Any
 
-from botocore.exceptions import BotoCoreError, ClientError
+from botocore.exceptions import BotoCoreError, ClientError  # type: ignore[import-untyped]
 
 from campaign.market.answers import parse_answer_xml
 from campaign.market.client import MarketClient, make_client

@@ -23,7 +23,7 @@ def market(tmp_path):
     clock = ManualClock()
     server = start_market(tmp_path / "market", clock=clock, mode="prod", balance=Decimal("100.00"))
     try:
-        yield open_marketplace("local", server.endpoint_url), WorkerClient(server.endpoint_url), clock
+        yield open_marketplace("local", server.endpoint_url, credentials=server.credentials), WorkerClient(server.endpoint_url), clock
     finally:
         server.stop()
 

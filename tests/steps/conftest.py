@@ -118,7 +118,7 @@ def harness(tmp_path) -> Iterator[Callable[..., Harness]]:
         store = Store.open(tmp_path / "state")
         started.append((market, store))
         instance = ensure_campaign_row(store, campaign, seed)
-        ctx = Context(store=store, market=open_marketplace("local", market.endpoint_url), campaign=campaign, seed=seed,
+        ctx = Context(store=store, market=open_marketplace("local", market.endpoint_url, credentials=market.credentials), campaign=campaign, seed=seed,
                       state_dir=tmp_path / "state", clock=clock, instance=instance, lock=threading.Lock())
         return Harness(ctx=ctx, market=market, workers=WorkerClient(market.endpoint_url), clock=clock)
 
