@@ -1,82 +1,18 @@
-"""The `campaign` command line: one argparse tree, built from the command modules listed in
-`campaign.commands.COMMAND_MODULES`, each adding its commands with `register(sub)`.
+"""The `campaign` command line's entry point (the console script and `python -m campaign`).
 
-This module registers the two commands whose arguments belong to another program: `market SUBCOMMAND`
-and `bench NAME`. They appear in the top-level help like every other command, with their subcommands
-listed, but everything after the subcommand is handed untouched to the module that owns it (its own
-argparse prints its own `--help`), so those modules keep full control of their flags.
+The commands themselves come from the modules in `campaign.commands.COMMAND_MODULES`, each adding its
+parsers with `register(sub)`; this module only starts them.
 """
 
 from __future__ import annotations
 
-import argparse
-import importlib
-import sys
 from collections.abc import Sequence
 
-#: `campaign bench NAME` runs `campaign.bench.NAME.main(argv)`; one line each, shown by `campaign bench --help`.
-BENCHES: dict[str, str] = {
-    "market": "throughput, latency and memory of the built-in marketplace under a campaign's load",
-    "ranking": "random pairs vs random 5-item rankings vs adaptive batches: Spearman and top-k precision",
-    "mace": "MACE vs majority vote on Snow et al. (2008) RTE/TEMP/WSD and UKPConvArg1",
-    "nuggets": "seed 002's gold nuggets and agreement recomputed from its raw crowd data",
-    "quality": "the Likert stage at 0/10/25% spammers, with and without the quality policy",
-    "dashboard": "one dashboard redraw on a campaign of 20,000 HITs",
-    "scale": "a Likert campaign of N propositions through `campaign run`: wall time, memory, ticks, auto-approvals",
-}
+from campaign.commands import main as _main
+from campaign.tools_cli import BENCHES, MARKET_COMMANDS
 
-#: `campaign market NAME ...` runs the function named here with the remaining arguments.
-MARKET_COMMANDS: dict[str, tuple[str, str]] = {
-    "serve": ("campaign.market.server:main", "run the built-in MTurk-compatible marketplace as a standalone server"),
-    "account": ("campaign.market.server:account_main", "requester accounts: `account add NAME` writes its keys to STATE/credentials"),
-    "worker": ("campaign.market.server:worker_main", "workers: `worker add WORKER_ID` sets the profile and prints a sign-in link"),
-}
-
-
-def _call(target: str, argv: Sequence[str]) -> int:
-    module, _, func = target.partition(":")
-    return int(getattr(importlib.import_module(module), func)(list(argv)) or 0)
-
-
-def _bench(args: argparse.Namespace) -> int:
-    return _call(f"campaign.bench.{args.bench}:main", args.rest)
-
-
-def _market(args: argparse.Namespace) -> int:
-    return _call(MARKET_COMMANDS[args.market_cmd][0], args.rest)
-
-
-def register(sub: argparse._SubParsersAction) -> None:
-    m = sub.add_parser("market", help="the built-in marketplace (serve it standalone)",
-                       description="The built-in MTurk-compatible marketplace. "
-                                   "Run `campaign market SUBCOMMAND --help` for a subcommand's options.")
-    msub = m.add_subparsers(dest="market_cmd", required=True, metavar="SUBCOMMAND", title="subcommands")
-    for name, (_target, text) in MARKET_COMMANDS.items():
-        sp = msub.add_parser(name, help=text.replace("%", "%%"), add_help=False, description=text.replace("%", "%%"))
-        sp.set_defaults(func=_market, passthrough=True)
-
-    b = sub.add_parser("bench", help="benchmarks that print numbers (--json for machines)",
-                       description="Benchmarks that print numbers. Run `campaign bench NAME --help` for a benchmark's options.")
-    bsub = b.add_subparsers(dest="bench", required=True, metavar="NAME", title="benchmarks")
-    for name, text in BENCHES.items():
-        sp = bsub.add_parser(name, help=text.replace("%", "%%"), add_help=False, description=text.replace("%", "%%"))
-        sp.set_defaults(func=_bench, passthrough=True)
+__all__ = ["BENCHES", "MARKET_COMMANDS", "main"]
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    from campaign.commands import build_parser
-
-    argv = list(sys.argv[1:] if argv is None else argv)
-    parser = build_parser()
-    args, rest = parser.parse_known_args(argv)
-    if getattr(args, "passthrough", False):
-        args.rest = rest
-    elif rest:
-        parser.error(f"unrecognized arguments: {' '.join(rest)}")
-    from campaign.store import StoreError
-
-    try:
-        return int(args.func(args) or 0)
-    except StoreError as exc:  # missing (read-only), damaged, or from a newer campaign: a message, not a traceback
-        print(f"campaign {args.cmd}: {exc}", file=sys.stderr)
-        return 2
+    return _main(argv)

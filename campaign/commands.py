@@ -51,7 +51,7 @@ COMMAND_MODULES: tuple[str, ...] = (
     "campaign.dashboard.cli",
     "campaign.evaluate.cli",
     "campaign.aggregate.cli",
-    "campaign.cli",
+    "campaign.tools_cli",
 )
 
 
@@ -237,6 +237,17 @@ def cmd_ops(args: argparse.Namespace) -> int:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    from campaign.cli import main as cli_main
+    argv = list(sys.argv[1:] if argv is None else argv)
+    parser = build_parser()
+    args, rest = parser.parse_known_args(argv)
+    if getattr(args, "passthrough", False):
+        args.rest = rest
+    elif rest:
+        parser.error(f"unrecognized arguments: {' '.join(rest)}")
+    from campaign.store import StoreError
 
-    return cli_main(argv)
+    try:
+        return int(args.func(args) or 0)
+    except StoreError as exc:  # missing (read-only), damaged, or from a newer campaign: a message, not a traceback
+        print(f"campaign {args.cmd}: {exc}", file=sys.stderr)
+        return 2
