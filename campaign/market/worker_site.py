@@ -27,13 +27,16 @@ import secrets
 import urllib.parse
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from campaign.market.accounts import Accounts, Session
 from campaign.market.engine import Engine, WorkerError, dollars, question_parts
 from campaign.market.protocol import LOOPBACK_HOSTS, ApiError, parse_json_object
 from campaign.market.worker_pages import WORKER_CSS, WORKER_JS, duration, inert, render
 from campaign.money import fmt
+
+if TYPE_CHECKING:
+    from campaign.market.prolific_site import ProlificDoor
 
 REWRITES = (
     ("https://www.mturk.com/mturk/externalSubmit", "/mturk/externalSubmit"),
@@ -205,6 +208,7 @@ class WorkerSite:
         self.accounts = accounts
         self.config = config
         self.signin_providers: dict[str, Callable[[dict[str, str], bytes], str | None]] = {}
+        self.prolific: ProlificDoor | None = None  # /prolific/...: set when the campaign recruits on Prolific
 
     # -- sessions -------------------------------------------------------------------------------------
     def _session(self, headers: dict[str, str]) -> tuple[str, Session] | None:
@@ -249,6 +253,8 @@ class WorkerSite:
 
     # -- routing --------------------------------------------------------------------------------------
     def route(self, method: str, path: str, query: dict[str, str], body: bytes, headers: dict[str, str]) -> Reply | None:
+        if self.prolific is not None and path.startswith("/prolific/"):
+            return self.prolific.route(method, path, query, body)
         found = self._session(headers)
         session = found[1] if found else None
         try:

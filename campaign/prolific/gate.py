@@ -49,8 +49,9 @@ class Admission:
     @property
     def worker_id(self) -> str:
         """The task site's worker id for this participant: stable across studies, so blocks and
-        "never the same HIT twice" follow the person."""
-        return "P" + self.participant_id.upper()
+        "never the same HIT twice" follow the person. `AP...`: the built-in marketplace takes MTurk-shaped
+        ids (`^A[A-Z0-9]+$`), and the `P` keeps them apart from the simulated MTurk crowd's."""
+        return "AP" + self.participant_id.upper()
 
 
 class Refused(Exception):

@@ -20,7 +20,8 @@ from markupsafe import Markup
 
 TEMPLATE_PACKAGE = "hit_templates"
 HTML_QUESTION_NS = "http://mechanicalturk.amazonaws.com/AWSMechanicalTurkDataSchemas/2011-11-11/HTMLQuestion.xsd"
-RESERVED_FIELDS = frozenset({"assignmentId", "hitId", "turkSubmitTo", "workerId"})
+RESERVED_FIELDS = frozenset({"assignmentId", "hitId", "turkSubmitTo", "workerId",
+                             "prolific_submission_id"})  # added by the task site's Prolific door
 TRAP_PREFIX = "trap:"
 
 

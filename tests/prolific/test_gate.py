@@ -40,7 +40,7 @@ def test_gate_against_the_emulator(tmp_path: Path) -> None:
         alice, bob = add_participant(em.root_url, em.token), add_participant(em.root_url, em.token)
         a_sub, _ = alice.start(sid)
         adm = gate.admit(alice.id, sid, a_sub)
-        assert adm.worker_id == "P" + alice.id.upper() and adm.seat.redirect().endswith("?cc=DONE1")
+        assert adm.worker_id == "AP" + alice.id.upper() and adm.seat.redirect().endswith("?cc=DONE1")
         gate.admit(alice.id, sid, a_sub)
         assert calls == [a_sub]  # confirmed once, then remembered
         with pytest.raises(Refused):

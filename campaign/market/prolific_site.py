@@ -1,0 +1,252 @@
+"""The task site's door for Prolific participants: `/prolific/...` routes on the built-in marketplace's
+worker site.
+
+A participant comes from Prolific's study URL with `PROLIFIC_PID`, `STUDY_ID` and `SESSION_ID`. Every
+request (page or JSON) goes through `ProlificGate.admit` first, so only a submission Prolific confirms
+as ACTIVE, this participant's and in a study this site serves can see or submit work; the URL claims
+alone open nothing. The admitted participant works as worker `Admission.worker_id` on HITs of the
+seat's HIT type, one at a time: the engine already refuses a second slot of one HIT to a worker, and the
+door never hands out more than `bundle` HITs per submission. After the bundle it redirects to
+Prolific's completion URL with the study's code.
+
+Which assignments belong to which submission is kept here (`served`), written in the same thread that
+accepted the assignment, and the answer itself carries a hidden `prolific_submission_id` field (a
+reserved field the task kinds ignore), so review can decide a submission from its HITs even if this
+small table were lost.
+
+Pages follow the security model of the worker site: requester HTML is never rendered on the worker
+origin. The door's page frames the HIT from the content origin (signed frame URL), whose form posts to
+the content origin's `/mturk/externalSubmit` (authenticated, MTurk-style, by the unguessable assignment
+id only); the door then sees the assignment submitted. The JSON API (`/prolific/api/...`, what the
+simulated crowd uses) submits through the door, which adds the hidden `prolific_submission_id` field.
+"""
+
+from __future__ import annotations
+
+import html
+import json
+import sqlite3
+import threading
+import urllib.parse
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from campaign.market.engine import Engine, WorkerError
+from campaign.market.worker_site import Reply, SiteConfig, frame_html
+from campaign.prolific.gate import Admission, ProlificGate, Refused, StudySeat
+
+SESSION_KEYS = ("PROLIFIC_PID", "STUDY_ID", "SESSION_ID")
+SUBMISSION_FIELD = "prolific_submission_id"
+
+SCHEMA = """
+CREATE TABLE IF NOT EXISTS seats (study_id TEXT PRIMARY KEY, hit_type_id TEXT NOT NULL, bundle INTEGER NOT NULL,
+  completion_code TEXT NOT NULL, completion_url TEXT NOT NULL, stage TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS served (assignment_id TEXT PRIMARY KEY, submission_id TEXT NOT NULL,
+  participant_id TEXT NOT NULL, study_id TEXT NOT NULL, hit_id TEXT NOT NULL, state TEXT NOT NULL);
+CREATE INDEX IF NOT EXISTS served_by_submission ON served (submission_id);
+CREATE TABLE IF NOT EXISTS workers (worker_id TEXT PRIMARY KEY);
+"""
+
+
+@dataclass(frozen=True)
+class Step:
+    """What a participant gets next: an assignment to work on, the completion redirect, or nothing yet."""
+
+    kind: str  # "task" | "done" | "wait"
+    assignment_id: str | None = None
+    hit_id: str | None = None
+    redirect: str | None = None
+
+
+class ProlificDoor:
+    def __init__(self, engine: Engine, config: SiteConfig, state_dir: Path, gate_api: Any, *, ttl: float = 300.0) -> None:
+        state_dir.mkdir(parents=True, exist_ok=True)
+        self.engine = engine
+        self.config = config
+        self._db = sqlite3.connect(state_dir / "prolific-site.sqlite", check_same_thread=False, isolation_level=None)
+        self._db.row_factory = sqlite3.Row
+        self._db.executescript(SCHEMA)
+        self._lock = threading.RLock()
+        self.gate = ProlificGate(gate_api, self.seat, ttl=ttl, clock=engine.clock.now)
+
+    def close(self) -> None:
+        self._db.close()
+
+    # -- seats (written by the Prolific marketplace adapter) -------------------------------------------------
+    def add_seat(self, seat: StudySeat, stage: str) -> None:
+        with self._lock:
+            self._db.execute("INSERT INTO seats VALUES (?,?,?,?,?,?) ON CONFLICT (study_id) DO UPDATE SET "
+                             "hit_type_id=excluded.hit_type_id, bundle=excluded.bundle, completion_code=excluded.completion_code, "
+                             "completion_url=excluded.completion_url, stage=excluded.stage",
+                             (seat.study_id, seat.hit_type_id, seat.bundle, seat.completion_code, seat.completion_url, stage))
+
+    def seat(self, study_id: str) -> StudySeat | None:
+        with self._lock:
+            r = self._db.execute("SELECT * FROM seats WHERE study_id=?", (study_id,)).fetchone()
+        if r is None:
+            return None
+        return StudySeat(r["study_id"], r["hit_type_id"], r["bundle"], r["completion_code"], r["completion_url"])
+
+    def assignments_of(self, submission_id: str) -> list[str]:
+        """The assignments a submission submitted, in the order they were served."""
+        with self._lock:
+            rows = self._db.execute("SELECT assignment_id FROM served WHERE submission_id=? AND state='submitted' "
+                                    "ORDER BY rowid", (submission_id,)).fetchall()
+        return [r[0] for r in rows]
+
+    # -- the participant's way through a bundle ------------------------------------------------------------------
+    def _register(self, adm: Admission) -> None:
+        wid = adm.worker_id
+        if self._db.execute("SELECT 1 FROM workers WHERE worker_id=?", (wid,)).fetchone():
+            return
+        self.engine.worker("register", {"WorkerId": wid, "Locale": {"Country": "GB"}})
+        self._db.execute("INSERT OR IGNORE INTO workers VALUES (?)", (wid,))
+
+    def _engine_status(self, assignment_id: str) -> str | None:
+        try:
+            self.engine.worker("task", assignment_id)
+            return "Accepted"
+        except WorkerError as exc:
+            if exc.code != "AssignmentNotActive":
+                return None
+        with self.engine.db.read() as c:
+            row = c.execute("SELECT status FROM assignments WHERE id=?", (assignment_id,)).fetchone()
+        return str(row[0]) if row else None
+
+    def next_step(self, adm: Admission) -> Step:
+        """The open assignment of this submission, else a new one of the seat's HIT type, else the redirect."""
+        with self._lock:
+            self._register(adm)
+            sub = adm.submission_id
+            for r in self._db.execute("SELECT assignment_id, hit_id FROM served WHERE submission_id=? AND state='open'",
+                                      (sub,)).fetchall():
+                status = self._engine_status(r["assignment_id"])
+                if status == "Accepted":
+                    return Step("task", r["assignment_id"], r["hit_id"])
+                # submitted from the content origin's form, or expired/returned meanwhile (no longer counts)
+                state = "submitted" if status in ("Submitted", "Approved", "Rejected") else "lost"
+                self._db.execute("UPDATE served SET state=? WHERE assignment_id=?", (state, r["assignment_id"]))
+            done = self._db.execute("SELECT COUNT(*) FROM served WHERE submission_id=? AND state='submitted'",
+                                    (sub,)).fetchone()[0]
+            if done >= adm.seat.bundle:
+                return Step("done", redirect=adm.seat.redirect())
+            for h in self.engine.worker("available", adm.worker_id, 1000):
+                if h["HITTypeId"] != adm.seat.hit_type_id:
+                    continue
+                try:
+                    acc = self.engine.worker("accept", adm.worker_id, h["HITId"])
+                except WorkerError:
+                    continue  # taken meanwhile, or this worker may not: try the next
+                self._db.execute("INSERT INTO served VALUES (?,?,?,?,?,?)", (acc["AssignmentId"], sub, adm.participant_id,
+                                                                               adm.seat.study_id, h["HITId"], "open"))
+                return Step("task", acc["AssignmentId"], h["HITId"])
+            if done:
+                # The study's last places may hold fewer HITs than a bundle: end with what was done.
+                return Step("done", redirect=adm.seat.redirect())
+            return Step("wait")
+
+    def submit(self, adm: Admission, assignment_id: str, fields: list[tuple[str, str]]) -> Step:
+        with self._lock:
+            r = self._db.execute("SELECT submission_id, state FROM served WHERE assignment_id=?", (assignment_id,)).fetchone()
+            if r is None or r["submission_id"] != adm.submission_id:
+                raise WorkerError("NotYourAssignment", "This task was not given to this Prolific session.", 403)
+            if r["state"] != "open":
+                raise WorkerError("AssignmentNotActive", "This task was already submitted or has expired.", 409)
+            clean = [(k, v) for k, v in fields if k not in (SUBMISSION_FIELD, "assignmentId", *SESSION_KEYS)]
+            self.engine.worker("submit", assignment_id, [("assignmentId", assignment_id), *clean,
+                                                         (SUBMISSION_FIELD, adm.submission_id)])
+            self._db.execute("UPDATE served SET state='submitted' WHERE assignment_id=?", (assignment_id,))
+            return self.next_step(adm)
+
+    # -- HTTP -------------------------------------------------------------------------------------------------
+    def route(self, method: str, path: str, q: dict[str, str], body: bytes) -> Reply | None:
+        """Every call names its Prolific session and is admitted by the gate first."""
+        api = path.startswith("/prolific/api/")
+        try:
+            data = _json_body(body) if api and method == "POST" else dict(q)
+            adm = self._admit(data)
+            if api and method == "GET" and path == "/prolific/api/next":
+                return _json(200, self._step_out(adm, self.next_step(adm)))
+            if api and method == "GET" and path == "/prolific/api/task":
+                step = self.next_step(adm)
+                if step.kind != "task" or step.assignment_id != data.get("assignmentId"):
+                    raise WorkerError("NotYourAssignment", "This task was not given to this Prolific session.", 403)
+                a, h = self.engine.worker("task", step.assignment_id)
+                text = frame_html(h["question"], h["id"], a["id"], a["worker_id"], self.config.content_origin)
+                return Reply(200, "text/plain; charset=utf-8", text.encode("utf-8"),
+                             {"Content-Security-Policy": "sandbox; default-src 'none'", "Cache-Control": "no-store"})
+            if api and method == "POST" and path == "/prolific/api/submit":
+                raw = data.get("fields") or []
+                fields = [(str(k), str(v)) for k, v in raw] if isinstance(raw, list) else []
+                step = self.submit(adm, str(data.get("assignmentId", "")), fields)
+                return _json(200, self._step_out(adm, step))
+            if not api and method == "GET" and path == "/prolific/start":
+                return self._page_for(adm, self.next_step(adm), urllib.parse.urlencode({k: q.get(k, "") for k in SESSION_KEYS}))
+            raise WorkerError("NotFound", "No such page.", 404)
+        except Refused as exc:
+            return _refusal(api, 403, "NotAdmitted", str(exc))
+        except WorkerError as exc:
+            return _refusal(api, exc.status, exc.code, exc.message)
+
+    def _admit(self, d: dict[str, Any]) -> Admission:
+        return self.gate.admit(*(str(d.get(k, "") or "") for k in SESSION_KEYS))
+
+    @staticmethod
+    def _step_out(adm: Admission, step: Step) -> dict[str, Any]:
+        out: dict[str, Any] = {"status": step.kind, "bundle": adm.seat.bundle}
+        if step.kind == "task":
+            out.update({"AssignmentId": step.assignment_id, "HITId": step.hit_id})
+        if step.redirect:
+            out["redirect"] = step.redirect
+        return out
+
+    def _page_for(self, adm: Admission, step: Step, session: str) -> Reply:
+        if step.kind == "done" and step.redirect:
+            return Reply(303, "text/plain; charset=utf-8", b"", {"Location": step.redirect, "Cache-Control": "no-store"})
+        if step.kind == "task" and step.assignment_id and step.hit_id:
+            src = self.config.frame_src(step.hit_id, step.assignment_id, adm.worker_id)
+            body = (f'<p>Task {html.escape(str(self._done_count(adm) + 1))} of {adm.seat.bundle}. Submit the form below, '
+                    f'then <a href="/prolific/start?{html.escape(session)}">continue</a>.</p>'
+                    f'<iframe src="{html.escape(src)}" width="100%" height="800" sandbox="allow-scripts allow-forms"></iframe>')
+            return _html(200, _page("Your task", body), self.config.content_origin)
+        text = ("<p>There is no task for you right now. Please return this study on Prolific so that your place "
+                "goes to someone else.</p>")
+        return _html(200, _page("No task available", text), self.config.content_origin)
+
+    def _done_count(self, adm: Admission) -> int:
+        with self._lock:
+            return int(self._db.execute("SELECT COUNT(*) FROM served WHERE submission_id=? AND state='submitted'",
+                                        (adm.submission_id,)).fetchone()[0])
+
+
+def _page(title: str, body: str) -> str:
+    return (f"<!DOCTYPE html><html><head><meta charset=\"utf-8\"><title>{html.escape(title)}</title></head>"
+            f"<body><h1>{html.escape(title)}</h1>{body}</body></html>")
+
+
+def _html(status: int, text: str, content_origin: str, headers: dict[str, str] | None = None) -> Reply:
+    csp = (f"default-src 'none'; frame-src {content_origin}; form-action 'none'; frame-ancestors 'none'; "
+           "base-uri 'none'")
+    return Reply(status, "text/html; charset=utf-8", text.encode("utf-8"),
+                 {"Content-Security-Policy": csp, "X-Frame-Options": "DENY", "Cache-Control": "no-store", **(headers or {})})
+
+
+def _json(status: int, obj: Any, headers: dict[str, str] | None = None) -> Reply:
+    return Reply(status, "application/json", json.dumps(obj).encode("utf-8"), {"Cache-Control": "no-store", **(headers or {})})
+
+
+def _refusal(api: bool, status: int, code: str, message: str) -> Reply:
+    if api:
+        return _json(status, {"error": code, "message": message}, {"X-Error-Code": code})
+    return _html(status, _page("Not available", f"<p>{html.escape(message)}</p>"), "'none'", {"X-Error-Code": code})
+
+
+def _json_body(body: bytes) -> dict[str, Any]:
+    try:
+        d = json.loads(body.decode("utf-8") or "{}")
+    except (UnicodeDecodeError, json.JSONDecodeError):
+        raise WorkerError("MalformedRequest", "The body is not JSON.", 400) from None
+    if not isinstance(d, dict):
+        raise WorkerError("MalformedRequest", "The body must be a JSON object.", 400)
+    return d
