@@ -1,0 +1,143 @@
+"""Crash between each remote call and its record: a restart on the same journal reconciles and never
+creates a second study, sends a decision twice or pays a bonus twice (against the emulator)."""
+
+from __future__ import annotations
+
+from decimal import Decimal
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from campaign.clock import ManualClock
+from campaign.prolific.client import ProlificClient
+from campaign.prolific.emulator.participant import add_participant
+from campaign.prolific.emulator.server import RunningEmulator, start_emulator
+from campaign.prolific.studies import ProlificStudies
+from campaign.prolific.study import ProlificConfig, study_body
+from campaign.prolific.verdict import Verdict, rejection_message
+
+pytestmark = pytest.mark.prolific
+
+CFG = ProlificConfig(public_url="http://127.0.0.1:9", bundle=2, estimated_minutes=10, reward=Decimal("1.50"))
+CHANGING = ("create_study", "transition_study", "update_study", "approve", "reject", "create_bonus", "pay_bonus")
+
+
+class Crash(BaseException):
+    """The process dying right after a remote call returned, before the journal recorded it."""
+
+
+class Dying:
+    """The client, except that the `n`-th changing call (counting from 1) succeeds remotely and then 'kills' us."""
+
+    def __init__(self, api: ProlificClient, n: int) -> None:
+        self.api, self.n, self.calls = api, n, 0
+
+    def __getattr__(self, name: str) -> Any:
+        fn = getattr(self.api, name)
+        if name not in CHANGING:
+            return fn
+
+        def call(*args: Any, **kwargs: Any) -> Any:
+            out = fn(*args, **kwargs)
+            self.calls += 1
+            if self.calls == self.n:
+                raise Crash(name)
+            return out
+        return call
+
+
+def body(name: str, code: str, places: int) -> dict[str, Any]:
+    return study_body(CFG, name="Rate statements", description="Rate how important statements are.", internal_name=name,
+                      places=places, completion_code=code, seat="s1", project_id=None, block_group_id=None)
+
+
+def scenario(api: Any, journal: Path, em: RunningEmulator, people: list[Any]) -> str:
+    """Everything the campaign does remotely, in order; safe to run again from the top after a crash."""
+    st = ProlificStudies(api, journal)
+    try:
+        sid = st.ensure_study("stage-1", 2, body)
+        st.raise_places("stage-1", 3)
+        subs = sorted(s["id"] for s in api.submissions(sid))
+        if not subs:  # the participants' side (not the campaign's) runs once
+            for p in people:
+                sub, _ = p.start(sid)
+                p.complete(sub, st.study("stage-1")["completion_code"])  # type: ignore[index]
+            subs = sorted(s["id"] for s in api.submissions(sid))
+        good, bad = subs
+        st.decide(good, Verdict("approve"))
+        st.decide(bad, Verdict("reject", "LOW_EFFORT", rejection_message(["every check statement was rated wrongly"])))
+        st.bonus("bonus-1", sid, good, Decimal("0.40"))
+        st.bonus("bonus-2", sid, good, Decimal("0.25"))
+        st.stop("stage-1")
+        return sid
+    finally:
+        st.close()
+
+
+def _emulator(tmp: Path) -> tuple[RunningEmulator, ProlificClient]:
+    em = start_emulator(tmp / "em", ManualClock(), fee_rate=Decimal("0.3"), vat_rate=Decimal("0.2"))
+    return em, ProlificClient(em.base_url, em.token, max_retries=0)
+
+
+@pytest.mark.parametrize("n", range(1, 12))
+def test_a_crash_after_any_remote_call_changes_nothing_twice(tmp_path: Path, n: int) -> None:
+    em, api = _emulator(tmp_path)
+    try:
+        people = [add_participant(em.root_url, em.token) for _ in range(2)]
+        dying = Dying(api, n)
+        try:
+            scenario(dying, tmp_path / "journal", em, people)
+            crashed = False
+        except Crash:
+            crashed = True
+        assert crashed == (n <= 10)  # ten changing calls: create, publish, places, 2 decisions, 2x(create+pay) bonus, stop
+        sid = scenario(api, tmp_path / "journal", em, people)  # the restart
+        assert [s["id"] for s in api.studies()] == [sid]  # one study, never two
+        st = api.study(sid)
+        assert st["total_available_places"] == 3 and st["status"] != "ACTIVE"
+        subs = {s["id"]: api.submission(s["id"]) for s in api.submissions(sid)}
+        statuses = sorted(s["status"] for s in subs.values())
+        assert statuses == ["APPROVED", "REJECTED"]
+        good = next(s for s in subs.values() if s["status"] == "APPROVED")
+        assert sorted(good["bonus_payments"]) == [25, 40]  # each bonus paid exactly once
+    finally:
+        em.stop()
+
+
+def test_a_bonus_interrupted_during_pay_is_not_paid_again(tmp_path: Path) -> None:
+    em, api = _emulator(tmp_path)
+    try:
+        p = add_participant(em.root_url, em.token)
+        st = ProlificStudies(api, tmp_path / "j")
+        sid = st.ensure_study("s", 1, body)
+        sub, _ = p.start(sid)
+        p.complete(sub, st.study("s")["completion_code"])  # type: ignore[index]
+        st.decide(sub, Verdict("approve"))
+        pays: list[str] = []
+
+        class LostAnswer:
+            """The pay call reaches Prolific, but its answer is lost (a dropped connection)."""
+
+            def __getattr__(self, name: str) -> Any:
+                fn = getattr(api, name)
+                if name != "pay_bonus":
+                    return fn
+
+                def pay(batch: str) -> None:
+                    fn(batch)
+                    pays.append(batch)
+                    raise ConnectionError("connection reset")
+                return pay
+
+        flaky = ProlificStudies(LostAnswer(), tmp_path / "j")
+        with pytest.raises(ConnectionError):
+            flaky.bonus("b", sid, sub, Decimal("1.00"))
+        assert st.bonus("b", sid, sub, Decimal("1.00")) == "paid"  # the retry looks before paying
+        assert api.submission(sub)["bonus_payments"] == [100] and len(pays) == 1
+        st.bonus("b", sid, sub, Decimal("1.00"))
+        assert api.submission(sub)["bonus_payments"] == [100]
+        st.close()
+        flaky.close()
+    finally:
+        em.stop()
