@@ -95,6 +95,18 @@ class ProlificDoor:
                                     "ORDER BY rowid", (submission_id,)).fetchall()
         return [r[0] for r in rows]
 
+    def submission_of(self, assignment_id: str) -> tuple[str, str] | None:
+        """(submission id, study id) of an assignment served through the door."""
+        with self._lock:
+            r = self._db.execute("SELECT submission_id, study_id FROM served WHERE assignment_id=?", (assignment_id,)).fetchone()
+        return (r[0], r[1]) if r else None
+
+    def submissions(self) -> list[tuple[str, str]]:
+        """Every (submission id, study id) that submitted work here."""
+        with self._lock:
+            rows = self._db.execute("SELECT DISTINCT submission_id, study_id FROM served WHERE state='submitted'").fetchall()
+        return [(r[0], r[1]) for r in rows]
+
     # -- the participant's way through a bundle ------------------------------------------------------------------
     def _register(self, adm: Admission) -> None:
         wid = adm.worker_id

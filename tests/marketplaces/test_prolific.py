@@ -1,0 +1,105 @@
+"""Prolific through the marketplace interface: HITs on the task site, a study whose places cover them,
+participants doing bundles through the door, per-HIT decisions turned into one decision per submission."""
+
+from __future__ import annotations
+
+import json
+import urllib.parse
+import urllib.request
+from decimal import Decimal
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from campaign.clock import ManualClock
+from campaign.market.prolific_site import ProlificDoor
+from campaign.market.server import start_market
+from campaign.marketplaces import open_marketplace
+from campaign.marketplaces.base import HitRequest, HitType, Marketplace
+from campaign.marketplaces.prolific import ProlificMarketplace
+from campaign.prolific.client import ProlificClient
+from campaign.prolific.emulator.participant import Participant, add_participant
+from campaign.prolific.emulator.server import start_emulator
+from campaign.prolific.studies import ProlificStudies
+from campaign.prolific.study import ProlificConfig
+from campaign.spec import Qualifications
+
+pytestmark = pytest.mark.prolific
+
+PAGE = """<!DOCTYPE html><html><body><form method="post" action="https://www.mturk.com/mturk/externalSubmit">
+<input type="hidden" name="assignmentId" value=""><input type="text" name="answer"></form></body></html>"""
+
+
+def _call(url: str, body: dict[str, Any] | None = None) -> dict[str, Any]:
+    data = None if body is None else json.dumps(body).encode()
+    req = urllib.request.Request(url, data=data, method="POST" if data else "GET",
+                                 headers={"Content-Type": "application/json"} if data else {})
+    with urllib.request.urlopen(req, timeout=30) as resp:
+        return dict(json.loads(resp.read()))
+
+
+def _do_bundle(site: str, p: Participant, study_id: str, answer: str) -> tuple[str, list[str]]:
+    sub, _ = p.start(study_id)
+    session = {"PROLIFIC_PID": p.id, "STUDY_ID": study_id, "SESSION_ID": sub}
+    step = _call(f"{site}/prolific/api/next?" + urllib.parse.urlencode(session))
+    aids = []
+    while step["status"] == "task":
+        aids.append(step["AssignmentId"])
+        step = _call(f"{site}/prolific/api/submit", {**session, "assignmentId": step["AssignmentId"], "fields": [["answer", answer]]})
+    assert step["status"] == "done"
+    assert p.complete_from_redirect(sub, step["redirect"]) == "AWAITING REVIEW"
+    return sub, aids
+
+
+def test_studies_places_and_bundle_verdicts(tmp_path: Path) -> None:
+    clock = ManualClock()
+    em = start_emulator(tmp_path / "em", clock, fee_rate=Decimal("0.3"))
+    server = start_market(tmp_path / "market", clock=clock, mode="prod", balance=Decimal("100.00"))
+    api = ProlificClient(em.base_url, em.token, max_retries=0)
+    door = ProlificDoor(server.engine, server.core.site.config, tmp_path / "site", api, ttl=0)
+    server.core.site.prolific = door
+    cfg = ProlificConfig(public_url=server.endpoint_url, bundle=2, estimated_minutes=10, reward=Decimal("1.50"))
+    studies = ProlificStudies(api, tmp_path / "journal")
+    inner = open_marketplace("local", server.endpoint_url, credentials=server.credentials)
+    m = ProlificMarketplace(inner, studies, door, cfg, tmp_path / "adapter")
+    try:
+        assert isinstance(m, Marketplace)
+        t = m.create_hit_type(HitType(title="Rate", description="Rate statements", reward=Decimal("0.10"), duration=600,
+                                      auto_approval_delay=86400, keywords="k", qualifications=Qualifications()), sandbox=True)
+        hits = [m.create_hit(t, HitRequest(html=PAGE, max_assignments=2, lifetime=86400, annotation=f"a{i}", token=f"t{i}"))
+                for i in range(2)]
+        sid = studies.study(t)["study_id"]  # type: ignore[index]
+        study = api.study(sid)
+        assert study["status"] == "ACTIVE" and study["total_available_places"] == 2  # 4 assignments / bundle of 2
+        assert study["reward"] == 150 and "/prolific/start?" in study["external_study_url"]
+        m.create_hit(t, HitRequest(html=PAGE, max_assignments=2, lifetime=86400, annotation="a0", token="t0"))
+        assert api.study(sid)["total_available_places"] == 2  # the same HIT found again counts once
+
+        alice, bob = add_participant(em.root_url, em.token), add_participant(em.root_url, em.token)
+        a_sub, a_aids = _do_bundle(server.endpoint_url, alice, sid, "careful")
+        b_sub, b_aids = _do_bundle(server.endpoint_url, bob, sid, "spam")
+        assert len(a_aids) == len(b_aids) == 2
+        assert {m.get_assignment(a).hit_id for a in a_aids} == {h.hit_id for h in hits}
+
+        m.approve(a_aids[0])
+        assert api.submission(a_sub)["status"] == "AWAITING REVIEW"  # one HIT of two decided: wait
+        m.reject(a_aids[1], "failed the check statements")
+        assert api.submission(a_sub)["status"] == "APPROVED"  # mixed bundle: approved
+        for a in b_aids:
+            m.reject(a, "constant answers on every statement")
+        assert api.submission(b_sub)["status"] == "REJECTED"  # every HIT rejected: rejected
+        assert m.sync_places(t) == 3  # the rejected place is replaced
+        assert m.settle() == {a_sub: "APPROVED", b_sub: "REJECTED"}  # settling again sends nothing new
+
+        m.bonus("AP" + alice.id.upper(), a_aids[0], Decimal("0.50"), "agreement", "bonus-a")
+        m.bonus("AP" + alice.id.upper(), a_aids[0], Decimal("0.50"), "agreement", "bonus-a")
+        assert api.submission(a_sub)["bonus_payments"] == [50]
+        m.stop(t)
+        assert api.study(sid)["status"] != "ACTIVE"
+    finally:
+        m.close()
+        studies.close()
+        server.stop()
+        door.close()
+        em.stop()
