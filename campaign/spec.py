@@ -339,6 +339,8 @@ class Crowd:
 @dataclass(frozen=True)
 class _Schedule:
     poll_interval: float = opt(1.0, _number(0.05, 86400.0))
+    # requests per second to the marketplace; unset: the marketplace's own (`campaign.marketplaces.default_max_rps`)
+    max_rps: float | None = opt(None, _number(0.0, 1e6, lo_open=True))
 
 
 @dataclass(frozen=True)
@@ -353,6 +355,7 @@ class Campaign:
     crowd: Crowd = opt(factory=lambda: Crowd(kind="none"))
     quality: QualityPolicy = opt(factory=QualityPolicy)
     poll_interval: float = opt(_Schedule.poll_interval)
+    max_rps: float | None = opt(_Schedule.max_rps)
     endpoint_url: str | None = opt(None, _string)
 
     def fingerprint(self) -> str:
@@ -363,6 +366,7 @@ class Campaign:
         their defaults stand in.
         """
         data = asdict(self)
+        data.pop("max_rps")  # how fast we talk to the marketplace shapes no HIT: changing it on resume is fine
         legacy = _legacy_stage_fields()
         data["stages"] = [{**legacy, **s} for s in data["stages"]]
         blob = json.dumps(data, default=str, sort_keys=True).encode("utf-8")
@@ -716,7 +720,7 @@ def _campaign(ck: _Checker, raw: Any, at: At, base_dir: Path) -> tuple[str, Camp
     if len(ck.problems) > before or not name:
         return name, None
     return name, Campaign(**got, input_kind=input_kind, input_path=input_path, stages=tuple(stages), crowd=crowd,
-                          quality=quality, poll_interval=schedule.poll_interval)
+                          quality=quality, poll_interval=schedule.poll_interval, max_rps=schedule.max_rps)
 
 
 def _stages(ck: _Checker, m: dict, at: At, input_kind: str) -> list[Stage]:

@@ -130,17 +130,24 @@ class OnlineRanker:
         return sorted(self.items, key=lambda i: (-self._ratings[i].mu, pos[i]))
 
     # ---- persistence ---------------------------------------------------------------------------------
-    def to_dict(self) -> dict[str, Any]:
-        """JSON-ready state: settings, current ratings and the event log (items must be JSON scalars)."""
-        return {
+    def to_dict(self, events: bool = True) -> dict[str, Any]:
+        """JSON-ready state: settings, current ratings and the event log (items must be JSON scalars).
+
+        Without `events` it is the state a planner persists between batches: `from_dict` restores the
+        ratings exactly (JSON keeps every float bit), so applying only the new rankings to it gives what
+        a replay of all of them gives, at a cost that follows the new rankings, not the total.
+        """
+        out = {
             "mu": self.mu0,
             "sigma": self.sigma0,
             "beta": self.beta,
             "ranking_mode": self.ranking_mode,
             "items": list(self.items),
             "ratings": {str(i): [float(r.mu), float(r.sigma)] for i, r in self._ratings.items()},
-            "events": [{"kind": e["kind"], "items": list(e["items"])} for e in self.events],
         }
+        if events:
+            out["events"] = [{"kind": e["kind"], "items": list(e["items"])} for e in self.events]
+        return out
 
     @classmethod
     def from_dict(cls, state: Mapping[str, Any]) -> OnlineRanker:
