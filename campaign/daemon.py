@@ -59,6 +59,18 @@ class Runtime:
     market_server: Any = None  # campaign.market.server's running server, when the run started one
     crowds: list = field(default_factory=list)
     stop_event: threading.Event = field(default_factory=threading.Event)
+    tick_ms: dict[str, list[float]] = field(default_factory=dict)  # each campaign's pass durations
+
+
+def write_run_stats(rt: Runtime, state_dir: Path) -> None:
+    """`<state>/run-stats.json`: each campaign's pass durations (ms) and the requests made to the
+    marketplaces this run, which `campaign bench scale` reads."""
+    requests = sum(int(getattr(ctx.market, "requests", 0) or 0) for ctx in rt.contexts)
+    data = {"tick_ms": {name: [round(t, 2) for t in ms] for name, ms in list(rt.tick_ms.items())}, "requests": requests}
+    f = state_dir / "run-stats.json"
+    tmp = f.with_name(f"run-stats.{os.getpid()}.tmp")
+    tmp.write_text(json.dumps(data))
+    os.replace(tmp, f)
 
 
 def _clock_file(state_dir: Path) -> Path:
@@ -78,8 +90,10 @@ def make_clock(spec_campaigns: list[Campaign], state_dir: Path) -> Clock:
     start = time.time()
     f = _clock_file(state_dir)
     if f.is_file():
+        # exactly where it stopped: a margin would move every restart forward into held work's
+        # auto-approval (2 x speed seconds per restart auto-approved held work in a run with many)
         saved = json.loads(f.read_text())
-        start = max(start, float(saved["now"]) + 2 * speed)  # a margin for the time since the last save
+        start = max(start, float(saved["now"]))
     return ScaledClock(speed=speed, start=start)
 
 
@@ -136,10 +150,14 @@ def tick(ctx: Context) -> None:
         run_pass(ctx, status)
 
 
-def _safe(ctx: Context, fn: Callable[[Context], None], state_dir: Path) -> Callable[[], None]:
+def _safe(ctx: Context, fn: Callable[[Context], None], state_dir: Path,
+          tick_ms: list[float] | None = None) -> Callable[[], None]:
     def job() -> None:
         try:
+            started = time.perf_counter()
             fn(ctx)
+            if tick_ms is not None:
+                tick_ms.append((time.perf_counter() - started) * 1000)
             save_clock(ctx.clock, state_dir)
         except Exception as exc:  # a failing step is an event, not a dead daemon
             log.exception("campaign %s: step failed", ctx.name)
@@ -183,7 +201,8 @@ def start_runtime(spec: Spec, opts: RunOptions) -> Runtime:
         instance = ensure_campaign_row(store, c, opts.seed)
         in_process = c.marketplace == "local" and not c.endpoint_url
         marketplace = open_marketplace(c.marketplace, c.endpoint_url or (endpoint if c.marketplace == "local" else None),
-                                       production_ok=opts.production, credentials=own if in_process else None)
+                                       production_ok=opts.production, credentials=own if in_process else None,
+                                       **({"max_rps": c.max_rps} if c.max_rps else {}))
         rt.contexts.append(Context(store=store, market=marketplace, campaign=c, seed=opts.seed, state_dir=opts.state_dir,
                                    clock=clock, instance=instance))
     sims = [ctx for ctx in rt.contexts if ctx.campaign.crowd.kind == "simulated"]
@@ -228,7 +247,7 @@ def run(spec: Spec, opts: RunOptions, progress: Callable[[Runtime], None] | None
     rt = start_runtime(spec, opts)
     scheduler = BackgroundScheduler(executors={"default": ThreadPoolExecutor(max_workers=4)}, timezone="UTC")
     for ctx in rt.contexts:
-        scheduler.add_job(_safe(ctx, tick, opts.state_dir), "interval", seconds=ctx.campaign.poll_interval,
+        scheduler.add_job(_safe(ctx, tick, opts.state_dir, rt.tick_ms.setdefault(ctx.name, [])), "interval", seconds=ctx.campaign.poll_interval,
                           id=f"tick:{ctx.name}", max_instances=1, coalesce=True, next_run_time=None)
     got_signal: list[int] = []
 
@@ -241,10 +260,14 @@ def run(spec: Spec, opts: RunOptions, progress: Callable[[Runtime], None] | None
     for ctx in rt.contexts:  # first tick at once rather than after one interval
         scheduler.modify_job(f"tick:{ctx.name}", next_run_time=_utcnow())
     started = time.monotonic()
+    stats_at = started
     try:
         while not rt.stop_event.is_set():
             if progress:
                 progress(rt)
+            if time.monotonic() - stats_at >= 5.0:
+                stats_at = time.monotonic()
+                write_run_stats(rt, opts.state_dir)
             if not opts.forever and all(campaign_status(rt.store, c.name) in ("finished", "cancelled") for c in rt.contexts):
                 break
             if opts.max_seconds is not None and time.monotonic() - started > opts.max_seconds:
@@ -253,6 +276,7 @@ def run(spec: Spec, opts: RunOptions, progress: Callable[[Runtime], None] | None
             rt.stop_event.wait(0.2)
     finally:
         scheduler.shutdown(wait=True)
+        write_run_stats(rt, opts.state_dir)
         if progress:
             progress(rt)
         stop_runtime(rt)

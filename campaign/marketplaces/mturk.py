@@ -38,6 +38,8 @@ TOKEN_LIFETIME = 24 * 3600  # MTurk remembers a UniqueRequestToken for 24 hours
 TRANSIENT_CODES = {"ServiceFault", "ThrottlingException", "Throttling", "ServiceUnavailable", "InternalFailure"}
 CLOSED_STATUSES = ("Reviewable", "Reviewing", "Disposed")
 STATUS = {"Submitted": "submitted", "Approved": "approved", "Rejected": "rejected"}
+PAGE_SIZE = 100  # what `MarketClient.paginate` asks for
+MTURK_MAX_RPS = 20.0
 
 
 def error_parts(exc: ClientError) -> tuple[str, str, str]:
@@ -76,6 +78,7 @@ class MTurkMarketplace:
 
     def __init__(self, client: MarketClient) -> None:
         self.client = client
+        self.requests = 0  # requests sent (pages counted one by one), for the daemon's run statistics
         self.name = client.marketplace
         self.capabilities = Capabilities(token_lifetime=TOKEN_LIFETIME)
 
@@ -84,14 +87,19 @@ class MTurkMarketplace:
 
     # -- plumbing --------------------------------------------------------------------------------------
     def _call(self, op: str, **params: Any) -> dict[str, Any]:
+        self.requests += 1
         try:
             return self.client.call(op, **params)
         except (ClientError, BotoCoreError) as exc:
             raise translate(exc) from exc
 
     def _pages(self, op: str, key: str, **params: Any) -> Iterator[dict[str, Any]]:
+        self.requests += 1  # the first page; each further page is one more request
         try:
-            yield from self.client.paginate(op, key, **params)
+            for n, item in enumerate(self.client.paginate(op, key, **params)):
+                if n and n % PAGE_SIZE == 0:
+                    self.requests += 1
+                yield item
         except (ClientError, BotoCoreError) as exc:
             raise translate(exc) from exc
 
@@ -122,6 +130,7 @@ class MTurkMarketplace:
     def create_hit(self, type_id: str, request: HitRequest) -> RemoteHit:
         """CreateHITWithHITType with the token; a repeated token answers HitAlreadyExists naming the HIT,
         which is adopted when its annotation is the draft's (else searched for by annotation)."""
+        self.requests += 1
         try:
             resp = self.client.call("create_hit_with_hit_type", HITTypeId=type_id, MaxAssignments=request.max_assignments,
                                     LifetimeInSeconds=request.lifetime, Question=html_question(request.html),
@@ -166,6 +175,10 @@ class MTurkMarketplace:
     def reviewable_hits(self) -> list[str]:
         return [h["HITId"] for h in self._pages("list_reviewable_hits", "HITs")]
 
+    def mark_reviewing(self, hit_id: str) -> None:
+        """Take a fully collected HIT off ListReviewableHITs (UpdateHITReviewStatus, Revert=False)."""
+        self._call("update_hit_review_status", HITId=hit_id, Revert=False)
+
     def get_assignment(self, assignment_id: str) -> RemoteAssignment:
         return self._assignment(self._call("get_assignment", AssignmentId=assignment_id)["Assignment"])
 
@@ -196,8 +209,19 @@ class MTurkMarketplace:
         return Decimal(str(self._call("get_account_balance")["AvailableBalance"]))
 
 
+def default_max_rps(marketplace: str) -> float:
+    """Requests per second when the spec sets none (`schedule: max_rps`): MTurk throttles a requester
+    at a few requests per second per operation and answers more with ThrottlingException (retried by
+    the client), so 20/s in all is polite there; the built-in marketplace runs in this process's
+    machine and is limited only by how fast it answers (0: no limit)."""
+    return 0.0 if marketplace == "local" else MTURK_MAX_RPS
+
+
 def open_mturk(marketplace: str, endpoint_url: str | None = None, *, production_ok: bool = False,
                **options: Any) -> MTurkMarketplace:
-    """An MTurk-API marketplace by name (`local`, `mturk-sandbox`, `mturk`); see `make_client`."""
+    """An MTurk-API marketplace by name (`local`, `mturk-sandbox`, `mturk`); see `make_client`.
+    `max_rps=None` (or absent) is the marketplace's default rate (`default_max_rps`)."""
+    if options.get("max_rps") is None:
+        options["max_rps"] = default_max_rps(marketplace)
     return MTurkMarketplace(make_client(marketplace, endpoint_url, production_ok=production_ok, **options))
 

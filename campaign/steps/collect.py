@@ -1,4 +1,4 @@
-"""Collecting answers: every submitted assignment of every open HIT, paginated, stored once.
+"""Collecting answers: every submitted assignment, paginated, stored once.
 
 An assignment and its judgments are written in one transaction keyed by the assignment id, so a crash
 mid-collect loses nothing the marketplace still holds (it is listed again next tick) and counts nothing
@@ -25,19 +25,59 @@ from campaign.tasks.base import InvalidAnswer, ShownItem
 log = logging.getLogger(__name__)
 
 
-def collect(ctx: Context) -> int:
-    """Fetch new assignments of open HITs; returns how many new ones were stored."""
+SWEEP = 100  # open HITs looked at per pass besides the reviewable ones (partly done HITs)
+CURSOR_KEY = "collect_cursor"
+
+
+def collect(ctx: Context, sweep: int = SWEEP) -> int:
+    """Fetch new assignments; returns how many new ones were stored.
+
+    A pass looks at what became reviewable (every slot submitted, or expired with nothing pending:
+    ListReviewableHITs) and at the next `sweep` open HITs after a cursor kept in the store, so work in
+    partly done HITs is collected within a few passes while a pass costs the same at 800 open HITs as
+    at 9,400. A full HIT, once collected, is marked Reviewing where the marketplace allows, which takes
+    it off the reviewable list: the list stays as short as the work that is new.
+    """
     with ctx.store.session() as s:
         hits = s.exec(select(HitRow).where(HitRow.campaign == ctx.name, HitRow.status == "posted").order_by(col(HitRow.id))).all()
+    if not hits:
+        return 0
+    cursor = int(ctx.store.get_kv(ctx.name, CURSOR_KEY, "0") or 0)
+    by_remote = {remote_id(h): h for h in hits}
+    try:
+        reviewable = [by_remote[h] for h in ctx.market.reviewable_hits() if h in by_remote]
+    except MarketError as exc:
+        ctx.store.event(ctx.name, "marketplace_error", f"listing reviewable HITs: {exc}", level="warning")
+        reviewable = []
+    ready = {h.id for h in reviewable}
+    after = [h for h in hits if (h.id or 0) > cursor and h.id not in ready]
+    before = [h for h in hits if (h.id or 0) <= cursor and h.id not in ready]
+    swept = (after + before)[:sweep]
     new = 0
-    for hit in hits:
+    for hit in reviewable + swept:
         try:
             remote = ctx.market.submissions(remote_id(hit))
         except MarketError as exc:
             ctx.store.event(ctx.name, "marketplace_error", f"collecting {hit.hit_key}: {exc}", level="warning", subject=hit.hit_key)
             break
         new += store_assignments(ctx, hit, remote)
+        if hit.id in ready and len(remote) >= hit.assignments:
+            _done_collecting(ctx, remote_id(hit))
+    if swept:
+        ctx.store.set_kv(ctx.name, CURSOR_KEY, str(swept[-1].id))
     return new
+
+
+def _done_collecting(ctx: Context, hit_id: str) -> None:
+    """Every slot of the HIT is stored: off the reviewable list (MTurk: UpdateHITReviewStatus to
+    Reviewing). Only full HITs: an expired HIT that may be extended must stay able to take work."""
+    mark = getattr(ctx.market, "mark_reviewing", None)
+    if mark is None:
+        return
+    try:
+        mark(hit_id)
+    except MarketError as exc:  # harmless: it is listed (and collected, finding nothing new) again
+        log.debug("marking %s reviewing: %s", hit_id, exc)
 
 
 def store_assignments(ctx: Context, hit: HitRow, remote: Sequence[RemoteAssignment]) -> int:

@@ -10,6 +10,7 @@ approval is learned (our call, the retry, auto-approval seen by collect) it is b
 from __future__ import annotations
 
 import logging
+import time
 from decimal import Decimal
 
 from sqlmodel import col, select
@@ -19,6 +20,7 @@ from campaign.marketplaces.base import InvalidState, MarketError, TransientError
 from campaign.quality.review import ReviewResult, feedback
 from campaign.steps.collect import store_assignments
 from campaign.steps.context import Context, crash_point, get_row, remote_id
+from campaign.steps.post import STEP_SECONDS
 from campaign.steps.quality_pass import stage_collected, stage_reviews
 from campaign.store import AssignmentRow, CampaignRow, HitRow
 
@@ -67,19 +69,29 @@ def decide(ctx: Context, rows: list[AssignmentRow], results: dict[str, ReviewRes
     return out
 
 
-def review(ctx: Context, limit: int = 500) -> int:
-    """Decide and carry out approvals/rejections; returns how many were completed."""
+def review(ctx: Context, limit: int | None = None, seconds: float = STEP_SECONDS) -> int:
+    """Decide and carry out approvals/rejections for up to `seconds` of wall time (and at most `limit`
+    assignments); returns how many were completed.
+
+    Interrupted decisions go first, then fresh work by submit time: the oldest is the closest to its
+    auto-approval, so a pass that runs out of time leaves the work with the most time to spare.
+    """
+    deadline = time.monotonic() + seconds
     with ctx.store.session() as s:
         camp = s.get(CampaignRow, ctx.name)
         if camp is not None and camp.status == "paused":
             return 0
         rows = s.exec(select(AssignmentRow).where(AssignmentRow.campaign == ctx.name,
                                                   col(AssignmentRow.status).in_(("submitted", "approving", "rejecting")))
-                      .order_by(col(AssignmentRow.collected_at), col(AssignmentRow.assignment_id))).all()[:limit]
+                      .order_by(col(AssignmentRow.collected_at), col(AssignmentRow.assignment_id))).all()
+    rows = sorted(rows, key=lambda r: (r.status == "submitted", r.submit_time or 0.0))[:limit]
     fresh = [r for r in rows if r.status == "submitted"]
     decisions = decide(ctx, fresh, stage_reviews(ctx))
     done = 0
-    for r in rows:
+    for n, r in enumerate(rows):
+        if n and time.monotonic() > deadline:
+            break
+        decided_now = r.status == "submitted"
         if r.status == "submitted":
             if r.assignment_id not in decisions:
                 continue  # held: the worker cannot be judged yet
@@ -109,6 +121,9 @@ def review(ctx: Context, limit: int = 500) -> int:
             outcome = _read_back(ctx, r.assignment_id)
             if outcome is None:
                 continue  # still Submitted on the marketplace (eventual consistency): next tick
+            if decided_now:  # not a retry of our own call: the marketplace decided before we did
+                ctx.store.event(ctx.name, "auto_approved" if outcome == "approved" else "rejected_remotely",
+                                f"{r.assignment_id} was {outcome} on the marketplace", subject=r.assignment_id)
         except MarketError as exc:
             ctx.store.event(ctx.name, "review_error", f"{r.assignment_id}: {exc}", level="error", subject=r.assignment_id)
             continue

@@ -52,7 +52,9 @@ def test_batches_wait_for_the_previous_batch_and_stop_when_the_kind_says_so(harn
     assert json.loads(h.ctx.store.get_kv(h.ctx.name, "shortlist:ranking")) == chosen  # fixed once, in the store
     assert plan_next_batch(h.ctx, ranking) == 0  # batch 0 still open
     state = json.loads(h.ctx.store.get_kv(h.ctx.name, "batch_state:ranking"))
-    assert state and all(a in chosen and b in chosen for a, b in state)  # the kind's state: the pairs planned so far
+    # the kind's state: the pairs planned so far, and the TrueSkill model they were planned from
+    assert state["pairs"] and all(a in chosen and b in chosen for a, b in state["pairs"])
+    assert state["model"]["items"] == chosen and state["model"]["applied"] == 0
     assert all(set(hit.keys()) <= set(chosen) for hit in h.hits("ranking"))
 
     batches = 1

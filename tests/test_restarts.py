@@ -1,0 +1,79 @@
+"""Restarts never hand held work to the marketplace's auto-approval.
+
+The simulated clock resumes where the last run left it (no margin per restart), and review decides
+on every assignment before its AutoApprovalTime. A short auto-approval delay (4 simulated hours, four
+real seconds at 3600x) makes the old behaviour (two simulated hours added per restart) fail here within
+two or three restarts.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import sqlite3
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+EXAMPLE = ROOT / "examples" / "ukpconvarg1-water"
+
+SPEC = """\
+campaigns:
+  - name: restarts
+    topic: Should plastic water bottles be banned?
+    input:
+      propositions: {props}
+    task:
+      kind: likert
+      reward: "0.06"
+      auto_approval_delay: 4h
+    budget: "30.00"
+    crowd:
+      kind: simulated
+      workers: 25
+      speed: 3600
+      arrival_span: 30m
+      truth: {truth}
+    schedule:
+      poll_interval: 0.2
+"""
+
+
+def _cmd(config: Path, state: Path) -> list[str]:
+    return [sys.executable, "-m", "campaign", "run", "--config", str(config), "--state", str(state), "--seed", "5", "--quiet"]
+
+
+def _env() -> dict[str, str]:
+    return {k: v for k, v in os.environ.items() if k != "CAMPAIGN_TEST_CRASH"}
+
+
+def _count(db: Path, sql: str) -> int:
+    con = sqlite3.connect(f"file:{db}?mode=ro", uri=True)
+    try:
+        return int(con.execute(sql).fetchone()[0])
+    finally:
+        con.close()
+
+
+@pytest.mark.slow
+def test_many_restarts_never_let_the_marketplace_approve_held_work(tmp_path):
+    config = tmp_path / "campaigns.yaml"
+    config.write_text(SPEC.format(props=EXAMPLE / "propositions.tsv", truth=EXAMPLE / "truth.tsv"), encoding="utf-8")
+    state = tmp_path / "state"
+    for n, delay in enumerate((2.0, 1.5, 1.5, 1.5, 1.5, 1.5, 1.5, 1.5)):
+        p = subprocess.Popen(_cmd(config, state), cwd=ROOT, env=_env(), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        time.sleep(delay)
+        p.send_signal(signal.SIGKILL if n % 2 else signal.SIGTERM)  # both a clean stop and a crash
+        p.wait(timeout=60)
+    proc = subprocess.run(_cmd(config, state), cwd=ROOT, env=_env(), capture_output=True, text=True, timeout=240)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    store, market = state / "campaign.db", state / "market" / "market.db"
+    assert _count(store, "SELECT COUNT(*) FROM assignments") >= 300  # 60 propositions x 5 workers (and traps)
+    assert _count(store, "SELECT COUNT(*) FROM assignments WHERE status IN ('submitted', 'approving', 'rejecting')") == 0
+    # the marketplace stamps an assignment it approved by itself with its AutoApprovalTime
+    assert _count(market, "SELECT COUNT(*) FROM assignments WHERE status = 'Approved' AND approval_time = auto_approval_time") == 0
+    assert _count(store, "SELECT COUNT(*) FROM events WHERE kind = 'auto_approved'") == 0
