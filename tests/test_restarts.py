@@ -1,9 +1,9 @@
 """Restarts never hand held work to the marketplace's auto-approval.
 
 The simulated clock resumes where the last run left it (no margin per restart), and review decides
-on every assignment before its AutoApprovalTime. A short auto-approval delay (4 simulated hours, four
+on every assignment before its AutoApprovalTime. A short auto-approval delay (12 simulated hours, twelve
 real seconds at 3600x) makes the old behaviour (two simulated hours added per restart) fail here within
-two or three restarts.
+six restarts (eight are made).
 """
 
 from __future__ import annotations
@@ -18,6 +18,9 @@ from pathlib import Path
 
 import pytest
 
+from campaign.daemon import make_clock, save_clock
+from campaign.spec import load_spec
+
 ROOT = Path(__file__).resolve().parent.parent
 EXAMPLE = ROOT / "examples" / "ukpconvarg1-water"
 
@@ -30,7 +33,7 @@ campaigns:
     task:
       kind: likert
       reward: "0.06"
-      auto_approval_delay: 4h
+      auto_approval_delay: 12h
     budget: "30.00"
     crowd:
       kind: simulated
@@ -72,8 +75,25 @@ def test_many_restarts_never_let_the_marketplace_approve_held_work(tmp_path):
     proc = subprocess.run(_cmd(config, state), cwd=ROOT, env=_env(), capture_output=True, text=True, timeout=240)
     assert proc.returncode == 0, proc.stderr[-3000:]
     store, market = state / "campaign.db", state / "market" / "market.db"
-    assert _count(store, "SELECT COUNT(*) FROM assignments") >= 300  # 60 propositions x 5 workers (and traps)
+    assert _count(store, "SELECT COUNT(*) FROM assignments") >= 60  # 12 HITs of 5 propositions, 5 workers each
     assert _count(store, "SELECT COUNT(*) FROM assignments WHERE status IN ('submitted', 'approving', 'rejecting')") == 0
     # the marketplace stamps an assignment it approved by itself with its AutoApprovalTime
     assert _count(market, "SELECT COUNT(*) FROM assignments WHERE status = 'Approved' AND approval_time = auto_approval_time") == 0
     assert _count(store, "SELECT COUNT(*) FROM events WHERE kind = 'auto_approved'") == 0
+
+
+def test_a_restart_resumes_the_simulated_clock_where_it_stopped(tmp_path):
+    config = tmp_path / "campaigns.yaml"
+    config.write_text(SPEC.format(props=EXAMPLE / "propositions.tsv", truth=EXAMPLE / "truth.tsv"), encoding="utf-8")
+    campaigns = list(load_spec(config).campaigns)
+    state = tmp_path / "state"
+    clock = make_clock(campaigns, state)
+    save_clock(clock, state)
+    first = clock.now()
+    wall = time.monotonic()
+    for _ in range(10):  # ten restarts in a row, no pass in between
+        clock = make_clock(campaigns, state)
+        save_clock(clock, state)
+    moved = clock.now() - first
+    # only the time that really passed, at the clock's speed (it used to add 2 x speed per restart)
+    assert 0 <= moved <= (time.monotonic() - wall + 0.5) * clock.speed
