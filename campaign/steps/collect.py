@@ -25,7 +25,7 @@ from campaign.tasks.base import InvalidAnswer, ShownItem
 log = logging.getLogger(__name__)
 
 
-SWEEP = 100  # open HITs looked at per pass besides the reviewable ones (partly done HITs)
+SWEEP = 20  # open HITs looked at per pass besides the reviewable ones (partly done HITs; each is a request)
 CURSOR_KEY = "collect_cursor"
 
 

@@ -20,11 +20,14 @@ from campaign.marketplaces.base import InvalidState, MarketError, TransientError
 from campaign.quality.review import ReviewResult, feedback
 from campaign.steps.collect import store_assignments
 from campaign.steps.context import Context, crash_point, get_row, remote_id
-from campaign.steps.post import STEP_SECONDS
 from campaign.steps.quality_pass import stage_collected, stage_reviews
 from campaign.store import AssignmentRow, CampaignRow, HitRow
 
 log = logging.getLogger(__name__)
+
+# Wall seconds one pass may spend on decisions. Generous: a decision not made before the work's
+# AutoApprovalTime is made by the marketplace (paid, unreviewed), so review outranks posting (2 s).
+REVIEW_SECONDS = 10.0
 
 INVALID_FEEDBACK = (
     "Your answer could not be used because it did not fit the task ({why}). "
@@ -69,7 +72,7 @@ def decide(ctx: Context, rows: list[AssignmentRow], results: dict[str, ReviewRes
     return out
 
 
-def review(ctx: Context, limit: int | None = None, seconds: float = STEP_SECONDS) -> int:
+def review(ctx: Context, limit: int | None = None, seconds: float = REVIEW_SECONDS) -> int:
     """Decide and carry out approvals/rejections for up to `seconds` of wall time (and at most `limit`
     assignments); returns how many were completed.
 
