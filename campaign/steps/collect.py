@@ -13,7 +13,7 @@ import logging
 from collections.abc import Sequence
 from decimal import Decimal
 
-from sqlmodel import Session, col, select
+from sqlmodel import Session, col, func, select
 
 from campaign.ledger import charge_assignment, release_assignment
 from campaign.marketplaces.base import MarketError, RemoteAssignment
@@ -50,8 +50,12 @@ def collect(ctx: Context, sweep: int = SWEEP) -> int:
         ctx.store.event(ctx.name, "marketplace_error", f"listing reviewable HITs: {exc}", level="warning")
         reviewable = []
     ready = {h.id for h in reviewable}
-    after = [h for h in hits if (h.id or 0) > cursor and h.id not in ready]
-    before = [h for h in hits if (h.id or 0) <= cursor and h.id not in ready]
+    with ctx.store.session() as s:  # HITs with every slot stored have nothing more to give
+        stored = dict(s.exec(select(AssignmentRow.hit_key, func.count()).where(
+            AssignmentRow.campaign == ctx.name).group_by(AssignmentRow.hit_key)).all())
+    open_ = [h for h in hits if h.id not in ready and stored.get(h.hit_key, 0) < h.assignments]
+    after = [h for h in open_ if (h.id or 0) > cursor]
+    before = [h for h in open_ if (h.id or 0) <= cursor]
     swept = (after + before)[:sweep]
     new = 0
     for hit in reviewable + swept:
