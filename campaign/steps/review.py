@@ -13,7 +13,7 @@ import logging
 import time
 from decimal import Decimal
 
-from sqlmodel import col, select
+from sqlmodel import Session, col, select
 
 from campaign.ledger import charge_assignment, release_assignment, release_hit_rest
 from campaign.marketplaces.base import InvalidState, MarketError, TransientError
@@ -28,6 +28,7 @@ log = logging.getLogger(__name__)
 # Wall seconds one pass may spend on decisions. Generous: a decision not made before the work's
 # AutoApprovalTime is made by the marketplace (paid, unreviewed), so review outranks posting (2 s).
 REVIEW_SECONDS = 10.0
+CHUNK = 25  # decisions written (and their outcomes recorded) per transaction
 
 INVALID_FEEDBACK = (
     "Your answer could not be used because it did not fit the task ({why}). "
@@ -90,50 +91,70 @@ def review(ctx: Context, limit: int | None = None, seconds: float = REVIEW_SECON
     rows = sorted(rows, key=lambda r: (r.status == "submitted", r.submit_time or 0.0))[:limit]
     fresh = [r for r in rows if r.status == "submitted"]
     decisions = decide(ctx, fresh, stage_reviews(ctx))
+    todo = [r for r in rows if r.status != "submitted" or r.assignment_id in decisions]  # the rest is held
     done = 0
-    for n, r in enumerate(rows):
-        if n and time.monotonic() > deadline:
+    for first in range(0, len(todo), CHUNK):
+        if first and time.monotonic() > deadline:
             break
-        decided_now = r.status == "submitted"
-        if r.status == "submitted":
-            if r.assignment_id not in decisions:
-                continue  # held: the worker cannot be judged yet
-            action, why = decisions[r.assignment_id]
-            with ctx.store.session() as s:  # the intent, before the remote call
-                row = get_row(s, AssignmentRow, r.assignment_id)
+        actions = _intents(ctx, todo[first:first + CHUNK], decisions)
+        outcomes: list[tuple[str, str]] = []
+        stop = False
+        for aid, status, note, decided_now in actions:
+            crash_point("review.before_call")
+            outcome: str | None
+            try:
+                if status == "approving":
+                    ctx.market.approve(aid, note)
+                    outcome = "approved"
+                else:
+                    ctx.market.reject(aid, note or "Rejected.")
+                    outcome = "rejected"
+            except TransientError as exc:
+                ctx.store.event(ctx.name, "throttled" if exc.throttled else "marketplace_error",
+                                f"reviewing {aid}: {exc.code or exc}", level="warning", subject=aid)
+                stop = True
+                break
+            except InvalidState:
+                outcome = _read_back(ctx, aid)
+                if outcome is None:
+                    continue  # still Submitted on the marketplace (eventual consistency): next tick
+                if decided_now:  # not a retry of our own call: the marketplace decided before we did
+                    ctx.store.event(ctx.name, "auto_approved" if outcome == "approved" else "rejected_remotely",
+                                    f"{aid} was {outcome} on the marketplace", subject=aid)
+            except MarketError as exc:
+                ctx.store.event(ctx.name, "review_error", f"{aid}: {exc}", level="error", subject=aid)
+                continue
+            crash_point("review.after_call")
+            outcomes.append((aid, outcome))
+        _record_many(ctx, outcomes)
+        done += len(outcomes)
+        if stop:
+            break
+    return done
+
+
+def _intents(ctx: Context, chunk: list[AssignmentRow],
+             decisions: dict[str, tuple[str, str | None]]) -> list[tuple[str, str, str | None, bool]]:
+    """Write the chunk's fresh decisions (`approving` / `rejecting`) in one transaction, before any of
+    its remote calls; returns (assignment, status, feedback, decided now) for every call to make.
+    One commit per chunk rather than per assignment: each commit is a disk sync, and at tens of
+    thousands of assignments the syncs, not the marketplace, bounded how fast work was decided."""
+    actions = []
+    with ctx.store.session() as s:
+        for r in chunk:
+            row = get_row(s, AssignmentRow, r.assignment_id)
+            decided_now = r.status == "submitted"
+            if decided_now:
                 if row.status != "submitted":
                     continue
+                action, why = decisions[r.assignment_id]
                 row.status = "approving" if action == "approve" else "rejecting"
                 row.feedback = why
                 s.add(row)
-                r = row
-        crash_point("review.before_call")
-        outcome: str | None
-        try:
-            if r.status == "approving":
-                ctx.market.approve(r.assignment_id, r.feedback)
-                outcome = "approved"
-            else:
-                ctx.market.reject(r.assignment_id, r.feedback or "Rejected.")
-                outcome = "rejected"
-        except TransientError as exc:
-            ctx.store.event(ctx.name, "throttled" if exc.throttled else "marketplace_error",
-                            f"reviewing {r.assignment_id}: {exc.code or exc}", level="warning", subject=r.assignment_id)
-            break
-        except InvalidState:
-            outcome = _read_back(ctx, r.assignment_id)
-            if outcome is None:
-                continue  # still Submitted on the marketplace (eventual consistency): next tick
-            if decided_now:  # not a retry of our own call: the marketplace decided before we did
-                ctx.store.event(ctx.name, "auto_approved" if outcome == "approved" else "rejected_remotely",
-                                f"{r.assignment_id} was {outcome} on the marketplace", subject=r.assignment_id)
-        except MarketError as exc:
-            ctx.store.event(ctx.name, "review_error", f"{r.assignment_id}: {exc}", level="error", subject=r.assignment_id)
-            continue
-        crash_point("review.after_call")
-        _record(ctx, r.assignment_id, outcome)
-        done += 1
-    return done
+            elif row.status not in ("approving", "rejecting"):
+                continue
+            actions.append((row.assignment_id, row.status, row.feedback, decided_now))
+    return actions
 
 
 def _read_back(ctx: Context, assignment_id: str) -> str | None:
@@ -141,17 +162,26 @@ def _read_back(ctx: Context, assignment_id: str) -> str | None:
     return status if status in ("approved", "rejected") else None
 
 
-def _record(ctx: Context, assignment_id: str, outcome: str) -> None:
+def _record_many(ctx: Context, outcomes: list[tuple[str, str]]) -> None:
+    """The outcomes of a chunk's calls with their ledger entries, in one transaction (a crash before it
+    leaves the rows `approving`/`rejecting`: retried, read back, booked once)."""
+    if not outcomes:
+        return
     with ctx.store.session() as s:
-        row = get_row(s, AssignmentRow, assignment_id)
-        hit = s.exec(select(HitRow).where(HitRow.campaign == ctx.name, HitRow.hit_key == row.hit_key)).one()
-        if outcome == "approved":
-            charge_assignment(s, ctx.name, hit.hit_key, row.assignment_id, Decimal(hit.reward), hit.assignments)
-        else:
-            release_assignment(s, ctx.name, hit.hit_key, row.assignment_id, Decimal(hit.reward), hit.assignments)
-        row.status = outcome
-        row.decided_at = ctx.clock.now()
-        s.add(row)
+        for assignment_id, outcome in outcomes:
+            _record_in(ctx, s, assignment_id, outcome)
+
+
+def _record_in(ctx: Context, s: Session, assignment_id: str, outcome: str) -> None:
+    row = get_row(s, AssignmentRow, assignment_id)
+    hit = s.exec(select(HitRow).where(HitRow.campaign == ctx.name, HitRow.hit_key == row.hit_key)).one()
+    if outcome == "approved":
+        charge_assignment(s, ctx.name, hit.hit_key, row.assignment_id, Decimal(hit.reward), hit.assignments)
+    else:
+        release_assignment(s, ctx.name, hit.hit_key, row.assignment_id, Decimal(hit.reward), hit.assignments)
+    row.status = outcome
+    row.decided_at = ctx.clock.now()
+    s.add(row)
 
 
 def close_finished_hits(ctx: Context) -> int:
