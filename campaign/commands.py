@@ -52,6 +52,7 @@ COMMAND_MODULES: tuple[str, ...] = (
     "campaign.evaluate.cli",
     "campaign.aggregate.cli",
     "campaign.tools_cli",
+    "campaign.crowd.cli",
 )
 
 
