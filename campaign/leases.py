@@ -8,13 +8,19 @@ primary key makes exclusive), so two daemons racing for one campaign cannot both
 
 from __future__ import annotations
 
+import hashlib
+import math
 import os
 import socket
+import time
 import uuid
+from collections.abc import Callable, Sequence
+from contextlib import AbstractContextManager, nullcontext
+from typing import Any
 
 from sqlalchemy import update
 from sqlalchemy.exc import IntegrityError
-from sqlmodel import Field, Session, SQLModel
+from sqlmodel import Field, Session, SQLModel, select
 
 
 class LeaseRow(SQLModel, table=True):
@@ -62,3 +68,88 @@ def release(session: Session, campaign: str, holder: str) -> None:
 def holder_of(session: Session, campaign: str, now: float) -> str | None:
     row = session.get(LeaseRow, campaign)
     return row.holder if row is not None and row.expires_at >= now else None
+
+
+#: A daemon's presence is a lease on this prefix plus its holder name: the number of live daemons is
+#: the number of unexpired presence rows, which is how each knows its fair share of the campaigns.
+PRESENCE = "@daemon:"
+
+
+class LeaseKeeper:
+    """One daemon's side of the leases: renews what it holds, and every so often takes or gives back
+    campaigns so that each live daemon works about the same number (ceil(active / live daemons)).
+
+    Only wall-clock time is used (`time.time()`), never a simulated clock: expiry must mean "the
+    holder really stopped", whatever speed a simulation runs at. Each call opens its own short session.
+    """
+
+    def __init__(self, session_factory: Callable[[], AbstractContextManager[Session]], ttl: float,
+                 holder: str | None = None, now: Callable[[], float] = time.time) -> None:
+        if ttl <= 0:
+            raise ValueError(f"lease TTL must be positive, got {ttl}")
+        self.session = session_factory
+        self.ttl = float(ttl)
+        self.holder = holder or new_holder()
+        self.now = now
+        self.held: set[str] = set()
+
+    def renew(self, campaign: str) -> bool:
+        """Before each tick: True if this daemon still holds `campaign` (and now for another TTL)."""
+        if campaign not in self.held:
+            return False
+        with self.session() as s:
+            ok = try_acquire(s, campaign, self.holder, self.now(), self.ttl)
+        if not ok:
+            self.held.discard(campaign)
+        return ok
+
+    def live_daemons(self) -> int:
+        now = self.now()
+        with self.session() as s:
+            rows = s.exec(select(LeaseRow).where(LeaseRow.campaign.startswith(PRESENCE))).all()
+            return max(1, sum(1 for r in rows if r.expires_at >= now))
+
+    def balance(self, active: Sequence[str], finished: Sequence[str] = (),
+                guard: Callable[[str], AbstractContextManager[Any]] = lambda _name: nullcontext()) -> tuple[list[str], list[str]]:
+        """Renew presence, give back finished and surplus campaigns, take free ones up to the fair share.
+        Returns (acquired, released). A campaign is given back inside `guard(name)`, which the daemon
+        makes the lock its ticks hold, so no tick of it is under way when another daemon may take it."""
+        with self.session() as s:
+            try_acquire(s, PRESENCE + self.holder, self.holder, self.now(), self.ttl)
+        released = []
+        for name in sorted(self.held & set(finished)):
+            with guard(name):
+                self.give_back(name)
+            released.append(name)
+        fair = math.ceil(len(active) / self.live_daemons()) if active else 0
+        mine = sorted(self.held & set(active), key=self._preference)
+        for name in mine[fair:]:  # surplus: the least preferred go, so daemons settle rather than swap
+            with guard(name):
+                self.give_back(name)
+            released.append(name)
+        acquired = []
+        for name in sorted(set(active) - self.held, key=self._preference):
+            if len(self.held & set(active)) >= fair:
+                break
+            with self.session() as s:
+                if try_acquire(s, name, self.holder, self.now(), self.ttl):
+                    self.held.add(name)
+                    acquired.append(name)
+        return acquired, released
+
+    def give_back(self, campaign: str) -> None:
+        self.held.discard(campaign)
+        with self.session() as s:
+            release(s, campaign, self.holder)
+
+    def release_all(self) -> None:
+        """A clean stop: others take over at once instead of after a TTL."""
+        for name in sorted(self.held):
+            self.give_back(name)
+        with self.session() as s:
+            release(s, PRESENCE + self.holder, self.holder)
+
+    def _preference(self, campaign: str) -> str:
+        """Each daemon prefers a different (stable, pseudo-random) order of campaigns, so two daemons
+        starting together reach for different ones first."""
+        return hashlib.sha256(f"{self.holder}|{campaign}".encode()).hexdigest()

@@ -31,3 +31,45 @@ def test_one_holder_renewal_expiry_and_release(tmp_path: Path) -> None:
         assert holder_of(s1, "c1", now=119.0) is None
         assert try_acquire(s1, "c1", a, now=119.0, ttl=10.0)
         assert try_acquire(s2, "c2", b, now=119.0, ttl=10.0)  # campaigns are independent
+
+
+def test_keeper_divides_campaigns_and_takes_over_from_a_dead_daemon(tmp_path: Path) -> None:
+    """Two keepers share four campaigns two and two; when one stops renewing, the other takes all four."""
+    from contextlib import contextmanager
+
+    from campaign.leases import LeaseKeeper
+
+    engine = _engine(tmp_path)
+
+    @contextmanager
+    def session():  # type: ignore[no-untyped-def]
+        with Session(engine) as s:
+            yield s
+
+    clock = [1000.0]
+    a = LeaseKeeper(session, ttl=10.0, holder="a", now=lambda: clock[0])
+    b = LeaseKeeper(session, ttl=10.0, holder="b", now=lambda: clock[0])
+    names = ["c1", "c2", "c3", "c4"]
+    assert sorted(a.balance(names)[0]) == names  # alone: a takes everything
+    assert b.balance(names) == ([], [])  # b is seen now, but nothing is free
+    clock[0] += 3
+    acquired, released = a.balance(names)
+    assert acquired == [] and len(released) == 2  # a gives back its surplus
+    assert not a.renew(released[0])
+    assert sorted(b.balance(names)[0]) == sorted(released)
+    assert a.held.isdisjoint(b.held) and a.held | b.held == set(names)
+    with Session(engine) as s:
+        assert all(holder_of(s, n, clock[0]) == "b" for n in b.held)
+    # b dies: no more renewals; a keeps renewing its own and after the TTL takes b's over
+    for _ in range(4):
+        clock[0] += 3
+        for n in sorted(a.held):
+            assert a.renew(n)
+        a.balance(names)
+    assert a.held == set(names)
+    # finished campaigns are given back; a clean stop frees everything at once
+    _, released = a.balance(["c1", "c2"], finished=["c3", "c4"])
+    assert sorted(released) == ["c3", "c4"]
+    a.release_all()
+    with Session(engine) as s:
+        assert all(holder_of(s, n, clock[0]) is None for n in names)

@@ -14,12 +14,16 @@ import sys
 import threading
 import time
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 from campaign.clock import Clock, ScaledClock, WallClock
 from campaign.spec import Campaign, SpecError, load_spec
 
+if TYPE_CHECKING:
+    from campaign.crowd.runner import SimulatedCrowd
 
-def build_crowd(campaigns: Sequence[Campaign], seed: int, endpoint: str, clock: Clock, poll: float = 0.05):  # type: ignore[no-untyped-def]
+
+def build_crowd(campaigns: Sequence[Campaign], seed: int, endpoint: str, clock: Clock, poll: float = 0.05) -> SimulatedCrowd:
     """One crowd for every simulated campaign of a spec; each campaign brings its own workers (as in
     `campaign run`, whose pool seeds these are, so both crowds are the same people)."""
     from campaign.crowd.models import make_pool, stable_seed
