@@ -99,6 +99,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     r.add_argument("--quiet", action="store_true", help="no progress view; warnings and errors only")
     r.add_argument("--log-level", type=str.upper, choices=("DEBUG", "INFO", "WARNING", "ERROR"), default=None,
                    help="level of every campaign logger; the store's events are logged at their own level")
+    r.add_argument("--lease-ttl", type=float, default=15.0, metavar="S",
+                   help="with a shared (PostgreSQL) --db: seconds after which a campaign whose daemon stopped "
+                        "renewing its lease is taken over by another daemon")
     _common(r)
     r.set_defaults(func=cmd_run)
 
@@ -206,7 +209,8 @@ def cmd_run(args: argparse.Namespace) -> int:
     except SpecError as exc:
         return _refuse(exc)
     opts = RunOptions(state_dir=Path(args.state), db=args.db, seed=args.seed, forever=args.forever,
-                      production=args.production, campaigns=tuple(args.campaign), max_seconds=args.max_seconds)
+                      production=args.production, campaigns=tuple(args.campaign), max_seconds=args.max_seconds,
+                      lease_ttl=args.lease_ttl)
     progress = None if args.quiet else make_progress(sys.stdout)
     try:
         code = run(spec, opts, progress=progress)

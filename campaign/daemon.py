@@ -24,6 +24,7 @@ from typing import Any
 
 from apscheduler.executors.pool import ThreadPoolExecutor
 from apscheduler.schedulers.background import BackgroundScheduler
+from sqlalchemy.exc import IntegrityError
 
 from campaign.clock import Clock, ScaledClock, WallClock
 from campaign.money import fmt
@@ -49,6 +50,7 @@ class RunOptions:
     campaigns: tuple[str, ...] = ()
     market_balance: Decimal = Decimal("10000.00")
     max_seconds: float | None = None  # give up after this long (tests)
+    lease_ttl: float = 15.0  # wall seconds a campaign's lease lasts unrenewed (shared PostgreSQL stores only)
 
 
 @dataclass
@@ -198,7 +200,10 @@ def start_runtime(spec: Spec, opts: RunOptions) -> Runtime:
         rt.market_server = market = start_market(opts.state_dir / "market", clock=clock, mode="prod", balance=opts.market_balance)
         endpoint, own = market.endpoint_url, market.credentials
     for c in chosen:
-        instance = ensure_campaign_row(store, c, opts.seed)
+        try:
+            instance = ensure_campaign_row(store, c, opts.seed)
+        except IntegrityError:  # another daemon on a shared store created the row just now
+            instance = ensure_campaign_row(store, c, opts.seed)
         in_process = c.marketplace == "local" and not c.endpoint_url
         marketplace = open_marketplace(c.marketplace, c.endpoint_url or (endpoint if c.marketplace == "local" else None),
                                        production_ok=opts.production, credentials=own if in_process else None,
@@ -242,12 +247,36 @@ def stop_runtime(rt: Runtime) -> None:
     rt.store.close()
 
 
+def shared_store(db: str | None) -> bool:
+    """A store several daemons may share (a server database); SQLite is one file for one daemon."""
+    return db is not None and not db.startswith("sqlite")
+
+
 def run(spec: Spec, opts: RunOptions, progress: Callable[[Runtime], None] | None = None) -> int:
-    """Run until every chosen campaign is finished (or forever); 0 on success, 130 on a signal."""
+    """Run until every chosen campaign is finished (or forever); 0 on success, 130 on a signal.
+
+    On SQLite the state directory is locked for this process (a second daemon refuses to start); on a
+    shared store the campaigns are divided among the daemons by leases (`campaign.leases`).
+    """
+    if shared_store(opts.db):
+        return _run(spec, opts, progress)
+    from campaign.runlock import AlreadyRunning, state_lock
+
+    try:
+        with state_lock(opts.state_dir):  # only state_lock raises AlreadyRunning
+            return _run(spec, opts, progress)
+    except AlreadyRunning as exc:
+        raise RunError(str(exc)) from None
+
+
+def _run(spec: Spec, opts: RunOptions, progress: Callable[[Runtime], None] | None) -> int:
     rt = start_runtime(spec, opts)
     scheduler = BackgroundScheduler(executors={"default": ThreadPoolExecutor(max_workers=4)}, timezone="UTC")
+    leases = _Leases(rt, opts) if shared_store(opts.db) else None
     for ctx in rt.contexts:
-        scheduler.add_job(_safe(ctx, tick, opts.state_dir, rt.tick_ms.setdefault(ctx.name, [])), "interval", seconds=ctx.campaign.poll_interval,
+        job = (_safe(ctx, tick, opts.state_dir, rt.tick_ms.setdefault(ctx.name, [])) if leases is None
+               else leases.job(ctx.name))
+        scheduler.add_job(job, "interval", seconds=ctx.campaign.poll_interval,
                           id=f"tick:{ctx.name}", max_instances=1, coalesce=True, next_run_time=None)
     got_signal: list[int] = []
 
@@ -263,6 +292,8 @@ def run(spec: Spec, opts: RunOptions, progress: Callable[[Runtime], None] | None
     stats_at = started
     try:
         while not rt.stop_event.is_set():
+            if leases is not None:
+                leases.balance(scheduler)
             if progress:
                 progress(rt)
             if time.monotonic() - stats_at >= 5.0:
@@ -277,12 +308,67 @@ def run(spec: Spec, opts: RunOptions, progress: Callable[[Runtime], None] | None
     finally:
         scheduler.shutdown(wait=True)
         write_run_stats(rt, opts.state_dir)
+        if leases is not None:
+            leases.keeper.release_all()
         if progress:
             progress(rt)
         stop_runtime(rt)
         for sig, handler in old.items():
             signal.signal(sig, handler)
     return 130 if got_signal else 0
+
+
+class _Leases:
+    """The daemon's use of leases on a shared store: a campaign's tick runs only while this daemon holds
+    its lease (renewed first thing in the tick); every third of a TTL the keeper rebalances. A campaign
+    taken over gets a fresh Context, so it resumes from the store exactly as after a restart."""
+
+    def __init__(self, rt: Runtime, opts: RunOptions) -> None:
+        from campaign.leases import LeaseKeeper
+
+        self.rt, self.opts = rt, opts
+        self.keeper = LeaseKeeper(rt.store.session, opts.lease_ttl)
+        self.locks = {ctx.name: threading.Lock() for ctx in rt.contexts}
+        self.next_balance = 0.0
+
+    def job(self, name: str) -> Callable[[], None]:
+        def run_if_held() -> None:
+            with self.locks[name]:
+                try:
+                    held = self.keeper.renew(name)
+                except Exception:  # the store is unreachable: do nothing this tick, try again next
+                    log.exception("campaign %s: lease renewal failed", name)
+                    return
+                if held:
+                    ctx = next(c for c in self.rt.contexts if c.name == name)
+                    _safe(ctx, tick, self.opts.state_dir)()
+
+        return run_if_held
+
+    def balance(self, scheduler: BackgroundScheduler) -> None:
+        if time.monotonic() < self.next_balance:
+            return
+        self.next_balance = time.monotonic() + self.keeper.ttl / 3
+        statuses = {ctx.name: campaign_status(self.rt.store, ctx.name) for ctx in self.rt.contexts}
+        done = [n for n, st in statuses.items() if st in ("finished", "cancelled")]
+        active = [n for n in statuses if n not in done]
+        try:
+            acquired, released = self.keeper.balance(active, done, guard=lambda n: self.locks[n])
+        except Exception:
+            log.exception("lease rebalancing failed; retrying in %.0f s", self.keeper.ttl / 3)
+            return
+        for name in acquired:
+            with self.locks[name]:
+                i = next(i for i, c in enumerate(self.rt.contexts) if c.name == name)
+                old = self.rt.contexts[i]
+                self.rt.contexts[i] = Context(store=old.store, market=old.market, campaign=old.campaign, seed=old.seed,
+                                              state_dir=old.state_dir, clock=old.clock, instance=old.instance)
+            self.rt.store.event(name, "lease", f"campaign taken by daemon {self.keeper.holder}")
+            log.info("campaign %s: lease taken (%s)", name, self.keeper.holder)
+            scheduler.modify_job(f"tick:{name}", next_run_time=_utcnow())
+        for name in released:
+            if name in active:
+                log.info("campaign %s: lease given back to balance the daemons", name)
 
 
 def _utcnow():
