@@ -62,16 +62,18 @@ def write_spec(tmp: Path, budget: str = "30.00") -> Path:
     return p
 
 
-def run_cli(config: Path, state: Path, seed: int = 3, env_extra: dict | None = None, timeout: float = 240) -> subprocess.CompletedProcess:
+def run_cli(config: Path, state: Path, seed: int = 3, env_extra: dict | None = None, timeout: float = 240,
+            db: str | None = None, extra: tuple[str, ...] = ()) -> subprocess.CompletedProcess:
     env = {k: v for k, v in os.environ.items() if k != "CAMPAIGN_TEST_CRASH"}
     env.update(env_extra or {})
     return subprocess.run(
-        [sys.executable, "-m", "campaign", "run", "--config", str(config), "--state", str(state), "--seed", str(seed), "--quiet"],
+        [sys.executable, "-m", "campaign", "run", "--config", str(config), "--state", str(state), "--seed", str(seed), "--quiet"]
+        + (["--db", db] if db else []) + list(extra),
         cwd=ROOT, env=env, capture_output=True, text=True, timeout=timeout,
     )
 
 
-def audit(state: Path) -> dict:
+def audit(state: Path, db: str | None = None) -> dict:
     """Compare the store with what the marketplace holds; return the facts the tests assert on."""
     market = start_market(state / "market", clock=saved_clock(state), mode="prod", balance=BALANCE)
     try:
@@ -90,7 +92,7 @@ def audit(state: Path) -> dict:
         balance = Decimal(client.get_account_balance()["AvailableBalance"])
     finally:
         market.stop()
-    store = Store.open(state)
+    store = Store.open(state, db)
     with store.session() as s:
         local_hits = s.exec(select(HitRow)).all()
         local_assignments = {a.assignment_id: a for a in s.exec(select(AssignmentRow)).all()}
@@ -122,8 +124,8 @@ def recompute_scores(facts: dict) -> list[dict]:
     return likert.aggregate(values)
 
 
-def check_consistent(state: Path) -> dict:
-    facts = audit(state)
+def check_consistent(state: Path, db: str | None = None) -> dict:
+    facts = audit(state, db)
     annotations = [h["RequesterAnnotation"] for h in facts["hits"]]
     assert len(annotations) == len(set(annotations)), "a HIT was posted twice"
     assert len(facts["hits"]) == len(facts["local_hits"]) == len({h.hit_id for h in facts["local_hits"]})
