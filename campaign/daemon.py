@@ -309,7 +309,7 @@ def _run(spec: Spec, opts: RunOptions, progress: Callable[[Runtime], None] | Non
         scheduler.shutdown(wait=True)
         write_run_stats(rt, opts.state_dir)
         if leases is not None:
-            leases.keeper.release_all()
+            leases.stop()
         if progress:
             progress(rt)
         stop_runtime(rt)
@@ -330,6 +330,22 @@ class _Leases:
         self.keeper = LeaseKeeper(rt.store.session, opts.lease_ttl)
         self.locks = {ctx.name: threading.Lock() for ctx in rt.contexts}
         self.next_balance = 0.0
+        self.fresh: set[str] = set()  # acquired since this daemon last ticked them: rebuild their Context
+        self.stopped = threading.Event()
+        self.beat = threading.Thread(target=self._beat, name="lease-heartbeat", daemon=True)
+        self.beat.start()
+
+    def _beat(self) -> None:
+        while not self.stopped.wait(self.keeper.ttl / 3):
+            try:
+                self.keeper.heartbeat()
+            except Exception:  # the store is unreachable: the leases may lapse, which is their point
+                log.exception("lease heartbeat failed")
+
+    def stop(self) -> None:
+        self.stopped.set()
+        self.beat.join(timeout=30)
+        self.keeper.release_all()
 
     def job(self, name: str) -> Callable[[], None]:
         def run_if_held() -> None:
@@ -339,9 +355,15 @@ class _Leases:
                 except Exception:  # the store is unreachable: do nothing this tick, try again next
                     log.exception("campaign %s: lease renewal failed", name)
                     return
-                if held:
-                    ctx = next(c for c in self.rt.contexts if c.name == name)
-                    _safe(ctx, tick, self.opts.state_dir)()
+                if not held:
+                    return
+                i = next(i for i, c in enumerate(self.rt.contexts) if c.name == name)
+                if name in self.fresh:  # taken over: start from the store alone, as a restarted daemon does
+                    self.fresh.discard(name)
+                    old = self.rt.contexts[i]
+                    self.rt.contexts[i] = Context(store=old.store, market=old.market, campaign=old.campaign, seed=old.seed,
+                                                  state_dir=old.state_dir, clock=old.clock, instance=old.instance)
+                _safe(self.rt.contexts[i], tick, self.opts.state_dir)()
 
         return run_if_held
 
@@ -349,26 +371,20 @@ class _Leases:
         if time.monotonic() < self.next_balance:
             return
         self.next_balance = time.monotonic() + self.keeper.ttl / 3
-        statuses = {ctx.name: campaign_status(self.rt.store, ctx.name) for ctx in self.rt.contexts}
-        done = [n for n, st in statuses.items() if st in ("finished", "cancelled")]
-        active = [n for n in statuses if n not in done]
         try:
-            acquired, released = self.keeper.balance(active, done, guard=lambda n: self.locks[n])
+            statuses = {ctx.name: campaign_status(self.rt.store, ctx.name) for ctx in self.rt.contexts}
+            done = [n for n, st in statuses.items() if st in ("finished", "cancelled")]
+            acquired, surplus = self.keeper.balance([n for n in statuses if n not in done], done)
         except Exception:
             log.exception("lease rebalancing failed; retrying in %.0f s", self.keeper.ttl / 3)
             return
         for name in acquired:
-            with self.locks[name]:
-                i = next(i for i, c in enumerate(self.rt.contexts) if c.name == name)
-                old = self.rt.contexts[i]
-                self.rt.contexts[i] = Context(store=old.store, market=old.market, campaign=old.campaign, seed=old.seed,
-                                              state_dir=old.state_dir, clock=old.clock, instance=old.instance)
+            self.fresh.add(name)
             self.rt.store.event(name, "lease", f"campaign taken by daemon {self.keeper.holder}")
             log.info("campaign %s: lease taken (%s)", name, self.keeper.holder)
             scheduler.modify_job(f"tick:{name}", next_run_time=_utcnow())
-        for name in released:
-            if name in active:
-                log.info("campaign %s: lease given back to balance the daemons", name)
+        for name in surplus:
+            log.info("campaign %s: lease to be given back to balance the daemons", name)
 
 
 def _utcnow():

@@ -12,11 +12,11 @@ import hashlib
 import math
 import os
 import socket
+import threading
 import time
 import uuid
 from collections.abc import Callable, Sequence
-from contextlib import AbstractContextManager, nullcontext
-from typing import Any
+from contextlib import AbstractContextManager
 
 from sqlalchemy import update
 from sqlalchemy.exc import IntegrityError
@@ -76,7 +76,8 @@ PRESENCE = "@daemon:"
 
 
 class LeaseKeeper:
-    """One daemon's side of the leases: renews what it holds, and every so often takes or gives back
+    """One daemon's side of the leases: renews what it holds (before each tick and on every rebalance,
+    so a lease lapses only when its process stops), and every so often takes or gives back
     campaigns so that each live daemon works about the same number (ceil(active / live daemons)).
 
     Only wall-clock time is used (`time.time()`), never a simulated clock: expiry must mean "the
@@ -92,16 +93,37 @@ class LeaseKeeper:
         self.holder = holder or new_holder()
         self.now = now
         self.held: set[str] = set()
+        self.leaving: set[str] = set()  # held, but to be given back before their next tick
+        self._mutex = threading.RLock()  # a renewal must not revive a lease being given back
 
     def renew(self, campaign: str) -> bool:
-        """Before each tick: True if this daemon still holds `campaign` (and now for another TTL)."""
-        if campaign not in self.held:
-            return False
+        """Before each tick, under the lock the campaign's ticks hold: True if this daemon still holds
+        `campaign` (now for another TTL). A campaign marked surplus by `balance` is given back here,
+        between two ticks, so no tick of it is under way when another daemon may take it."""
+        with self._mutex:
+            if campaign not in self.held:
+                return False
+            if campaign in self.leaving:
+                self.give_back(campaign)
+                return False
+            with self.session() as s:
+                ok = try_acquire(s, campaign, self.holder, self.now(), self.ttl)
+            if not ok:
+                self.held.discard(campaign)
+            return ok
+
+    def heartbeat(self) -> None:
+        """Renew this daemon's presence and every lease it holds; run from its own thread every third
+        of a TTL, so a lease lapses only when the process stops (or cannot reach the store), never
+        because a tick or a rebalance waiting for one took long."""
         with self.session() as s:
-            ok = try_acquire(s, campaign, self.holder, self.now(), self.ttl)
-        if not ok:
-            self.held.discard(campaign)
-        return ok
+            try_acquire(s, PRESENCE + self.holder, self.holder, self.now(), self.ttl)
+        for name in sorted(self.held):
+            with self._mutex:
+                if name in self.held:
+                    with self.session() as s:
+                        if not try_acquire(s, name, self.holder, self.now(), self.ttl):
+                            self.held.discard(name)
 
     def live_daemons(self) -> int:
         now = self.now()
@@ -109,38 +131,33 @@ class LeaseKeeper:
             rows = s.exec(select(LeaseRow).where(LeaseRow.campaign.startswith(PRESENCE))).all()
             return max(1, sum(1 for r in rows if r.expires_at >= now))
 
-    def balance(self, active: Sequence[str], finished: Sequence[str] = (),
-                guard: Callable[[str], AbstractContextManager[Any]] = lambda _name: nullcontext()) -> tuple[list[str], list[str]]:
-        """Renew presence, give back finished and surplus campaigns, take free ones up to the fair share.
-        Returns (acquired, released). A campaign is given back inside `guard(name)`, which the daemon
-        makes the lock its ticks hold, so no tick of it is under way when another daemon may take it."""
-        with self.session() as s:
-            try_acquire(s, PRESENCE + self.holder, self.holder, self.now(), self.ttl)
-        released = []
-        for name in sorted(self.held & set(finished)):
-            with guard(name):
-                self.give_back(name)
-            released.append(name)
+    def balance(self, active: Sequence[str], finished: Sequence[str] = ()) -> tuple[list[str], list[str]]:
+        """Renew presence, give back finished campaigns, mark the surplus over the fair share to be given
+        back (by `renew`, before its next tick), take free ones up to the fair share. Never waits for a
+        tick. Returns (acquired, surplus)."""
+        self.heartbeat()
+        for name in sorted(self.held & set(finished)):  # a finished campaign's tick does nothing
+            self.give_back(name)
         fair = math.ceil(len(active) / self.live_daemons()) if active else 0
-        mine = sorted(self.held & set(active), key=self._preference)
-        for name in mine[fair:]:  # surplus: the least preferred go, so daemons settle rather than swap
-            with guard(name):
-                self.give_back(name)
-            released.append(name)
+        mine = sorted(self.held & set(active) - self.leaving, key=self._preference)
+        surplus = mine[fair:]  # the least preferred go, so daemons settle rather than swap
+        self.leaving.update(surplus)
         acquired = []
         for name in sorted(set(active) - self.held, key=self._preference):
-            if len(self.held & set(active)) >= fair:
+            if len(self.held & set(active) - self.leaving) >= fair:
                 break
-            with self.session() as s:
+            with self._mutex, self.session() as s:
                 if try_acquire(s, name, self.holder, self.now(), self.ttl):
                     self.held.add(name)
                     acquired.append(name)
-        return acquired, released
+        return acquired, surplus
 
     def give_back(self, campaign: str) -> None:
-        self.held.discard(campaign)
-        with self.session() as s:
-            release(s, campaign, self.holder)
+        with self._mutex:
+            self.held.discard(campaign)
+            self.leaving.discard(campaign)
+            with self.session() as s:
+                release(s, campaign, self.holder)
 
     def release_all(self) -> None:
         """A clean stop: others take over at once instead of after a TTL."""

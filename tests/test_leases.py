@@ -54,8 +54,9 @@ def test_keeper_divides_campaigns_and_takes_over_from_a_dead_daemon(tmp_path: Pa
     assert b.balance(names) == ([], [])  # b is seen now, but nothing is free
     clock[0] += 3
     acquired, released = a.balance(names)
-    assert acquired == [] and len(released) == 2  # a gives back its surplus
-    assert not a.renew(released[0])
+    assert acquired == [] and len(released) == 2  # a marks its surplus ...
+    assert b.balance(names) == ([], [])  # ... which is still a's until its next tick
+    assert not any(a.renew(n) for n in released)  # ... where a gives it back instead of ticking
     assert sorted(b.balance(names)[0]) == sorted(released)
     assert a.held.isdisjoint(b.held) and a.held | b.held == set(names)
     with Session(engine) as s:
@@ -68,8 +69,10 @@ def test_keeper_divides_campaigns_and_takes_over_from_a_dead_daemon(tmp_path: Pa
         a.balance(names)
     assert a.held == set(names)
     # finished campaigns are given back; a clean stop frees everything at once
-    _, released = a.balance(["c1", "c2"], finished=["c3", "c4"])
-    assert sorted(released) == ["c3", "c4"]
+    a.balance(["c1", "c2"], finished=["c3", "c4"])
+    assert a.held == {"c1", "c2"}
+    with Session(engine) as s:
+        assert holder_of(s, "c3", clock[0]) is None
     a.release_all()
     with Session(engine) as s:
         assert all(holder_of(s, n, clock[0]) is None for n in names)
