@@ -24,6 +24,7 @@ import pytest
 from sqlmodel import select
 
 from campaign.leases import PRESENCE, LeaseRow
+from campaign.market.accounts import read_credentials_file
 from campaign.store import AssignmentRow, CampaignRow, HitRow, LedgerRow, Store
 
 pytestmark = [pytest.mark.postgres, pytest.mark.slow]
@@ -67,12 +68,17 @@ def write_spec(path: Path, endpoint: str) -> Path:
     return path
 
 
-def _env() -> dict[str, str]:
-    return {k: v for k, v in os.environ.items() if k != "CAMPAIGN_TEST_CRASH"}
+def _env(market_state: Path | None = None) -> dict[str, str]:
+    """A daemon reaches a marketplace it did not start with that marketplace's requester credentials,
+    as a user gives them: AWS_SHARED_CREDENTIALS_FILE pointing at the file `campaign market serve` wrote."""
+    env = {k: v for k, v in os.environ.items() if k != "CAMPAIGN_TEST_CRASH" and not k.startswith("AWS_")}
+    if market_state is not None:
+        env["AWS_SHARED_CREDENTIALS_FILE"] = str(market_state / "credentials")
+    return env
 
 
-def _campaign(*args: str, **kw) -> subprocess.Popen:  # type: ignore[no-untyped-def]
-    return subprocess.Popen([sys.executable, "-m", "campaign", *args], cwd=ROOT, env=_env(), **kw)
+def _campaign(*args: str, market_state: Path | None = None, **kw) -> subprocess.Popen:  # type: ignore[no-untyped-def]
+    return subprocess.Popen([sys.executable, "-m", "campaign", *args], cwd=ROOT, env=_env(market_state), **kw)
 
 
 @contextmanager
@@ -87,6 +93,7 @@ def shared_market(tmp: Path, seed: int) -> Iterator[tuple[str, Path]]:
         assert endpoint.startswith("http://127.0.0.1:"), market.stderr.read() if market.stderr else endpoint
         spec = write_spec(tmp / "campaigns.yaml", endpoint)
         crowd = _campaign("crowd", "run", "--config", str(spec), "--endpoint", endpoint, "--seed", str(seed),
+                          "--market-state", str(tmp / "market"),
                           stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
         yield endpoint, spec
     finally:
@@ -98,7 +105,8 @@ def shared_market(tmp: Path, seed: int) -> Iterator[tuple[str, Path]]:
 
 def daemon(spec: Path, state: Path, db: str, seed: int, ttl: str = "5") -> subprocess.Popen:
     return _campaign("run", "--config", str(spec), "--state", str(state), "--db", db, "--seed", str(seed), "--quiet",
-                     "--lease-ttl", ttl, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+                     "--lease-ttl", ttl, market_state=spec.parent / "market", stdout=subprocess.DEVNULL,
+                     stderr=subprocess.PIPE, text=True)
 
 
 def scores(db: str, tmp: Path) -> dict[str, bytes]:
@@ -114,8 +122,9 @@ def scores(db: str, tmp: Path) -> dict[str, bytes]:
 
 def audit(endpoint: str, db: str, tmp: Path) -> None:
     """The store against the marketplace, for all four campaigns at once (as tests/test_e2e.py does for one)."""
+    creds = read_credentials_file(tmp / "market" / "credentials", "default")
     client = boto3.client("mturk", region_name="us-east-1", endpoint_url=endpoint,
-                          aws_access_key_id="LOCALREQUESTER", aws_secret_access_key="local")
+                          aws_access_key_id=creds.access_key_id, aws_secret_access_key=creds.secret_access_key)
     hits = [h for page in client.get_paginator("list_hits").paginate(PaginationConfig={"PageSize": 100}) for h in page["HITs"]]
     remote = {}
     for h in hits:

@@ -21,9 +21,11 @@ from campaign.spec import Campaign, SpecError, load_spec
 
 if TYPE_CHECKING:
     from campaign.crowd.runner import SimulatedCrowd
+    from campaign.market.worker_client import WorkerClient
 
 
-def build_crowd(campaigns: Sequence[Campaign], seed: int, endpoint: str, clock: Clock, poll: float = 0.05) -> SimulatedCrowd:
+def build_crowd(campaigns: Sequence[Campaign], seed: int, endpoint: str, clock: Clock, poll: float = 0.05,
+                client: WorkerClient | None = None) -> SimulatedCrowd:
     """One crowd for every simulated campaign of a spec; each campaign brings its own workers (as in
     `campaign run`, whose pool seeds these are, so both crowds are the same people)."""
     from campaign.crowd.models import make_pool, stable_seed
@@ -38,7 +40,7 @@ def build_crowd(campaigns: Sequence[Campaign], seed: int, endpoint: str, clock: 
             by_text[it.text] = truth.get(it.key, 0.5)
         pool_seed = seed if len(campaigns) == 1 else stable_seed(seed, c.name) % 2**31
         workers += make_pool(c.crowd.workers, pool_seed, dict(c.crowd.mix), arrival_span=c.crowd.arrival_span)
-    return SimulatedCrowd(endpoint, workers, by_text, seed=seed, clock=clock, poll=poll)
+    return SimulatedCrowd(endpoint, workers, by_text, seed=seed, clock=clock, poll=poll, client=client)
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -49,6 +51,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     r = csub.add_parser("run", help="work the marketplace's HITs until stopped (SIGINT/SIGTERM)")
     r.add_argument("--config", default="campaigns.yaml", help="the spec whose simulated crowds to run")
     r.add_argument("--endpoint", required=True, help="the marketplace's URL (what `campaign market serve` prints)")
+    r.add_argument("--market-state", required=True, metavar="DIR",
+                   help="the marketplace's --state: its operator signs the simulated workers up (workers cannot "
+                        "sign themselves up), so the crowd runs on the marketplace's machine")
     r.add_argument("--seed", type=int, default=0, help="the seed the daemons run with (`campaign run --seed`)")
     r.add_argument("--campaign", action="append", default=[], metavar="NAME", help="only this campaign's crowd (repeatable)")
     r.add_argument("--speed", type=float, default=None,
@@ -69,7 +74,13 @@ def cmd_crowd_run(args: argparse.Namespace) -> int:
         return 2
     speed = args.speed if args.speed is not None else max(c.crowd.speed for c in chosen)
     clock: Clock = WallClock() if speed == 1.0 else ScaledClock(speed, start=time.time())
-    crowd = build_crowd(chosen, args.seed, args.endpoint, clock)
+    from pathlib import Path
+
+    from campaign.market.operator import offline
+    from campaign.market.worker_client import WorkerClient
+
+    operator, close_operator = offline(Path(args.market_state))
+    crowd = build_crowd(chosen, args.seed, args.endpoint, clock, client=WorkerClient(args.endpoint, operator=operator))
     done = threading.Event()
     for sig in (signal.SIGINT, signal.SIGTERM):
         signal.signal(sig, lambda *_: done.set())
@@ -80,6 +91,7 @@ def cmd_crowd_run(args: argparse.Namespace) -> int:
             pass
     finally:
         crowd.stop()
+        close_operator()
     s = crowd.stats
     print(f"crowd stopped: {s.submitted} answers submitted, {s.returned} returned, {s.errors} errors", flush=True)
     return 0
