@@ -54,11 +54,15 @@ CAMPAIGN = """\
       kind: simulated
       workers: 25
       speed: {speed}
-      arrival_span: 30m
+      arrival_span: 40h
       truth: {truth}
     schedule:
       poll_interval: 0.2
 """
+
+
+# Workers arrive over 40 simulated hours (40 s at SPEED), so each campaign runs long enough for the two
+# daemons to divide them and for one to be killed while it works its share.
 
 
 def write_spec(path: Path, endpoint: str) -> Path:
