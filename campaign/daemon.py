@@ -363,7 +363,7 @@ class _Leases:
                     old = self.rt.contexts[i]
                     self.rt.contexts[i] = Context(store=old.store, market=old.market, campaign=old.campaign, seed=old.seed,
                                                   state_dir=old.state_dir, clock=old.clock, instance=old.instance)
-                _safe(self.rt.contexts[i], tick, self.opts.state_dir)()
+                _safe(self.rt.contexts[i], tick, self.opts.state_dir, self.rt.tick_ms.setdefault(name, []))()
 
         return run_if_held
 
