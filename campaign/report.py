@@ -34,6 +34,7 @@ from campaign import report_svg as svg
 from campaign.ledger import totals
 from campaign.metrics import agreement as _agreement_metrics
 from campaign.metrics.agreement import fleiss
+from campaign.steps.repeat import retest_figures
 from campaign.store import AssignmentRow, CampaignRow, HitRow, JudgmentRow, KVRow, LedgerRow, Store, WorkerRow
 from campaign.tasks.base import TRAP_PREFIX
 
@@ -190,6 +191,7 @@ class StageView:
     uncertainty_note: str = ""
     decimals: dict[str, int | None] = field(default_factory=dict)
     design: str = ""
+    retest: dict[str, Any] | None = None  # {"items", "pearson", "spearman", "share"} when the stage has `repeat:`
 
 
 HEADINGS = {"rank": "rank", "item": "item", "score": "score", "uncertainty": "± SE", "n": "n", "sd": "sd"}
@@ -270,6 +272,7 @@ def build_context(store: Store, name: str, export_dir: Path | None = None) -> di
     stages_spec = spec.get("stages", [])
     evidence = {w.worker_id: (json.loads(w.evidence) if w.evidence else {}) for w in workers}
     by_worker = {w.worker_id: w for w in workers}
+    retest = retest_figures(store, name, camp.spec_json)
 
     stages: list[StageView] = []
     for k, st in enumerate(stages_spec):
@@ -291,6 +294,8 @@ def build_context(store: Store, name: str, export_dir: Path | None = None) -> di
         view.labels_excluded = sum(1 for j in sj if j.excluded)
         _charts(view, sj, batches)
         _agreement(view, sj, evidence, by_worker)
+        if st["name"] in retest:
+            view.retest = {**retest[st["name"]], "share": (st.get("repeat") or {}).get("share")}
         if last and export_dir is not None and (export_dir / "gold_nuggets.jsonl").is_file() and camp.status == "finished":
             gold = [json.loads(line) for line in (export_dir / "gold_nuggets.jsonl").read_text(encoding="utf-8").splitlines() if line.strip()]
             view.gold_total = len(gold)

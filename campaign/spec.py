@@ -193,6 +193,20 @@ class Traps:
 
 
 @dataclass(frozen=True)
+class Repeat:
+    """`repeat: {share: 0.1}`: after the stage's first pass, a seeded random share of its HITs is posted
+    again to workers who did not do them; the per-item means of both passes give the stage's
+    test-retest correlation (seed 000 §4). The repeat's answers are paid and reviewed like any other
+    work but never enter the stage's scores."""
+
+    share: float = opt(0.0, _number(0.0, 1.0))
+
+
+def _repeat(ck: _Checker, v: Any, at: At) -> Repeat:
+    return Repeat(**ck.read(Repeat, v, at))
+
+
+@dataclass(frozen=True)
 class QualityPolicy:
     enabled: bool = opt(True, _boolean)
     min_shared: int = opt(5, _integer(1))  # items shared with the rest before a worker's correlation counts
@@ -231,6 +245,7 @@ class Stage:
     keywords: str = opt("importance, summary, rating", _string)
     qualifications: Qualifications = opt(factory=Qualifications)  # read by the loader (its default depends on the kind)
     traps: Traps = opt(factory=Traps)  # read by the loader
+    repeat: Repeat = opt(conv=_repeat, factory=Repeat)
 
     def problems(self) -> list[tuple[str, str]]:
         """(field, message) for every rule across this stage's own fields; a kind overrides it to add its own."""
@@ -369,6 +384,9 @@ class Campaign:
         data.pop("max_rps")  # how fast we talk to the marketplace shapes no HIT: changing it on resume is fine
         legacy = _legacy_stage_fields()
         data["stages"] = [{**legacy, **s} for s in data["stages"]]
+        for st in data["stages"]:  # no repeat: as before `repeat:` existed, so older campaigns still resume
+            if st.get("repeat") == asdict(Repeat()):
+                del st["repeat"]
         blob = json.dumps(data, default=str, sort_keys=True).encode("utf-8")
         return hashlib.sha256(blob).hexdigest()[:16]
 

@@ -271,3 +271,24 @@ def test_unknown_yaml_tag_and_duplicate_keys_are_problems_with_lines(tmp_path):
     assert len(ps) == 1 and ps[0].startswith(f"{tmp_path / 'campaigns.yaml'}:3: (yaml): could not determine a constructor")
     ps = problems(tmp_path, GOOD.replace('      reward: "0.06"\n', '      reward: "0.06"\n      reward: "0.60"\n'))
     assert ps == [f"{tmp_path / 'campaigns.yaml'}:9: campaigns[0].task.reward: duplicate key (given twice in the same mapping; only the last would count)"]
+
+
+def test_repeat_is_read_checked_and_leaves_old_fingerprints_alone(tmp_path):
+    plain = load_spec(ROOT / "examples" / "two-stage.yaml").campaigns[0]
+    assert all(s.repeat.share == 0.0 for s in plain.stages)
+    text = (ROOT / "examples" / "two-stage.yaml").read_text(encoding="utf-8").replace(": ukpconvarg1-water/", f": {ROOT}/examples/ukpconvarg1-water/")
+    anchor = "      - name: likert\n"
+    assert anchor in text
+
+    def with_repeat(body: str, name: str) -> Path:
+        p = tmp_path / name
+        p.write_text(text.replace(anchor, anchor + f"        repeat: {body}\n", 1), encoding="utf-8")
+        return p
+
+    for share, same in (("0", True), ("0.25", False)):
+        c = load_spec(with_repeat(f"{{share: {share}}}", f"r{share}.yaml")).campaigns[0]
+        assert c.stages[0].repeat.share == float(share) and c.stages[1].repeat.share == 0.0
+        assert (c.fingerprint() == plain.fingerprint()) is same  # no repeat: stored campaigns still resume
+    with pytest.raises(SpecError) as err:
+        load_spec(with_repeat("{shar: 2}", "bad.yaml"))
+    assert "repeat.shar: unknown key (did you mean 'share'?)" in str(err.value)

@@ -16,6 +16,7 @@ from sqlmodel import col, select
 
 from campaign.ledger import totals
 from campaign.money import fmt
+from campaign.steps.repeat import retest_figures
 from campaign.store import AssignmentRow, CampaignRow, EventRow, HitRow, JudgmentRow, Store, WorkerRow
 
 HIT_OPEN = ("posted",)
@@ -64,12 +65,13 @@ def campaign_figures(store: Store, name: str, now: float | None = None) -> dict[
     for stage, status, n in stage_rows:
         stages.setdefault(stage, {})[status] = n
     approved, rejected = a_counts.get("approved", 0), a_counts.get("rejected", 0)
+    retest = retest_figures(store, name, camp.spec_json)  # test-retest per stage with `repeat:` (steps.repeat)
     done_fraction = (submitted / slots) if slots else 0.0
     charged_each = (t.spent / approved) if approved else Decimal("0")
     return {
         "name": name,
         "status": camp.status,
-        "stages": [{"name": k, "hits": v} for k, v in sorted(stages.items())],
+        "stages": [{"name": k, "hits": v, **({"repeat": retest[k]} if k in retest else {})} for k, v in sorted(stages.items())],
         "hits": {"planned": sum(hit_counts.values()), "posted": posted, "assignable": hit_counts.get("posted", 0),
                  "completed": hit_counts.get("closed", 0), "failed": hit_counts.get("failed", 0),
                  "draft": hit_counts.get("draft", 0) + hit_counts.get("posting", 0)},

@@ -67,6 +67,8 @@ class HitType:
     auto_approval_delay: int  # seconds until the marketplace approves undecided work by itself
     keywords: str
     qualifications: Qualifications  # translated by the implementation to its own filters
+    # ids from `WorkerGroups.worker_group`: members of these groups may not take the HITs (a stage's repeat)
+    excluded_groups: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -173,6 +175,20 @@ class Marketplace(Protocol):
     def block(self, worker_id: str, reason: str) -> None: ...
 
     def balance(self) -> Decimal: ...
+
+
+@runtime_checkable
+class WorkerGroups(Protocol):
+    """Optional: named groups of workers that a HIT type can shut out (`HitType.excluded_groups`), so a
+    HIT can go to workers who did not do an earlier one. On MTurk a group is a requester qualification
+    type (no test, not requestable) granted to its members, shut out by a `DoesNotExist` requirement; on
+    Prolific it would be a participant block list. Both calls are idempotent."""
+
+    def worker_group(self, name: str) -> str:
+        """The id of the group called `name` (unique per requester), created the first time."""
+        ...
+
+    def add_to_group(self, group_id: str, worker_id: str) -> None: ...
 
 
 def approve_each(market: Marketplace, assignment_ids: Iterable[str]) -> None:

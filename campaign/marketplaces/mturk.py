@@ -124,8 +124,34 @@ class MTurkMarketplace:
         resp = self._call("create_hit_type", Title=hit_type.title, Description=hit_type.description,
                           Reward=str(hit_type.reward), AssignmentDurationInSeconds=hit_type.duration,
                           AutoApprovalDelayInSeconds=hit_type.auto_approval_delay, Keywords=hit_type.keywords,
-                          QualificationRequirements=requirements(hit_type.qualifications, sandbox=sandbox))
+                          QualificationRequirements=requirements(hit_type.qualifications, sandbox=sandbox)
+                          + [{"QualificationTypeId": gid, "Comparator": "DoesNotExist", "ActionsGuarded": "DiscoverPreviewAndAccept"}
+                             for gid in hit_type.excluded_groups])
         return str(resp["HITTypeId"])
+
+    # -- worker groups (a requester qualification type each; see `WorkerGroups`) -----------------------
+    def worker_group(self, name: str) -> str:
+        """CreateQualificationType; names are unique per requester, so a second call (say after a crash
+        that lost the first answer) is refused and the type is found by name instead."""
+        try:
+            resp = self._call("create_qualification_type", Name=name, QualificationTypeStatus="Active",
+                              Description="Workers who already did this task (kept out of its repeat).")
+            return str(resp["QualificationType"]["QualificationTypeId"])
+        except TransientError:
+            raise
+        except MarketError as exc:
+            if "AlreadyExists" not in f"{exc.code} {exc.detail}" and "already created" not in exc.message:
+                raise
+        for qt in self._pages("list_qualification_types", "QualificationTypes", Query=name,
+                              MustBeRequestable=False, MustBeOwnedByCaller=True):
+            if qt.get("Name") == name:
+                return str(qt["QualificationTypeId"])
+        raise MarketError(f"qualification type {name!r} exists but could not be found")
+
+    def add_to_group(self, group_id: str, worker_id: str) -> None:
+        """AssociateQualificationWithWorker (granting it again only sets the same value again)."""
+        self._call("associate_qualification_with_worker", QualificationTypeId=group_id, WorkerId=worker_id,
+                   IntegerValue=1, SendNotification=False)
 
     def create_hit(self, type_id: str, request: HitRequest) -> RemoteHit:
         """CreateHITWithHITType with the token; a repeated token answers HitAlreadyExists naming the HIT,

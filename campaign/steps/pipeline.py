@@ -4,7 +4,7 @@ Each step names the campaign statuses it runs in and, if it works stage by stage
 takes; it reads everything it needs from the store and writes its results there, so steps hand
 nothing to each other and each can be run (and tested) on its own against a store and a marketplace.
 The order below is the order of one pass: plan, post, collect, review quality, block, decide on work,
-close HITs, pay bonuses, finish.
+close HITs, plan a stage's repeat once its first pass is over, pay bonuses, finish.
 """
 
 from __future__ import annotations
@@ -23,6 +23,7 @@ from campaign.steps.finish import finish_if_done
 from campaign.steps.plan import load_items, plan_stage
 from campaign.steps.post import post_pending
 from campaign.steps.quality_pass import blocks, bonuses, quality_pass
+from campaign.steps.repeat import plan_repeat
 from campaign.steps.review import close_finished_hits, review
 from campaign.steps.stages import ready_stages
 from campaign.tasks import get as get_kind
@@ -69,6 +70,7 @@ PIPELINE: tuple[Step, ...] = (
     Step("review", _statuses(RUNNING, CANCELLING), run=review),
     Step("close", ACTIVE, run=close_finished_hits),
     Step("cancel-again", _statuses(CANCELLING), run=apply_cancel),  # HITs closed by this pass release their money now
+    Step("repeat", _statuses(RUNNING), run_stage=plan_repeat),  # before finish: a stage's repeat keeps it open
     Step("bonuses", _statuses(RUNNING, PAUSED), run=bonuses),
     Step("finish", _statuses(RUNNING, PAUSED), run=finish_if_done),
 )

@@ -19,6 +19,7 @@ from campaign.ledger import BudgetExceeded, release_hit_rest, reserve_hit
 from campaign.marketplaces.base import HitRequest, HitType, MarketError, RemoteHit, TransientError
 from campaign.spec import Stage
 from campaign.steps.context import Context, crash_point, get_row
+from campaign.steps.repeat import excluded_groups
 from campaign.store import CampaignRow, HitRow, ItemRow
 from campaign.tasks import get as get_kind
 from campaign.tasks.base import ShownItem
@@ -28,11 +29,12 @@ log = logging.getLogger(__name__)
 STEP_SECONDS = 2.0  # wall seconds one pass may spend posting (see `post_pending`)
 
 
-def hit_type_id(ctx: Context, stage: Stage) -> str:
-    """The stage's HIT type: idempotent on the marketplace (identical settings, same id), so no state is needed."""
+def hit_type_id(ctx: Context, stage: Stage, excluded: tuple[str, ...] = ()) -> str:
+    """The stage's HIT type: idempotent on the marketplace (identical settings, same id), so no state is needed.
+    `excluded`: worker groups shut out (a repeat HIT's original workers, see `campaign.steps.repeat`)."""
     hit_type = HitType(title=stage.title, description=stage.description, reward=stage.reward, duration=stage.duration,
                        auto_approval_delay=stage.auto_approval_delay, keywords=stage.keywords,
-                       qualifications=stage.qualifications)
+                       qualifications=stage.qualifications, excluded_groups=excluded)
     return ctx.market.create_hit_type(hit_type, sandbox=ctx.campaign.marketplace != "mturk")
 
 
@@ -62,7 +64,7 @@ def post_pending(ctx: Context, limit: int | None = None, only_interrupted: bool 
     """
     posted = 0
     deadline = time.monotonic() + seconds
-    type_ids: dict[str, str] = {}
+    type_ids: dict[tuple[str, tuple[str, ...]], str] = {}
     with ctx.store.session() as s:
         pending = s.exec(
             select(HitRow).where(HitRow.campaign == ctx.name, col(HitRow.status).in_(("draft", "posting"))).order_by(col(HitRow.id))
@@ -92,9 +94,10 @@ def post_pending(ctx: Context, limit: int | None = None, only_interrupted: bool 
                 break
         crash_point("post.before_call")
         try:
-            if stage.name not in type_ids:
-                type_ids[stage.name] = hit_type_id(ctx, stage)
-            remote = _create_or_find(ctx, stage, hit, type_ids[stage.name])
+            type_key = (stage.name, excluded_groups(ctx, hit))
+            if type_key not in type_ids:
+                type_ids[type_key] = hit_type_id(ctx, stage, type_key[1])
+            remote = _create_or_find(ctx, stage, hit, type_ids[type_key])
         except TransientError as exc:  # throttled or cut off: the call may or may not have happened
             ctx.store.event(ctx.name, "throttled" if exc.throttled else "marketplace_error",
                             f"posting {hit.hit_key}: {exc}", level="warning", subject=hit.hit_key)

@@ -17,6 +17,7 @@ from pathlib import Path
 from sqlmodel import col, select
 
 from campaign import tasks
+from campaign.metrics.reliability import REPEAT_PREFIX
 from campaign.spec import Campaign
 from campaign.store import AssignmentRow, ItemRow, JudgmentRow, Store
 from campaign.tasks.base import TRAP_PREFIX
@@ -24,13 +25,14 @@ from campaign.tasks.kind import EXPORT_COLUMNS, CountedJudgment
 
 
 def counted_judgments(store: Store, campaign: str, stage: str) -> list[CountedJudgment]:
-    """Judgments of approved assignments that quality control did not exclude, by item then assignment."""
+    """Judgments of approved assignments that quality control did not exclude, by item then assignment;
+    a stage's repeat HITs (`campaign.steps.repeat`) only measure reliability and never count."""
     with store.session() as s:
         rows = s.exec(
             select(JudgmentRow, col(AssignmentRow.hit_key))
             .join(AssignmentRow, col(AssignmentRow.assignment_id) == col(JudgmentRow.assignment_id))
             .where(JudgmentRow.campaign == campaign, JudgmentRow.stage == stage, col(JudgmentRow.excluded) == False,  # noqa: E712
-                   AssignmentRow.status == "approved")
+                   AssignmentRow.status == "approved", ~col(AssignmentRow.hit_key).startswith(REPEAT_PREFIX))
             .order_by(col(JudgmentRow.item_key), col(JudgmentRow.assignment_id))
         ).all()
         return [CountedJudgment(item_key=j.item_key, value=j.value, extra=json.loads(j.extra) if j.extra else {},

@@ -11,6 +11,7 @@ from sqlmodel import col, func, select
 
 from campaign.spec import Stage
 from campaign.steps.context import Context
+from campaign.steps.repeat import repeat_settled
 from campaign.store import HitRow
 from campaign.tasks import get as get_kind
 
@@ -22,6 +23,8 @@ def complete_key(stage_name: str) -> str:
 
 
 def stage_done(ctx: Context, stage_name: str) -> bool:
+    if not repeat_settled(ctx, ctx.campaign.stage(stage_name)):
+        return False
     with ctx.store.session() as s:
         n_hits = s.exec(select(func.count()).select_from(HitRow).where(HitRow.campaign == ctx.name, HitRow.stage == stage_name)).one()
         open_hits = s.exec(select(func.count()).select_from(HitRow).where(
