@@ -214,4 +214,5 @@ def test_simulated_likert_campaign_with_repeat_finishes_with_a_plausible_retest(
 
     report = _cli("report", "rep", "--state", str(state), "--out", str(tmp_path / "r.html"))
     assert report.returncode == 0, report.stderr[-2000:]
-    assert "Test-retest" in (tmp_path / "r.html").read_text(encoding="utf-8")
+    html = (tmp_path / "r.html").read_text(encoding="utf-8")
+    assert f"Pearson r = {retest['pearson']:.3f}" in html and f"over {retest['items']} items" in html
