@@ -53,6 +53,7 @@ COMMAND_MODULES: tuple[str, ...] = (
     "campaign.aggregate.cli",
     "campaign.tools_cli",
     "campaign.crowd.cli",
+    "campaign.ops",
 )
 
 
@@ -221,12 +222,28 @@ def cmd_run(args: argparse.Namespace) -> int:
         if progress is not None:
             progress.close()
     if code == 0:
+        exhausted = _exhausted(args, [c.name for c in spec.campaigns if not args.campaign or c.name in args.campaign])
         for c in spec.campaigns:
             if not args.campaign or c.name in args.campaign:
                 out = Path(args.state) / c.name / "scores.csv"
+                if c.name in exhausted:
+                    print(f"{c.name}: budget_exhausted: the HITs posted were finished; raise the budget with "
+                          f"`campaign budget {c.name} --set AMOUNT` and run again to go on")
                 if out.is_file():
                     print(f"{c.name}: scores written to {out} and {out.with_suffix('.jsonl')}")
     return code
+
+
+def _exhausted(args: argparse.Namespace, names: list[str]) -> set[str]:
+    """The campaigns a run left out of money, so the user is told rather than left to find out."""
+    from campaign.store import CampaignRow, Store
+
+    store = Store.open(Path(args.state), args.db)
+    try:
+        with store.session() as s:
+            return {n for n in names if (row := s.get(CampaignRow, n)) is not None and row.status == "budget_exhausted"}
+    finally:
+        store.close()
 
 
 def cmd_status(args: argparse.Namespace) -> int:

@@ -29,8 +29,9 @@ from sqlalchemy.exc import IntegrityError
 from campaign.clock import Clock, ScaledClock, WallClock
 from campaign.money import fmt
 from campaign.spec import Campaign, Spec
+from campaign.steps.budget import EXHAUSTED, SET_KEY
 from campaign.steps.context import Context
-from campaign.steps.pipeline import DONE_STATUSES, run_pass
+from campaign.steps.pipeline import DONE_STATUSES, END_STATUSES, run_pass
 from campaign.store import CampaignRow, Store
 
 log = logging.getLogger(__name__)
@@ -177,6 +178,14 @@ def campaign_status(store: Store, name: str) -> str:
         return row.status if row else "missing"
 
 
+def _ended(store: Store, name: str) -> bool:
+    """Nothing left for this run to do: finished, cancelled, or out of money with no new budget waiting."""
+    status = campaign_status(store, name)
+    if status == EXHAUSTED:
+        return not store.get_kv(name, SET_KEY, "")
+    return status in END_STATUSES
+
+
 def start_runtime(spec: Spec, opts: RunOptions) -> Runtime:
     """Open the store, start the marketplace and crowd where needed, build one Context per campaign."""
     chosen = [c for c in spec.campaigns if not opts.campaigns or c.name in opts.campaigns]
@@ -299,7 +308,7 @@ def _run(spec: Spec, opts: RunOptions, progress: Callable[[Runtime], None] | Non
             if time.monotonic() - stats_at >= 5.0:
                 stats_at = time.monotonic()
                 write_run_stats(rt, opts.state_dir)
-            if not opts.forever and all(campaign_status(rt.store, c.name) in ("finished", "cancelled") for c in rt.contexts):
+            if not opts.forever and all(_ended(rt.store, c.name) for c in rt.contexts):
                 break
             if opts.max_seconds is not None and time.monotonic() - started > opts.max_seconds:
                 log.warning("giving up after %.0f s", opts.max_seconds)

@@ -9,6 +9,8 @@ import argparse
 import json
 import sys
 import time
+from collections.abc import Callable
+from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
@@ -103,6 +105,47 @@ def extend(args: argparse.Namespace) -> int:
     store.set_kv(args.name, "extend_hours", str(pending))
     store.event(args.name, "extend", f"open HITs will be extended by {args.hours} h")
     print(f"{args.name}: open HITs will be extended by {args.hours} h on the daemon's next tick")
+    return 0
+
+
+def register(sub: argparse._SubParsersAction, common: Callable[[argparse.ArgumentParser], None]) -> None:
+    b = sub.add_parser("budget", help="set a campaign's budget (raise it to go on after budget_exhausted)")
+    b.add_argument("name", help="the campaign's name, as in its spec")
+    b.add_argument("--set", dest="amount", required=True, metavar="AMOUNT", help="the new budget in dollars, e.g. 50.00")
+    common(b)
+    b.set_defaults(func=budget)
+
+
+def budget(args: argparse.Namespace) -> int:
+    """Write the new budget as an intent; the daemon's next tick adopts it (`campaign.steps.budget`)."""
+    from campaign.ledger import totals
+    from campaign.money import MoneyError, fmt, parse_amount
+
+    try:
+        amount = parse_amount(args.amount)
+    except MoneyError as exc:
+        print(f"campaign budget: --set {args.amount}: {exc}", file=sys.stderr)
+        return 2
+    store = open_existing(args)
+    if store is None or missing(store, args.name):
+        return 2
+    with store.session() as s:
+        row = s.get(CampaignRow, args.name)
+        assert row is not None  # checked by missing()
+        if row.status in ("finished", "cancelled"):
+            print(f"campaign budget: {args.name} is {row.status}; its budget no longer matters", file=sys.stderr)
+            return 2
+        t = totals(s, args.name, Decimal(row.budget))
+        committed = t.spent + t.reserved
+        if amount < committed:
+            print(f"campaign budget: ${fmt(amount)} is below the ${fmt(committed)} already committed (spent or reserved) "
+                  f"by {args.name}", file=sys.stderr)
+            return 2
+        store.set_kv(args.name, "budget_set", fmt(amount), session=s)
+        store.event(args.name, "budget", f"budget ${row.budget} -> ${fmt(amount)} requested", session=s)
+        status = row.status
+    again = " and posting resumes" if status == "budget_exhausted" else ""
+    print(f"{args.name}: budget ${fmt(amount)} (was ${row.budget}); the daemon adopts it on its next tick{again}")
     return 0
 
 

@@ -1,4 +1,5 @@
-"""Carrying out the user's intents written by `campaign cancel` and `campaign extend`."""
+"""Carrying out the user's intents written by `campaign cancel` and `campaign extend`, and the two steps
+that bracket every pass for the dashboard: the daemon's heartbeat first, alerts last."""
 
 from __future__ import annotations
 
@@ -80,3 +81,19 @@ def apply_cancel(ctx: Context) -> bool:
         s.add(camp)
         ctx.store.event(ctx.name, "cancelled", "campaign cancelled; no HIT is left open and no money reserved", session=s)
     return True
+
+
+def heartbeat(ctx: Context) -> None:
+    """The daemon is alive and has seen the campaign's status (the dashboard's acknowledgement of p / c)."""
+    from campaign.dashboard.heartbeat import record_heartbeat
+
+    with ctx.store.session() as s:
+        status = get_row(s, CampaignRow, ctx.name).status
+    record_heartbeat(ctx.store, ctx.name, status, ctx.clock.now(), getattr(ctx.clock, "speed", 1.0))
+
+
+def alerts(ctx: Context) -> None:
+    """Each condition the dashboard flags becomes one event when it appears."""
+    from campaign.steps.alerts import raise_alerts
+
+    raise_alerts(ctx.store, ctx.name, state_dir=ctx.state_dir)

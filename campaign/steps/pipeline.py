@@ -3,8 +3,9 @@
 Each step names the campaign statuses it runs in and, if it works stage by stage, which stages it
 takes; it reads everything it needs from the store and writes its results there, so steps hand
 nothing to each other and each can be run (and tested) on its own against a store and a marketplace.
-The order below is the order of one pass: plan, post, collect, review quality, block, decide on work,
-close HITs, plan a stage's repeat once its first pass is over, pay bonuses, finish.
+The order below is the order of one pass: heartbeat, adopt a new budget, plan, post, collect, review
+quality, block, decide on work, close HITs, plan a stage's repeat once its first pass is over, pay
+bonuses, finish (or end out of money), raise alerts.
 """
 
 from __future__ import annotations
@@ -16,9 +17,10 @@ from typing import Any
 
 from campaign.spec import Stage
 from campaign.steps.batches import plan_next_batch
+from campaign.steps.budget import EXHAUSTED, exhaust_if_drained, sync_budget
 from campaign.steps.collect import collect
 from campaign.steps.context import Context
-from campaign.steps.control import apply_cancel, apply_extend, post_interrupted
+from campaign.steps.control import alerts, apply_cancel, apply_extend, heartbeat, post_interrupted
 from campaign.steps.finish import finish_if_done
 from campaign.steps.plan import load_items, plan_stage
 from campaign.steps.post import post_pending
@@ -32,7 +34,9 @@ log = logging.getLogger(__name__)
 
 RUNNING, PAUSED, CANCELLING = "running", "paused", "cancelling"
 ACTIVE = frozenset({RUNNING, PAUSED, CANCELLING})  # "finished" and "cancelled" campaigns get no pass
+TICKED = ACTIVE | {EXHAUSTED}  # a campaign out of money still takes a raised budget
 DONE_STATUSES = frozenset({"finished", "cancelled"})
+END_STATUSES = DONE_STATUSES | {EXHAUSTED}  # where `campaign run` stops (without --forever)
 
 
 @dataclass(frozen=True)
@@ -57,6 +61,8 @@ def _statuses(*names: str) -> frozenset[str]:
 
 
 PIPELINE: tuple[Step, ...] = (
+    Step("heartbeat", TICKED, run=heartbeat),
+    Step("budget", TICKED, run=sync_budget),
     Step("load", ACTIVE, run=load_items),
     Step("plan", ACTIVE, run_stage=plan_stage, batch_planned=False),
     Step("batches", _statuses(RUNNING), run_stage=plan_next_batch, batch_planned=True),
@@ -73,6 +79,8 @@ PIPELINE: tuple[Step, ...] = (
     Step("repeat", _statuses(RUNNING), run_stage=plan_repeat),  # before finish: a stage's repeat keeps it open
     Step("bonuses", _statuses(RUNNING, PAUSED), run=bonuses),
     Step("finish", _statuses(RUNNING, PAUSED), run=finish_if_done),
+    Step("budget-exhausted", _statuses(RUNNING), run=exhaust_if_drained),
+    Step("alerts", TICKED, run=alerts),
 )
 
 

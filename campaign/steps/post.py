@@ -18,6 +18,7 @@ from sqlmodel import col, select
 from campaign.ledger import BudgetExceeded, release_hit_rest, reserve_hit
 from campaign.marketplaces.base import HitRequest, HitType, MarketError, RemoteHit, TransientError
 from campaign.spec import Stage
+from campaign.steps.budget import note_blocked
 from campaign.steps.context import Context, crash_point, get_row
 from campaign.steps.repeat import excluded_groups
 from campaign.store import CampaignRow, HitRow, ItemRow
@@ -90,7 +91,7 @@ def post_pending(ctx: Context, limit: int | None = None, only_interrupted: bool 
                     s.add(row)
                     hit = row
             except BudgetExceeded as exc:
-                ctx.store.event(ctx.name, "budget_stop", str(exc), level="warning", subject=hit.hit_key)
+                note_blocked(ctx, str(exc), hit.hit_key)  # one event; `steps.budget` ends the campaign once drained
                 break
         crash_point("post.before_call")
         try:

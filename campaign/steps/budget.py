@@ -1,0 +1,119 @@
+"""The budget: raising it on the user's word, and ending a campaign cleanly when it runs out.
+
+When the next draft's worst-case cost no longer fits, posting stops (`post` notes it once under the
+`budget_blocked` key). The HITs already up are still collected, reviewed and closed, since people are
+doing that work; once none is open, the scores over what was collected are written and the campaign
+turns `budget_exhausted`, with one event. `campaign budget NAME --set AMOUNT` writes the new amount
+under `budget_set` (an intent, like pause/resume); the next tick adopts it and the campaign goes on.
+
+The effective budget is the one in the campaign's row (the spec's at creation, then whatever the user
+set), so every step reading `ctx.campaign.budget` sees it after `sync_budget` has run.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+from decimal import Decimal, InvalidOperation
+
+from sqlmodel import Session, col, func, select
+
+from campaign.ledger import totals
+from campaign.money import fmt, hit_cost
+from campaign.steps.context import Context, get_row
+from campaign.steps.scores import atomic_write, write_scores
+from campaign.store import CampaignRow, HitRow
+from campaign.tasks import get as get_kind
+
+log = logging.getLogger(__name__)
+
+EXHAUSTED = "budget_exhausted"
+BLOCKED_KEY = "budget_blocked"  # set by `post` when a draft does not fit; "" once cleared
+SET_KEY = "budget_set"  # the user's new amount, written by `campaign budget --set`
+
+
+def note_blocked(ctx: Context, message: str, hit_key: str) -> None:
+    """Posting stopped for want of money: one event, however many ticks find it so."""
+    if ctx.store.get_kv(ctx.name, BLOCKED_KEY, ""):
+        return
+    ctx.store.set_kv(ctx.name, BLOCKED_KEY, message)
+    ctx.store.event(ctx.name, "budget_stop", f"{message}; finishing the HITs already posted", level="warning",
+                    subject=hit_key)
+
+
+def sync_budget(ctx: Context) -> None:
+    """Adopt the user's new budget (if any) and make `ctx.campaign.budget` the row's budget."""
+    wanted = ctx.store.get_kv(ctx.name, SET_KEY, "")
+    with ctx.store.session() as s:
+        row = get_row(s, CampaignRow, ctx.name)
+        if wanted:
+            try:
+                amount = Decimal(wanted)
+            except InvalidOperation:
+                amount = Decimal(row.budget)
+            committed = _committed(ctx, s, amount)
+            if amount < committed:
+                ctx.store.event(ctx.name, "budget_refused", f"budget ${fmt(amount)} is below the ${fmt(committed)} "
+                                f"already spent or reserved; kept ${row.budget}", level="warning", session=s)
+            else:
+                before = row.budget
+                row.budget = fmt(amount)
+                if row.status == EXHAUSTED:
+                    row.status = "running"
+                s.add(row)
+                ctx.store.event(ctx.name, "budget_raised" if amount >= Decimal(before) else "budget_lowered",
+                                f"budget ${before} -> ${fmt(amount)}", session=s)
+        budget = Decimal(row.budget)
+    if wanted:
+        ctx.store.set_kv(ctx.name, SET_KEY, "")
+        ctx.store.set_kv(ctx.name, BLOCKED_KEY, "")
+    if ctx.campaign.budget != budget:
+        ctx.campaign = dataclasses.replace(ctx.campaign, budget=budget)
+
+
+def _committed(ctx: Context, s: Session, budget: Decimal) -> Decimal:
+    t = totals(s, ctx.name, budget)
+    return t.spent + t.reserved
+
+
+def exhaust_if_drained(ctx: Context) -> bool:
+    """Posting is blocked and no posted HIT is left open: write the scores so far, end `budget_exhausted`."""
+    if not ctx.store.get_kv(ctx.name, BLOCKED_KEY, ""):
+        return False
+    with ctx.store.session() as s:
+        camp = get_row(s, CampaignRow, ctx.name)
+        if camp.status != "running":
+            return False
+        open_hits = s.exec(select(func.count()).select_from(HitRow).where(
+            HitRow.campaign == ctx.name, col(HitRow.status).in_(("posting", "posted")))).one()
+        if open_hits:
+            return False
+        draft = s.exec(select(HitRow).where(HitRow.campaign == ctx.name, HitRow.status == "draft")
+                       .order_by(col(HitRow.id))).first()
+        t = totals(s, ctx.name, ctx.campaign.budget)
+        if draft is not None and t.spent + t.reserved + hit_cost(Decimal(draft.reward), draft.assignments) <= t.budget:
+            return False  # money came back (rejections, unfilled slots): the next tick posts it
+        stages_with_work = [st.stage for st in s.exec(select(HitRow).where(
+            HitRow.campaign == ctx.name, HitRow.status == "closed")).all()]
+    done = [st for st in ctx.campaign.stages if st.name in stages_with_work]
+    written = ""
+    n_rows = 0
+    if done:
+        stage = done[-1]  # the furthest stage that got any work
+        export = get_kind(stage.kind).export(stage, ctx.data)
+        out = ctx.out_dir()
+        csv_path, _ = write_scores(out, export.rows, export.columns)
+        for name, text in sorted(export.files.items()):
+            atomic_write(out / name, text)
+        written = f"; scores over what was collected ({len(export.rows)} items, stage {stage.name}) written to {csv_path}"
+        n_rows = len(export.rows)
+    with ctx.store.session() as s:
+        camp = get_row(s, CampaignRow, ctx.name)
+        camp.status = EXHAUSTED
+        camp.finished_at = ctx.clock.now()
+        s.add(camp)
+        ctx.store.event(ctx.name, EXHAUSTED, f"budget ${fmt(ctx.campaign.budget)} exhausted: ${fmt(t.spent)} spent, "
+                        f"no HIT left open{written}. Raise it with `campaign budget {ctx.name} --set AMOUNT`.",
+                        level="warning", session=s)
+    log.warning("campaign %s: budget exhausted (%d items scored)", ctx.name, n_rows)
+    return True
