@@ -110,13 +110,23 @@ def saved_clock(state_dir: Path) -> Clock:
     return ScaledClock(speed=float(saved["speed"]), start=float(saved["now"]))
 
 
+_clock_lock = threading.Lock()
+
+
 def save_clock(clock: Clock, state_dir: Path) -> None:
+    """Write the clock atomically. Every campaign's tick saves it, on its own thread: one writer at a time
+    (the lock), and a temp file of this process and thread's own, so even another process saving into
+    the same folder never renames a half-written or vanished file."""
     if isinstance(clock, ScaledClock):
         f = _clock_file(state_dir)
-        f.parent.mkdir(parents=True, exist_ok=True)
-        tmp = f.with_suffix(".tmp")
-        tmp.write_text(json.dumps({"now": clock.now(), "speed": clock.speed}))
-        os.replace(tmp, f)
+        with _clock_lock:
+            f.parent.mkdir(parents=True, exist_ok=True)
+            tmp = f.with_name(f"{f.stem}.{os.getpid()}.{threading.get_ident()}.tmp")
+            try:
+                tmp.write_text(json.dumps({"now": clock.now(), "speed": clock.speed}))
+                os.replace(tmp, f)
+            finally:
+                tmp.unlink(missing_ok=True)
 
 
 def ensure_campaign_row(store: Store, c: Campaign, seed: int) -> str:
@@ -178,6 +188,40 @@ def campaign_status(store: Store, name: str) -> str:
         return row.status if row else "missing"
 
 
+def check_market_knows_store(ctx: Context, market_dir: Path, sample: int = 5) -> None:
+    """Refuse to run when the store holds HITs the built-in marketplace does not know.
+
+    That happens when the marketplace's database was deleted or replaced while the store was kept: every
+    tick would then fail on every HIT, forever. A few of the newest open HITs are asked for (closed ones
+    may have been disposed of); any unknown one
+    means the two no longer describe the same campaign.
+    """
+    from sqlmodel import col, select
+
+    from campaign.marketplaces.base import MarketError, TransientError
+    from campaign.store import HitRow
+
+    with ctx.store.session() as s:
+        open_hits = select(HitRow).where(HitRow.campaign == ctx.name, HitRow.status == "posted", col(HitRow.hit_id).is_not(None))
+        hits = s.exec(open_hits.order_by(col(HitRow.id).desc()).limit(sample)).all()
+        n_remote = len(s.exec(open_hits).all())
+    unknown = []
+    for hit in hits:
+        assert hit.hit_id is not None
+        try:
+            ctx.market.get_hit(hit.hit_id)
+        except TransientError:
+            continue
+        except MarketError:
+            unknown.append(hit.hit_id)
+    if unknown:
+        raise RunError(
+            f"campaign {ctx.name!r}: the store holds {n_remote} open HITs that the built-in marketplace at {market_dir} "
+            f"does not know (unknown HIT ids: {', '.join(unknown[:3])}{', ...' if len(unknown) > 3 else ''}); its "
+            "database was deleted or replaced. Restore the marketplace's folder, or start afresh with another --state."
+        )
+
+
 def _ended(store: Store, name: str) -> bool:
     """Nothing left for this run to do: finished, cancelled, or out of money with no new budget waiting."""
     status = campaign_status(store, name)
@@ -219,6 +263,15 @@ def start_runtime(spec: Spec, opts: RunOptions) -> Runtime:
                                        **({"max_rps": c.max_rps} if c.max_rps else {}))
         rt.contexts.append(Context(store=store, market=marketplace, campaign=c, seed=opts.seed, state_dir=opts.state_dir,
                                    clock=clock, instance=instance))
+    try:
+        for ctx in rt.contexts:
+            if ctx.campaign.marketplace == "local" and not ctx.campaign.endpoint_url:
+                check_market_knows_store(ctx, opts.state_dir / "market")
+    except RunError:
+        if rt.market_server is not None:
+            rt.market_server.stop()
+        store.close()
+        raise
     sims = [ctx for ctx in rt.contexts if ctx.campaign.crowd.kind == "simulated"]
     if sims and endpoint is not None:
         rt.crowds.append(_start_crowd(sims, endpoint))

@@ -115,7 +115,13 @@ def review(ctx: Context, limit: int | None = None, seconds: float = REVIEW_SECON
                 stop = True
                 break
             except InvalidState:
-                outcome = _read_back(ctx, aid)
+                try:
+                    outcome = _read_back(ctx, aid)
+                except TransientError as exc:  # the row stays approving/rejecting: read back again next tick
+                    ctx.store.event(ctx.name, "throttled" if exc.throttled else "marketplace_error",
+                                    f"reading back {aid}: {exc.code or exc}", level="warning", subject=aid)
+                    stop = True
+                    break
                 if outcome is None:
                     continue  # still Submitted on the marketplace (eventual consistency): next tick
                 if decided_now:  # not a retry of our own call: the marketplace decided before we did

@@ -1,0 +1,84 @@
+"""Defects of issue 15 ("State"): the simulated clock saved by concurrent ticks, and a store whose
+marketplace database is gone."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+from campaign.clock import ScaledClock
+from campaign.daemon import save_clock
+
+ROOT = Path(__file__).resolve().parent.parent
+EXAMPLE = ROOT / "examples" / "ukpconvarg1-water"
+
+
+def test_concurrent_clock_saves_never_fail(tmp_path):
+    """Two campaigns' ticks save the clock at the same moment; each used to write the same clock.tmp and
+    one os.replace found it gone (FileNotFoundError)."""
+    clock = ScaledClock(speed=3600)
+    errors: list[BaseException] = []
+
+    def saver() -> None:
+        for _ in range(300):
+            try:
+                save_clock(clock, tmp_path)
+            except BaseException as exc:  # noqa: BLE001 - every failure is the finding
+                errors.append(exc)
+
+    threads = [threading.Thread(target=saver) for _ in range(6)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert errors == []
+    saved = json.loads((tmp_path / "market" / "clock.json").read_text())
+    assert saved["speed"] == 3600 and saved["now"] <= clock.now()
+    assert [p.name for p in (tmp_path / "market").iterdir()] == ["clock.json"]  # no temp file left behind
+
+
+SPEC = """\
+campaigns:
+  - name: lost
+    topic: Should plastic water bottles be banned?
+    input:
+      propositions: {props}
+    task:
+      kind: likert
+      assignments: 3
+    budget: "30.00"
+    crowd:
+      kind: simulated
+      workers: 10
+      speed: 3600
+      arrival_span: 30m
+      truth: {truth}
+    schedule:
+      poll_interval: 0.2
+"""
+
+
+def _cli(*args: str, timeout: float = 120) -> subprocess.CompletedProcess:
+    env = {k: v for k, v in os.environ.items() if k != "CAMPAIGN_TEST_CRASH"}
+    return subprocess.run([sys.executable, "-m", "campaign", *args], cwd=ROOT, env=env, capture_output=True, text=True,
+                          timeout=timeout)
+
+
+def test_missing_marketplace_database_stops_the_run_at_once(tmp_path):
+    cfg, state = tmp_path / "campaigns.yaml", tmp_path / "state"
+    cfg.write_text(SPEC.format(props=EXAMPLE / "propositions.tsv", truth=EXAMPLE / "truth.tsv"), encoding="utf-8")
+    first = _cli("run", "--config", str(cfg), "--state", str(state), "--quiet", "--max-seconds", "3")
+    assert first.returncode in (0, 3), first.stderr  # HITs are up (or the campaign is done)
+    shutil.rmtree(state / "market")  # the marketplace's database is gone, the store is kept
+    started = time.monotonic()
+    again = _cli("run", "--config", str(cfg), "--state", str(state), "--quiet", "--max-seconds", "30")
+    took = time.monotonic() - started
+    assert again.returncode == 2, (again.returncode, again.stderr)  # looped until --max-seconds (exit 3) before
+    assert took < 20
+    assert "lost" in again.stderr and "marketplace" in again.stderr and "unknown" in again.stderr
