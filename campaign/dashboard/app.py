@@ -287,7 +287,7 @@ def split_keys(buf: str) -> tuple[list[str], str]:
 
 def run_dashboard(state: str, db: str | None, interval: float = 1.0) -> int:
     """Open the store read-only-in-spirit (it must already exist) and run the dashboard."""
-    from campaign.dashboard.cli import open_existing
+    from campaign.dashboard.stores import open_existing
 
     store = open_existing(state, db, "dashboard")
     if store is None:

@@ -45,7 +45,7 @@ campaigns:
 def start_daemon(tmp_path: Path) -> tuple[subprocess.Popen, Path]:
     (tmp_path / "c.yaml").write_text(SPEC, encoding="utf-8")
     state = tmp_path / "state"
-    proc = subprocess.Popen([sys.executable, str(ROOT / "tests" / "dashboard" / "run_daemon.py"), "run", "--config",
+    proc = subprocess.Popen([sys.executable, "-m", "campaign", "run", "--config",
                              str(tmp_path / "c.yaml"), "--state", str(state), "--quiet"], cwd=ROOT,
                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     return proc, state
