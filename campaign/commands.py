@@ -97,6 +97,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     r.add_argument("--forever", action="store_true", help="keep running after every campaign has finished")
     r.add_argument("--production", action="store_true", help="allow posting to MTurk production (real money)")
     r.add_argument("--max-seconds", type=float, default=None, help=argparse.SUPPRESS)
+    r.add_argument("--market-port", type=int, default=0, metavar="PORT",
+                   help="port of the built-in marketplace and its worker site on 127.0.0.1 (0: any free port)")
     r.add_argument("--quiet", action="store_true", help="no progress view; warnings and errors only")
     r.add_argument("--log-level", type=str.upper, choices=("DEBUG", "INFO", "WARNING", "ERROR"), default=None,
                    help="level of every campaign logger; the store's events are logged at their own level")
@@ -211,7 +213,8 @@ def cmd_run(args: argparse.Namespace) -> int:
         return _refuse(exc)
     opts = RunOptions(state_dir=Path(args.state), db=args.db, seed=args.seed, forever=args.forever,
                       production=args.production, campaigns=tuple(args.campaign), max_seconds=args.max_seconds,
-                      lease_ttl=args.lease_ttl)
+                      lease_ttl=args.lease_ttl, market_port=args.market_port,
+                      say=lambda line: print(line, flush=True))
     progress = None if args.quiet else make_progress(sys.stdout)
     try:
         code = run(spec, opts, progress=progress)

@@ -52,6 +52,8 @@ class RunOptions:
     market_balance: Decimal = Decimal("10000.00")
     max_seconds: float | None = None  # give up after this long (tests)
     lease_ttl: float = 15.0  # wall seconds a campaign's lease lasts unrenewed (shared PostgreSQL stores only)
+    market_port: int = 0  # the built-in marketplace's port on 127.0.0.1 (0: any free port)
+    say: Callable[[str], None] | None = None  # where to tell the user things they must act on (the worker site)
 
 
 @dataclass
@@ -250,8 +252,18 @@ def start_runtime(spec: Spec, opts: RunOptions) -> Runtime:
     if local:
         from campaign.market.server import start_market
 
-        rt.market_server = market = start_market(opts.state_dir / "market", clock=clock, mode="prod", balance=opts.market_balance)
+        try:
+            rt.market_server = market = start_market(opts.state_dir / "market", clock=clock, mode="prod",
+                                                     balance=opts.market_balance, port=opts.market_port)
+        except OSError as exc:
+            store.close()
+            raise RunError(f"the built-in marketplace cannot listen on 127.0.0.1:{opts.market_port}: {exc.strerror or exc}; "
+                           "choose another --market-port") from exc
         endpoint, own = market.endpoint_url, market.credentials
+        real = [c.name for c in local if c.crowd.kind == "none"]
+        if real and opts.say is not None:  # people must be sent there: without it nobody can work the HITs
+            opts.say(f"worker site for {', '.join(real)}: {endpoint}/ (add each worker with `campaign market worker add "
+                     f"WORKER_ID --state {opts.state_dir / 'market'} --url {endpoint}` and send them the sign-in link it prints)")
     for c in chosen:
         try:
             instance = ensure_campaign_row(store, c, opts.seed)

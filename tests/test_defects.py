@@ -82,3 +82,60 @@ def test_missing_marketplace_database_stops_the_run_at_once(tmp_path):
     assert again.returncode == 2, (again.returncode, again.stderr)  # looped until --max-seconds (exit 3) before
     assert took < 20
     assert "lost" in again.stderr and "marketplace" in again.stderr and "unknown" in again.stderr
+
+
+NONE_SPEC = """\
+campaigns:
+  - name: people
+    topic: Should plastic water bottles be banned?
+    input:
+      propositions: {props}
+    task:
+      kind: likert
+    budget: "30.00"
+    crowd:
+      kind: none
+"""
+
+
+def _free_port() -> int:
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def test_real_crowd_run_prints_the_worker_site_on_a_fixed_port(tmp_path):
+    import signal
+    import urllib.request
+
+    cfg, state, port = tmp_path / "campaigns.yaml", tmp_path / "state", _free_port()
+    cfg.write_text(NONE_SPEC.format(props=EXAMPLE / "propositions.tsv"), encoding="utf-8")
+    env = {k: v for k, v in os.environ.items() if k != "CAMPAIGN_TEST_CRASH"}
+    proc = subprocess.Popen([sys.executable, "-m", "campaign", "run", "--config", str(cfg), "--state", str(state), "--quiet",
+                             "--market-port", str(port), "--max-seconds", "60"], cwd=ROOT, env=env,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        assert proc.stdout is not None
+        line = proc.stdout.readline()
+        assert line.startswith("worker site for people: "), (line, proc.stderr.read() if proc.poll() is not None else "")
+        url = line.split(": ", 1)[1].split()[0]
+        assert url == f"http://127.0.0.1:{port}/"
+        assert "campaign market worker add" in line
+        with urllib.request.urlopen(url, timeout=10) as reply:  # the site's sign-in page
+            assert reply.status == 200
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        proc.communicate(timeout=30)
+
+
+def test_pipeline_brackets_each_pass_with_heartbeat_and_alerts():
+    from campaign.steps.pipeline import PIPELINE, steps_for
+
+    names = [s.name for s in PIPELINE]
+    assert names[0] == "heartbeat" and names[-1] == "alerts"
+    for status in ("running", "paused", "cancelling", "budget_exhausted"):
+        ran = [s.name for s in steps_for(status)]
+        assert ran[0] == "heartbeat" and ran[-1] == "alerts" and "budget" in ran
+    assert [s.name for s in steps_for("budget_exhausted")] == ["heartbeat", "budget", "alerts"]
