@@ -286,28 +286,57 @@ def start_runtime(spec: Spec, opts: RunOptions) -> Runtime:
         raise
     sims = [ctx for ctx in rt.contexts if ctx.campaign.crowd.kind == "simulated"]
     if sims and endpoint is not None:
-        rt.crowds.append(_start_crowd(sims, endpoint))
+        rt.crowds += _start_crowds(sims, endpoint)
     return rt
 
 
-def _start_crowd(contexts: list[Context], endpoint: str):
-    """One crowd works the whole marketplace, as real workers do: it sees every campaign's HITs, so it
-    knows the hidden truth of every campaign's items; each campaign brings its own workers."""
+def _start_crowds(contexts: list[Context], endpoint: str) -> list:
+    """One simulated crowd per campaign, of exactly the campaign's `crowd.workers` workers, working only
+    that campaign's HITs: `workers: 40` means 40 people answered this campaign, as a reader of the spec
+    expects. (One shared crowd let each campaign's workers work the other's HITs: the demo's two campaigns
+    of 40 showed 46 and 80 workers.) A lone campaign's crowd is seeded as before, so its scores are the
+    same; with several, each pool's seed comes from the run's seed and the campaign's name."""
+    from campaign.rng import stable_seed
+
+    crowds = []
+    for ctx in contexts:
+        pool_seed = ctx.seed if len(contexts) == 1 else stable_seed(ctx.seed, ctx.name) % 2**31
+        crowds.append(_start_campaign_crowd(ctx, endpoint, pool_seed=pool_seed, wants=_hits_of(ctx.store, ctx.name)))
+    return crowds
+
+
+def _hits_of(store: Store, name: str) -> Callable[[str], bool]:
+    """Whether a marketplace HIT id is one of this campaign's, from the store (ids cached once seen)."""
+    from sqlmodel import col, select
+
+    from campaign.store import HitRow
+
+    mine: set[str] = set()
+    others: set[str] = set()
+    lock = threading.Lock()
+
+    def wants(hit_id: str) -> bool:
+        with lock:
+            if hit_id not in mine and hit_id not in others:
+                with store.session() as s:
+                    for camp, hid in s.exec(select(HitRow.campaign, HitRow.hit_id).where(col(HitRow.hit_id).is_not(None))).all():
+                        if hid is not None:
+                            (mine if camp == name else others).add(hid)
+            return hit_id in mine  # not in the store yet (just posted): asked again on the crowd's next pass
+
+    return wants
+
+
+def _start_campaign_crowd(ctx: Context, endpoint: str, pool_seed: int, wants: Callable[[str], bool]) -> Any:
     from campaign.crowd.models import make_pool
     from campaign.crowd.runner import SimulatedCrowd
     from campaign.inputs import load_items, load_truth
-    from campaign.rng import stable_seed
 
-    by_text: dict[str, float] = {}
-    workers = []
-    for ctx in contexts:
-        c = ctx.campaign
-        truth = load_truth(c.crowd.truth) if c.crowd.truth else {}
-        for it in load_items(c.input_kind, c.input_path):
-            by_text[it.text] = truth.get(it.key, 0.5)
-        pool_seed = ctx.seed if len(contexts) == 1 else stable_seed(ctx.seed, c.name) % 2**31
-        workers += make_pool(c.crowd.workers, pool_seed, dict(c.crowd.mix), arrival_span=c.crowd.arrival_span)
-    crowd = SimulatedCrowd(endpoint, workers, by_text, seed=contexts[0].seed, clock=contexts[0].clock, poll=0.05)
+    c = ctx.campaign
+    truth = load_truth(c.crowd.truth) if c.crowd.truth else {}
+    by_text = {it.text: truth.get(it.key, 0.5) for it in load_items(c.input_kind, c.input_path)}
+    workers = make_pool(c.crowd.workers, pool_seed, dict(c.crowd.mix), arrival_span=c.crowd.arrival_span)
+    crowd = SimulatedCrowd(endpoint, workers, by_text, seed=ctx.seed, clock=ctx.clock, poll=0.05, wants=wants)
     crowd.start()
     return crowd
 

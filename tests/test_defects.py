@@ -139,3 +139,57 @@ def test_pipeline_brackets_each_pass_with_heartbeat_and_alerts():
         ran = [s.name for s in steps_for(status)]
         assert ran[0] == "heartbeat" and ran[-1] == "alerts" and "budget" in ran
     assert [s.name for s in steps_for("budget_exhausted")] == ["heartbeat", "budget", "alerts"]
+
+
+TWO = """\
+campaigns:
+{blocks}
+"""
+
+BLOCK = """\
+  - name: {name}
+    topic: Should plastic water bottles be banned?
+    input:
+      propositions: {props}
+    task:
+      kind: likert
+      assignments: 5
+    budget: "30.00"
+    crowd:
+      kind: simulated
+      workers: 6
+      speed: 3600
+      arrival_span: 10m
+      truth: {truth}
+    schedule:
+      poll_interval: 0.2
+"""
+
+
+def test_each_campaign_is_worked_by_its_own_workers_only(tmp_path):
+    """`workers: 6` in each of two campaigns: 6 people answer each, never the other's HITs (one shared crowd
+    of 12 used to work both)."""
+    from sqlmodel import select
+
+    from campaign.store import AssignmentRow, CampaignRow, Store
+
+    lines = (EXAMPLE / "propositions.tsv").read_text(encoding="utf-8").splitlines()
+    blocks = []
+    for name, part in (("first", lines[1:21]), ("second", lines[21:41])):
+        props = tmp_path / f"{name}.tsv"
+        props.write_text("\n".join([lines[0], *part]) + "\n", encoding="utf-8")
+        blocks.append(BLOCK.format(name=name, props=props, truth=EXAMPLE / "truth.tsv"))
+    cfg, state = tmp_path / "campaigns.yaml", tmp_path / "state"
+    cfg.write_text(TWO.format(blocks="".join(blocks)), encoding="utf-8")
+    done = _cli("run", "--config", str(cfg), "--state", str(state), "--quiet", "--max-seconds", "90", timeout=150)
+    assert done.returncode == 0, done.stderr
+    store = Store.open(state)
+    try:
+        with store.session() as s:
+            assert {r.status for r in s.exec(select(CampaignRow)).all()} == {"finished"}
+            by = {name: {a.worker_id for a in s.exec(select(AssignmentRow).where(AssignmentRow.campaign == name)).all()}
+                  for name in ("first", "second")}
+    finally:
+        store.close()
+    assert 0 < len(by["first"]) <= 6 and 0 < len(by["second"]) <= 6
+    assert not by["first"] & by["second"]

@@ -51,7 +51,8 @@ def _preview_html(base_url: str, hit_id: str) -> str:
 
 class SimulatedCrowd:
     def __init__(self, base_url: str, workers: Sequence[SimWorker], truth_by_text: Mapping[str, float], seed: int,
-                 clock: Clock, poll: float = 0.1, client: WorkerClient | None = None) -> None:
+                 clock: Clock, poll: float = 0.1, client: WorkerClient | None = None,
+                 wants: Callable[[str], bool] | None = None) -> None:
         self.base_url = base_url.rstrip("/")
         self.client = client or WorkerClient(base_url)
         self.workers = list(workers)
@@ -67,6 +68,7 @@ class SimulatedCrowd:
         self._thread: threading.Thread | None = None
         self._start_time: float | None = None
         self.on_error: Callable[[Exception], None] | None = None
+        self.wants = wants  # which HITs (by id) this crowd works; None: every HIT it is shown
 
     # -- life cycle -----------------------------------------------------------------------------------
     def register(self) -> None:
@@ -109,7 +111,8 @@ class SimulatedCrowd:
             if not self.arrived(w):
                 continue
             for h in self.client.available(w.worker_id, max=100):
-                hits.setdefault(h["HITId"], h)
+                if self.wants is None or self.wants(h["HITId"]):
+                    hits.setdefault(h["HITId"], h)
         submitted = 0
         for hit_id in sorted(hits, key=lambda h: (hits[h].get("CreationTime", 0), h)):
             if self._stop.is_set():
