@@ -47,7 +47,7 @@ def start_daemon(tmp_path: Path) -> tuple[subprocess.Popen, Path]:
     state = tmp_path / "state"
     proc = subprocess.Popen([sys.executable, "-m", "campaign", "run", "--config",
                              str(tmp_path / "c.yaml"), "--state", str(state), "--quiet"], cwd=ROOT,
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+                            stdout=subprocess.DEVNULL, stderr=(tmp_path / "daemon.err").open("w"))
     return proc, state
 
 
@@ -71,7 +71,7 @@ def read_store(state: Path):
 def wait_started(state: Path, proc: subprocess.Popen) -> None:
     deadline = time.monotonic() + 90
     while time.monotonic() < deadline:
-        assert proc.poll() is None, "the daemon died"
+        assert proc.poll() is None, f"the daemon died: {(state.parent / 'daemon.err').read_text()[-2000:]}"
         if (state / "campaign.db").exists():
             try:
                 v = read_store(state)
