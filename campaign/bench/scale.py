@@ -26,23 +26,10 @@ import time
 from pathlib import Path
 from typing import Any
 
-from campaign.crowd.models import rng_for
+from campaign.bench.quality import write_inputs  # N propositions with a hidden truth, the same generator
 
 ITEMS_PER_HIT = 5
 ASSIGNMENTS = 5
-
-
-def write_inputs(folder: Path, n: int, seed: int) -> tuple[Path, Path]:
-    rng = rng_for("bench-scale-items", seed)
-    truth = rng.uniform(0, 1, size=n)
-    props, tr = folder / "props.tsv", folder / "truth.tsv"
-    with props.open("w", encoding="utf-8") as p, tr.open("w", encoding="utf-8") as t:
-        p.write("id\ttext\n")
-        t.write("id\timportance\n")
-        for i, v in enumerate(truth):
-            p.write(f"p{i:06d}\tProposition {i}: a statement about the topic that a worker rates.\n")
-            t.write(f"p{i:06d}\t{v:.6f}\n")
-    return props, tr
 
 
 def spec_text(props: Path, truth: Path, n: int) -> str:
