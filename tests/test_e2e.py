@@ -324,8 +324,15 @@ def test_nugget_campaign_runs_end_to_end_with_explicit_empty_answers(tmp_path):
     assert any(j.value == 0 for j in judgments) and any(j.value > 0 for j in judgments)
 
 
+# The ranking stage's auto-approval delay is long here so that the "half the delay has passed" rule
+# (approve rather than let the marketplace pay unreviewed work) cannot fire on a slow machine: at 3600x a
+# 2-day delay is 24 real seconds, less than a loaded machine may need to fill a batch. This test is about
+# holding work until its worker can be judged, not about that rule. The pair budget is larger than the
+# crash test's: the window planner covers 10 pairs with every 5-item HIT, and workers need several ranking
+# HITs each before the policy can judge them.
 SPAMMY_TWO_STAGE = TWO_STAGE.replace("""        pair_budget: 0.2
-""", """        pair_budget: 0.2
+""", """        pair_budget: 0.6
+        auto_approval_delay: 30d
         traps:
           share: 0.5
 """).replace("""      workers: 30
