@@ -10,7 +10,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Container, Mapping
 
 KINDS = ("extract", "nuggets", "clusters", "hierarchy")
 
@@ -160,18 +160,22 @@ def _nuggets(args: argparse.Namespace) -> dict[str, object]:
     return scores.as_dict()
 
 
+def _all_in(lines: Mapping[str, int], other: Container[str], why: Callable[[str, int], str]) -> None:
+    """Refuse the first key of one file (in file order) that the other file lacks, naming its line."""
+    for key, no in lines.items():
+        if key not in other:
+            raise InputError(why(key, no))
+
+
 def _clusters(args: argparse.Namespace) -> dict[str, object]:
     from campaign.evaluate.clusters import compare
     from campaign.evaluate.readers import read_clustering
 
     gold, gold_lines = read_clustering(args.gold)
     pred, pred_lines = read_clustering(args.pred)
-    for item, no in gold_lines.items():
-        if item not in pred:
-            raise InputError(f"{args.gold}:{no}: item {item!r} has no cluster in {args.pred} (both files must list the same items)")
-    for item, no in pred_lines.items():
-        if item not in gold:
-            raise InputError(f"{args.pred}:{no}: item {item!r} is not in the gold {args.gold} (both files must list the same items)")
+    same = "(both files must list the same items)"
+    _all_in(gold_lines, pred, lambda key, no: f"{args.gold}:{no}: item {key!r} has no cluster in {args.pred} {same}")
+    _all_in(pred_lines, gold, lambda key, no: f"{args.pred}:{no}: item {key!r} is not in the gold {args.gold} {same}")
     return dict(compare(gold, pred, beta=args.beta).as_dict())
 
 
@@ -181,11 +185,8 @@ def _hierarchy(args: argparse.Namespace) -> dict[str, object]:
 
     gold, gold_lines = read_hierarchy(args.gold)
     pred, pred_lines = read_hierarchy(args.pred)
-    for n, no in gold_lines.items():
-        if n not in pred_lines:
-            raise InputError(f"{args.gold}:{no}: nugget {n!r} is not in {args.pred} (both hierarchies must hold the same nuggets)")
-    for n, no in pred_lines.items():
-        if n not in gold_lines:
-            raise InputError(f"{args.pred}:{no}: nugget {n!r} is not in the gold {args.gold} (both hierarchies must hold the same nuggets)")
+    same = "(both hierarchies must hold the same nuggets)"
+    _all_in(gold_lines, pred_lines, lambda key, no: f"{args.gold}:{no}: nugget {key!r} is not in {args.pred} {same}")
+    _all_in(pred_lines, gold_lines, lambda key, no: f"{args.pred}:{no}: nugget {key!r} is not in the gold {args.gold} {same}")
     a, b, c = args.weights
     return hierarchy_overlap(gold, pred, a, b, c).as_dict(per_nugget=args.per_nugget)

@@ -60,18 +60,20 @@ def reward_per_submission(cfg: ProlificConfig) -> Decimal:
     return reward
 
 
+def payment_cost(cfg: ProlificConfig, amount: Decimal) -> Decimal:
+    """One payment (a reward or a bonus) with its fee and the VAT on the fee, each rounded to minor units
+    as Prolific rounds them."""
+    fee = (amount * cfg.fee_rate).quantize(CENT, rounding=ROUND_HALF_UP)
+    return amount + fee + (fee * cfg.vat_rate).quantize(CENT, rounding=ROUND_HALF_UP)
+
+
 def place_cost(cfg: ProlificConfig) -> Decimal:
-    """Reward + fee + VAT on the fee for one place, in major units, rounded per payment as Prolific
-    rounds minor units."""
-    reward = reward_per_submission(cfg)
-    fee = (reward * cfg.fee_rate).quantize(CENT, rounding=ROUND_HALF_UP)
-    vat = (fee * cfg.vat_rate).quantize(CENT, rounding=ROUND_HALF_UP)
-    return reward + fee + vat
+    """What the ledger reserves for one place: the submission's reward with fee and VAT."""
+    return payment_cost(cfg, reward_per_submission(cfg))
 
 
 def bonus_cost(cfg: ProlificConfig, amount: Decimal) -> Decimal:
-    fee = (amount * cfg.fee_rate).quantize(CENT, rounding=ROUND_HALF_UP)
-    return amount + fee + (fee * cfg.vat_rate).quantize(CENT, rounding=ROUND_HALF_UP)
+    return payment_cost(cfg, amount)
 
 
 def study_url(cfg: ProlificConfig, seat: str) -> str:
