@@ -17,6 +17,7 @@ import time
 import uuid
 from collections.abc import Callable, Sequence
 from contextlib import AbstractContextManager
+from pathlib import Path
 
 from sqlalchemy import update
 from sqlalchemy.exc import IntegrityError
@@ -32,9 +33,58 @@ class LeaseRow(SQLModel, table=True):
     acquired_at: float
 
 
+def _process_space() -> str:
+    """This machine's boot and PID namespace: two holders with the same value see the same processes, so
+    one may tell from a pid whether the other is still running. Empty where it cannot be known."""
+    try:
+        boot = Path("/proc/sys/kernel/random/boot_id").read_text().strip().replace("-", "")[:12]
+        ns = os.stat("/proc/self/ns/pid").st_ino
+    except OSError:
+        return ""
+    return f"{boot}.{ns}"
+
+
 def new_holder() -> str:
-    """A name for this daemon that says where it runs (host and pid) and cannot repeat."""
-    return f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
+    """A name for this daemon that says where it runs (host, pid, process space) and cannot repeat."""
+    return f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}:{_process_space()}"
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # someone else's process: alive
+        return True
+    return True
+
+
+def dead_neighbour(holder: str, me: str) -> bool:
+    """True only when `holder` is certainly dead: a daemon of this host, boot and PID namespace whose
+    process is gone. Anything else (another machine, an old-style name, an unknown space) is left to
+    expire: taking a lease early is only safe when its holder cannot be running."""
+    theirs, mine = holder.split(":"), me.split(":")
+    if len(theirs) != 4 or len(mine) != 4 or not mine[3]:
+        return False
+    if (theirs[0], theirs[3]) != (mine[0], mine[3]) or not theirs[1].isdigit():
+        return False
+    pid = int(theirs[1])
+    return pid != os.getpid() and not _alive(pid)
+
+
+def reap_dead_neighbours(session: Session, me: str, now: float) -> list[str]:
+    """Expire at once the leases of daemons that died on this machine (a restarted daemon then resumes
+    its own campaigns without waiting a TTL for its dead predecessor). Returns the campaigns freed."""
+    rows = session.exec(select(LeaseRow).where(LeaseRow.expires_at >= now)).all()
+    freed = []
+    for r in rows:
+        if r.holder != me and dead_neighbour(r.holder, me):
+            stmt = (update(LeaseRow).where(LeaseRow.campaign == r.campaign)  # type: ignore[arg-type]
+                    .where(LeaseRow.holder == r.holder).values(expires_at=0.0))  # type: ignore[arg-type]
+            if session.exec(stmt).rowcount:
+                freed.append(r.campaign)
+    session.commit()
+    return freed
 
 
 def try_acquire(session: Session, campaign: str, holder: str, now: float, ttl: float) -> bool:
@@ -135,6 +185,8 @@ class LeaseKeeper:
         """Renew presence, give back finished campaigns, mark the surplus over the fair share to be given
         back (by `renew`, before its next tick), take free ones up to the fair share. Never waits for a
         tick. Returns (acquired, surplus)."""
+        with self.session() as s:
+            reap_dead_neighbours(s, self.holder, self.now())
         self.heartbeat()
         for name in sorted(self.held & set(finished)):  # a finished campaign's tick does nothing
             self.give_back(name)

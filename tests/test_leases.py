@@ -76,3 +76,42 @@ def test_keeper_divides_campaigns_and_takes_over_from_a_dead_daemon(tmp_path: Pa
     a.release_all()
     with Session(engine) as s:
         assert all(holder_of(s, n, clock[0]) is None for n in names)
+
+
+def test_a_dead_daemon_of_this_machine_is_reaped_at_once_others_wait(tmp_path: Path) -> None:
+    """A restarted daemon need not wait a TTL for its own dead predecessor: a holder of this host, boot and
+    PID namespace whose process is gone is certainly dead. A live one, one of another host, or an old-style
+    name is never taken early."""
+    import subprocess
+    import sys
+
+    from campaign.leases import dead_neighbour, reap_dead_neighbours
+
+    engine = _engine(tmp_path)
+    me = new_holder()
+    host, _, _, space = me.split(":")
+    gone = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True, check=True)
+    dead_pid = int(gone.stdout)
+    live = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+    try:
+        holders = {
+            "dead": f"{host}:{dead_pid}:aaaa0000:{space}",
+            "live": f"{host}:{live.pid}:bbbb0000:{space}",
+            "other-host": f"elsewhere-{host}:{dead_pid}:cccc0000:{space}",
+            "other-space": f"{host}:{dead_pid}:dddd0000:{space}x",
+            "old-style": f"{host}:{dead_pid}:eeee0000",
+        }
+        assert dead_neighbour(holders["dead"], me)
+        assert not any(dead_neighbour(h, me) for k, h in holders.items() if k != "dead")
+        with Session(engine) as s:
+            for campaign, holder in holders.items():
+                assert try_acquire(s, campaign, holder, now=100.0, ttl=60.0)
+            assert reap_dead_neighbours(s, me, now=110.0) == ["dead"]
+            assert try_acquire(s, "dead", me, now=110.0, ttl=60.0)  # no TTL to wait
+            for campaign, holder in holders.items():
+                if campaign != "dead":
+                    assert not try_acquire(s, campaign, me, now=110.0, ttl=60.0)
+                    assert holder_of(s, campaign, now=110.0) == holder
+    finally:
+        live.kill()
+        live.wait()
