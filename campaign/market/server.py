@@ -16,7 +16,10 @@ the daemon, benchmarks) and returns a `RunningMarket` with the credentials of it
 from __future__ import annotations
 
 import argparse
+import hmac
 import json
+import os
+import secrets
 import signal
 import socket
 import sys
@@ -69,9 +72,11 @@ class MarketHTTPServer(ThreadingHTTPServer):
 class Core:
     """What both servers share."""
 
-    def __init__(self, engine: Engine, faults: Faults, accounts: Accounts, site: WorkerSite, content: ContentSite) -> None:
+    def __init__(self, engine: Engine, faults: Faults, accounts: Accounts, site: WorkerSite, content: ContentSite,
+                 admin_token: str = "") -> None:
         self.engine = engine
         self.faults = faults
+        self.admin_token = admin_token  # the fault switch's bearer token ("": the switch is off)
         self.accounts = accounts
         self.site = site
         self.content = content
@@ -216,9 +221,13 @@ class Handler(_Base):
         self._send(status, P.CONTENT_TYPE, json.dumps(payload).encode("utf-8"), headers)
 
     def _admin(self, method: str, body: bytes) -> None:
-        if self.client_address[0] not in LOOPBACK:
-            return self._send(403, "application/json", b'{"error": "Forbidden"}')
+        # Loopback alone is not enough: behind a reverse proxy every request comes from loopback.
         market = self.server.market
+        given = self.headers.get("Authorization", "")
+        token = given[len("Bearer "):] if given.startswith("Bearer ") else ""
+        if self.client_address[0] not in LOOPBACK or not market.admin_token or not token or \
+                not hmac.compare_digest(token.encode(), market.admin_token.encode()):
+            return self._send(403, "application/json", b'{"error": "Forbidden"}')
         if method == "POST":
             try:
                 cfg = FaultConfig.from_dict(P.parse_json_object(body))
@@ -332,7 +341,7 @@ def start_market(state_dir: Path, clock: Clock | None = None, mode: str = "sandb
     site_cfg = SiteConfig()
     site = WorkerSite(engine, accounts, site_cfg)
     content = ContentSite(engine, site_cfg)
-    core = Core(engine, Faults(cfg), accounts, site, content)
+    core = Core(engine, Faults(cfg), accounts, site, content, admin_token=admin_token(state_dir))
     try:
         httpd = MarketHTTPServer((host, port), Handler, core)
         content_httpd = MarketHTTPServer((host, content_port), ContentHandler, core)
@@ -349,6 +358,27 @@ def start_market(state_dir: Path, clock: Clock | None = None, mode: str = "sandb
     if site_cfg.worker_origin == site_cfg.content_origin:
         raise ValueError("the content origin must differ from the worker site's origin")
     return RunningMarket(core, httpd, content_httpd, db, credentials, endpoint, site_cfg.content_origin)
+
+
+ADMIN_TOKEN_FILE = "admin-token"
+
+
+def admin_token(state_dir: Path) -> str:
+    """The bearer token of `/admin/faults`, made once per marketplace folder and readable only by its owner
+    (`curl -H "Authorization: Bearer $(cat STATE/admin-token)" ...`)."""
+    path = Path(state_dir) / ADMIN_TOKEN_FILE
+    try:
+        return path.read_text().strip()
+    except FileNotFoundError:
+        pass
+    token = secrets.token_urlsafe(32)
+    try:
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    except FileExistsError:  # another process made it first
+        return path.read_text().strip()
+    with os.fdopen(fd, "w") as fh:
+        fh.write(token + "\n")
+    return token
 
 
 def _origin(url: str) -> str:

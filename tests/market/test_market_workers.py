@@ -179,7 +179,17 @@ def test_faults_throttle_and_service_fault(market):
         raw.call("get_account_balance")
     assert ei.value.response["Error"]["Code"] == "ServiceFault"
     assert ei.value.response["ResponseMetadata"]["HTTPStatusCode"] == 500
-    req = urllib.request.Request(f"{market.server.endpoint_url}/admin/faults", data=b'{"fault_rate": 0}', method="POST")
+    url = f"{market.server.endpoint_url}/admin/faults"
+    # loopback alone is not enough (a reverse proxy forwards from loopback): the folder's token is needed
+    for headers in ({}, {"Authorization": "Bearer wrong"}, {"Authorization": "Basic x"}):
+        with pytest.raises(urllib.error.HTTPError) as denied:
+            urllib.request.urlopen(urllib.request.Request(url, data=b'{"fault_rate": 0}', method="POST", headers=headers), timeout=10)
+        assert denied.value.code == 403
+    assert market.server.core.faults.config.fault_rate == 1.0  # unchanged
+    token_file = market.server.db.path.parent / "admin-token"
+    token = token_file.read_text().strip()
+    assert token_file.stat().st_mode & 0o077 == 0
+    req = urllib.request.Request(url, data=b'{"fault_rate": 0}', method="POST", headers={"Authorization": f"Bearer {token}"})
     with urllib.request.urlopen(req, timeout=10) as r:
         assert r.status == 200
     assert raw.call("get_account_balance")["AvailableBalance"] == "10000.00"
