@@ -49,6 +49,23 @@ def _preview_html(base_url: str, hit_id: str) -> str:
         return resp.read().decode("utf-8")
 
 
+class Answerer:
+    """How a simulated person fills in a HIT's form from each shown item's hidden truth. Shared by the
+    crowd on the marketplace's worker site and the Prolific participants, so both answer alike."""
+
+    def __init__(self, truth_by_text: Mapping[str, float]) -> None:
+        self.truth = {norm_text(k): float(v) for k, v in truth_by_text.items()}
+
+    def truth_of(self, text: str) -> float:
+        """Hidden importance of a shown statement; unknown text (a trap) is judged unimportant."""
+        return self.truth.get(norm_text(text), 0.0)
+
+    def answer(self, w: SimWorker, form: Form, rng: np.random.Generator) -> list[tuple[str, str]]:
+        """The form's fields as the HIT's task kind (named by the form's `data-task`) says this worker fills them in."""
+        kind = for_page(form.data.get("task"))
+        return [("assignmentId", form.hidden.get("assignmentId", ""))] + kind.simulate(w, form, self.truth_of, rng)
+
+
 class SimulatedCrowd:
     def __init__(self, base_url: str, workers: Sequence[SimWorker], truth_by_text: Mapping[str, float], seed: int,
                  clock: Clock, poll: float = 0.1, client: WorkerClient | None = None,
@@ -57,7 +74,8 @@ class SimulatedCrowd:
         self.client = client or WorkerClient(base_url)
         self.workers = list(workers)
         self.by_id = {w.worker_id: w for w in self.workers}
-        self.truth = {norm_text(k): float(v) for k, v in truth_by_text.items()}
+        self.answerer = Answerer(truth_by_text)
+        self.truth = self.answerer.truth
         self.seed = seed
         self.clock = clock
         self.poll = poll
@@ -163,10 +181,7 @@ class SimulatedCrowd:
 
     # -- answering ------------------------------------------------------------------------------------
     def truth_of(self, text: str) -> float:
-        """Hidden importance of a shown statement; unknown text (a trap) is judged unimportant."""
-        return self.truth.get(norm_text(text), 0.0)
+        return self.answerer.truth_of(text)
 
     def answer(self, w: SimWorker, form: Form, rng: np.random.Generator) -> list[tuple[str, str]]:
-        """The form's fields as the HIT's task kind (named by the form's `data-task`) says this worker fills them in."""
-        kind = for_page(form.data.get("task"))
-        return [("assignmentId", form.hidden.get("assignmentId", ""))] + kind.simulate(w, form, self.truth_of, rng)
+        return self.answerer.answer(w, form, rng)

@@ -677,11 +677,20 @@ class Emulator:
 
     # -- participants (the emulator's side channel) ------------------------------------------------------
     def add_participant(self, *, country: str = "US", approval_rate: float = 99.0, approvals: int = 100,
-                        languages: tuple[str, ...] = ("en",), age: int = 30) -> tuple[str, str]:
-        """A participant and the secret their simulated browser authenticates with."""
-        pid, secret = new_id(), secrets.token_urlsafe(24)
+                        languages: tuple[str, ...] = ("en",), age: int = 30, external_id: str | None = None) -> tuple[str, str]:
+        """A participant and the secret their simulated browser authenticates with.
+
+        With an `external_id` (the operator's own name for a simulated person) the same person is found
+        again on later calls, e.g. after a restart of the crowd: same participant id, the profile updated,
+        and a fresh secret, since only the secret's hash is kept and the caller lost the old one.
+        """
+        ref = self.db.get("participant_ref", external_id) if external_id else None
+        pid, secret = (ref["participant"] if ref else new_id()), secrets.token_urlsafe(24)
         self.db.put("participant", {"id": pid, "country": country, "approval_rate": approval_rate, "approvals": approvals,
-                                    "languages": list(languages), "age": age, "secret_hash": token_hash(secret)})
+                                    "languages": list(languages), "age": age, "secret_hash": token_hash(secret),
+                                    **({"external_id": external_id} if external_id else {})})
+        if external_id and ref is None:
+            self.db.put("participant_ref", {"id": external_id, "participant": pid})
         return pid, secret
 
     def participant(self, pid: str, secret: str | None) -> dict[str, Any]:

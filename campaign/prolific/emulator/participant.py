@@ -38,7 +38,10 @@ def _call(url: str, method: str, auth: str, body: Any = None) -> Any:
 
 
 def add_participant(root_url: str, token: str, **profile: Any) -> Participant:
-    """Operator call (loopback + research token): a new participant with the given profile."""
+    """Operator call (loopback + research token): a new participant with the given profile.
+
+    `external_id=` names the person on the operator's side: calling again with the same one returns the
+    same participant (profile updated, a new secret; the old secret stops working)."""
     out = _call(f"{root_url}/emulator/participants", "POST", "Token " + token, profile)
     return Participant(root_url, out["id"], out["secret"])
 

@@ -216,10 +216,14 @@ def _participant_side(em: Emulator, req: Request) -> tuple[int, Any]:
             raise ApiError(403, "Participants are added from the emulator's own machine.")
         em.authenticate(req.headers.get("Authorization"))
         b = req.body if isinstance(req.body, dict) else {}
+        ext = b.get("external_id")
+        if ext is not None and (not isinstance(ext, str) or not 0 < len(ext) <= 200):
+            raise ApiError(400, {"external_id": ["external_id must be a string of 1 to 200 characters."]})
+        known = ext is not None and em.db.get("participant_ref", ext) is not None
         pid, secret = em.add_participant(country=str(b.get("country", "US")), approval_rate=float(b.get("approval_rate", 99)),
                                          approvals=int(b.get("approvals", 100)), languages=tuple(b.get("languages", ["en"])),
-                                         age=int(b.get("age", 30)))
-        return 201, {"id": pid, "secret": secret}
+                                         age=int(b.get("age", 30)), external_id=ext)
+        return (200 if known else 201), {"id": pid, "secret": secret, "external_id": ext, "created": not known}
     auth = req.headers.get("Authorization") or ""
     pid, _, secret = auth[len("Participant "):].partition(":") if auth.startswith("Participant ") else ("", "", "")
     p = em.participant(pid, secret)

@@ -1,0 +1,284 @@
+"""The simulated crowd as Prolific participants: each simulated worker is a participant of the emulator
+who finds a study, starts it, lands on the task site, does the bundle of HITs the door hands out, and
+comes back to Prolific through the completion redirect, as a person in a browser does.
+
+The answers come from the same `Answerer` as the worker-site crowd (`campaign.crowd.runner`), seeded by
+(worker, shown content), so a participant answers a HIT exactly as that worker would on the worker site.
+Who leaves is seeded too: per (worker, study name, how many studies this worker took before) a small
+share returns the place right after starting and a small share starts and never comes back (the
+emulator times them out after the study's maximum time).
+
+Identity is stable: each worker is registered under the external id `sim:<worker id>`, so a restarted
+crowd over the same emulator state gets the same participants back (with fresh secrets).
+
+One thread walks the participants in a seeded order; which participant takes which place still
+depends on when the daemon posts HITs and opens places, so runs are deterministic only as far as that
+timing allows. Idle passes back off (poll, doubling up to `max_idle`), so an idle crowd is not a busy
+loop.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import threading
+import time
+import urllib.error
+import urllib.parse
+import urllib.request
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from campaign.clock import Clock
+from campaign.crowd.forms import Form, parse_form
+from campaign.crowd.models import SimWorker
+from campaign.crowd.runner import Answerer, CrowdStats
+from campaign.prolific.emulator.participant import Participant, ParticipantError, add_participant
+from campaign.rng import rng_for, stable_seed
+
+log = logging.getLogger(__name__)
+
+RETURN_SHARE = 0.03  # start a study, then return the place before doing any of it
+ABANDON_SHARE = 0.02  # start a study and never come back (the emulator times the place out)
+SESSION_KEYS = ("PROLIFIC_PID", "STUDY_ID", "SESSION_ID")
+EXTERNAL_PREFIX = "sim:"
+
+
+@dataclass
+class ParticipantStats(CrowdStats):
+    """`accepted`/`submitted` count HITs (as for the worker-site crowd); the rest count places."""
+
+    started: int = 0  # places taken (submissions started)
+    completed: int = 0  # submissions finished through the completion redirect
+    abandoned: int = 0
+    waits: int = 0  # times the site had no HIT yet for a started submission
+    by_participant: dict[str, int] = field(default_factory=dict)  # participant id -> HITs submitted
+
+
+class SiteError(Exception):
+    def __init__(self, status: int, code: str, message: str) -> None:
+        super().__init__(f"{status} {code}: {message}")
+        self.status, self.code = status, code
+
+
+@dataclass
+class _Session:
+    """A started submission this crowd is still working on."""
+
+    study_id: str
+    submission_id: str
+    query: dict[str, str]
+    next_try: float = 0.0  # monotonic time of the next attempt after a `wait`
+    waits: int = 0
+
+
+class ParticipantCrowd:
+    def __init__(self, emulator_root_url: str, operator_token: str, site_url: str, workers: Sequence[SimWorker],
+                 truth_by_text: Mapping[str, float], seed: int, clock: Clock, poll: float = 0.05,
+                 *, max_idle: float = 0.5, max_waits: int = 20, return_share: float = RETURN_SHARE,
+                 abandon_share: float = ABANDON_SHARE) -> None:
+        self.root = emulator_root_url.rstrip("/")
+        self._token = operator_token
+        self.site = site_url.rstrip("/")
+        self.workers = list(workers)
+        self.by_id = {w.worker_id: w for w in self.workers}
+        self.answerer = Answerer(truth_by_text)
+        self.seed = seed
+        self.clock = clock
+        self.poll = poll
+        self.max_idle = max(max_idle, poll)
+        self.max_waits = max_waits  # `wait` answers before a participant with no HIT done gives the place back
+        self.return_share = return_share
+        self.abandon_share = abandon_share
+        self.stats = ParticipantStats()
+        self.participants: dict[str, Participant] = {}  # sim worker id -> emulator participant
+        self.on_error: Callable[[Exception], None] | None = None
+        self._order = sorted(self.workers, key=lambda w: stable_seed(seed, "participant-order", w.worker_id))
+        self._sessions: dict[str, _Session] = {}  # sim worker id -> the submission being worked on
+        self._taken: dict[str, int] = {}  # sim worker id -> studies started so far
+        self._stop = threading.Event()
+        self._life = threading.Lock()
+        self._thread: threading.Thread | None = None
+        self._start_time: float | None = None
+
+    def __repr__(self) -> str:
+        return f"ParticipantCrowd({len(self.workers)} workers, site={self.site})"  # never the token
+
+    # -- life cycle -----------------------------------------------------------------------------------------
+    def register(self) -> None:
+        """Every worker as a participant; the same worker finds the same participant again."""
+        for w in self.workers:
+            self.participants[w.worker_id] = add_participant(
+                self.root, self._token, external_id=EXTERNAL_PREFIX + w.worker_id, country=w.locale,
+                approval_rate=w.approval_rate, approvals=w.approved_hits, languages=["en", "English"])
+
+    def start(self) -> None:
+        with self._life:
+            if self._thread is not None:
+                return
+            self.register()
+            self._start_time = self.clock.now()
+            self._stop.clear()
+            self._thread = threading.Thread(target=self._loop, name="participant-crowd", daemon=True)
+            self._thread.start()
+
+    def stop(self) -> None:
+        """Safe from any thread and more than once; returns after the crowd's thread has ended."""
+        self._stop.set()
+        with self._life:
+            thread = self._thread
+        if thread is not None and thread is not threading.current_thread():
+            thread.join(timeout=30)
+
+    def task_site_worker_id(self, sim_worker_id: str) -> str:
+        """The worker id this person has on the task site (what the door and the gate call them)."""
+        return "AP" + self.participants[sim_worker_id].id.upper()
+
+    def _loop(self) -> None:
+        idle = self.poll
+        while not self._stop.is_set():
+            try:
+                worked = self.step()
+            except Exception as exc:  # the crowd must not die silently; report and keep going
+                worked = 0
+                self._error(exc)
+            if worked:
+                idle = self.poll
+            else:
+                self._stop.wait(idle)
+                idle = min(idle * 2, self.max_idle)
+
+    def _error(self, exc: Exception) -> None:
+        self.stats.errors += 1
+        log.warning("participant crowd: %s", exc)
+        if self.on_error:
+            self.on_error(exc)
+
+    # -- one pass -------------------------------------------------------------------------------------------
+    def arrived(self, w: SimWorker) -> bool:
+        start = self._start_time if self._start_time is not None else self.clock.now()
+        return self.clock.now() >= start + w.arrival
+
+    def step(self) -> int:
+        """Each arrived participant, in the seeded order, works on or starts one study; returns the
+        number of HITs submitted in this pass."""
+        submitted = 0
+        for w in self._order:
+            if self._stop.is_set():
+                break
+            if not self.arrived(w):
+                continue
+            try:
+                submitted += self._act(w)
+            except (ParticipantError, SiteError, OSError) as exc:
+                if isinstance(exc, SiteError) and exc.status == 403:
+                    self._sessions.pop(w.worker_id, None)  # no longer admitted (timed out, returned): drop it
+                self._error(exc)
+        return submitted
+
+    def _act(self, w: SimWorker) -> int:
+        session = self._sessions.get(w.worker_id)
+        if session is not None:
+            if time.monotonic() < session.next_try:
+                return 0
+            return self._work(w, session, self._call("GET", "/prolific/api/next", session.query))
+        p = self.participants[w.worker_id]
+        for study in p.studies():
+            session = self._take(w, p, study)
+            if session is not None:
+                return self._work(w, session, self._call("GET", "/prolific/api/next", session.query))
+            return 0  # returned or abandoned: one decision per pass
+        return 0
+
+    def _take(self, w: SimWorker, p: Participant, study: dict[str, Any]) -> _Session | None:
+        """Start the study (a place is reserved); a seeded few then return or abandon it."""
+        n = self._taken.get(w.worker_id, 0)
+        try:
+            sub, url = p.start(str(study["id"]))
+        except ParticipantError as exc:
+            if exc.status in (400, 403, 404):  # the last place went to someone else meanwhile, or closed
+                self.stats.refused += 1
+                return None
+            raise
+        self._taken[w.worker_id] = n + 1
+        self.stats.started += 1
+        fate = float(rng_for(self.seed, "participant-leaves", w.worker_id, study.get("name", ""), n).random())
+        if fate < self.return_share:
+            p.give_back(sub)
+            self.stats.returned += 1
+            return None
+        if fate < self.return_share + self.abandon_share:
+            self.stats.abandoned += 1  # never touches the site again; the emulator times the place out
+            return None
+        query = dict(urllib.parse.parse_qsl(urllib.parse.urlsplit(url).query))
+        session = _Session(str(study["id"]), sub, {k: query.get(k, "") for k in SESSION_KEYS})
+        if session.query != {"PROLIFIC_PID": p.id, "STUDY_ID": session.study_id, "SESSION_ID": sub}:
+            raise SiteError(0, "BadStudyURL", f"the study URL does not carry this session's placeholders: {url}")
+        self._sessions[w.worker_id] = session
+        return session
+
+    def _work(self, w: SimWorker, session: _Session, step: dict[str, Any]) -> int:
+        """Do HITs until the door says done (then complete on Prolific) or wait (then try later)."""
+        submitted = 0
+        while step.get("status") == "task":
+            if self._stop.is_set():
+                return submitted  # the session stays open; the next start picks it up
+            aid = str(step["AssignmentId"])
+            self.stats.accepted += 1
+            html = self._call("GET", "/prolific/api/task", {**session.query, "assignmentId": aid}, raw=True)
+            form = parse_form(html)
+            rng = rng_for(self.seed, "answer", w.worker_id, _content(form))
+            fields = self.answerer.answer(w, form, rng)
+            step = self._call("POST", "/prolific/api/submit", {**session.query, "assignmentId": aid, "fields": fields})
+            submitted += 1
+            self.stats.submitted += 1
+            self.stats.by_worker[w.worker_id] = self.stats.by_worker.get(w.worker_id, 0) + 1
+            pid = session.query["PROLIFIC_PID"]
+            self.stats.by_participant[pid] = self.stats.by_participant.get(pid, 0) + 1
+        if step.get("status") == "done":
+            self.participants[w.worker_id].complete_from_redirect(session.submission_id, str(step.get("redirect", "")))
+            self.stats.completed += 1
+            del self._sessions[w.worker_id]
+        elif step.get("status") == "wait":
+            self.stats.waits += 1
+            session.waits += 1
+            if session.waits > self.max_waits:
+                # What the site's page asks a person with nothing to do: return the place for someone else.
+                self.participants[w.worker_id].give_back(session.submission_id)
+                self.stats.returned += 1
+                del self._sessions[w.worker_id]
+            else:
+                session.next_try = time.monotonic() + min(self.poll * 2 ** session.waits, self.max_idle * 4)
+        else:
+            raise SiteError(0, "UnexpectedStep", f"the task site answered {step!r}")
+        return submitted
+
+    # -- the task site over HTTP ----------------------------------------------------------------------------
+    def _call(self, method: str, path: str, data: dict[str, Any], raw: bool = False) -> Any:
+        url = self.site + path
+        body = None
+        if method == "GET":
+            url += "?" + urllib.parse.urlencode(data)
+        else:
+            body = json.dumps(data).encode("utf-8")
+        req = urllib.request.Request(url, data=body, method=method,
+                                     headers={"Content-Type": "application/json"} if body is not None else {})
+        try:
+            with urllib.request.urlopen(req, timeout=30) as resp:
+                text = resp.read().decode("utf-8")
+        except urllib.error.HTTPError as exc:
+            try:
+                err = json.loads(exc.read() or b"{}")
+            except ValueError:
+                err = {}
+            raise SiteError(exc.code, str(err.get("error", "")), str(err.get("message", ""))) from None
+        return text if raw else json.loads(text)
+
+
+def _content(form: Form) -> str:
+    """What a person reads on the page (task kind and the shown texts), not the assignment's ids: the
+    answer's seed, so the same worker answers the same HIT alike wherever it is shown."""
+    shown = [form.data.get("task", "")] + [s.text for s in form.slots]
+    return hashlib.sha256(json.dumps(shown).encode("utf-8")).hexdigest()

@@ -1,0 +1,206 @@
+"""The simulated crowd as Prolific participants, end to end in-process: emulator, task site with the
+door, the Prolific marketplace adapter, real Likert pages; the crowd finds the study, starts it, does its
+bundles through the door and completes through the redirect."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from decimal import Decimal
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from campaign.clock import ManualClock
+from campaign.crowd.models import SimWorker
+from campaign.crowd.participants import ParticipantCrowd
+from campaign.market.prolific_site import ProlificDoor
+from campaign.market.server import RunningMarket, start_market
+from campaign.marketplaces import open_marketplace
+from campaign.marketplaces.base import HitRequest, HitType
+from campaign.marketplaces.prolific import ProlificMarketplace
+from campaign.prolific.client import ProlificClient
+from campaign.prolific.emulator.participant import ParticipantError
+from campaign.prolific.emulator.server import RunningEmulator, start_emulator
+from campaign.prolific.studies import ProlificStudies
+from campaign.prolific.study import ProlificConfig
+from campaign.spec import Qualifications
+from campaign.tasks import likert
+from campaign.tasks.base import ShownItem
+
+pytestmark = pytest.mark.prolific
+
+N_HITS, PER_HIT, ASSIGNMENTS, BUNDLE = 6, 4, 3, 2
+STATEMENTS = {f"Statement number {i} about water quality in the region.": i / (N_HITS * PER_HIT - 1)
+              for i in range(N_HITS * PER_HIT)}
+
+
+@dataclass
+class World:
+    tmp: Path
+    clock: ManualClock
+    em: RunningEmulator
+    server: RunningMarket
+    api: ProlificClient
+    door: ProlificDoor
+    market: ProlificMarketplace
+    studies: ProlificStudies
+    type_id: str
+    study_id: str
+    hits: list[str]
+
+
+@pytest.fixture
+def world(tmp_path: Path) -> Iterator[World]:
+    clock = ManualClock()
+    em = start_emulator(tmp_path / "em", clock, fee_rate=Decimal("0.3"))
+    server = start_market(tmp_path / "market", clock=clock, mode="prod", balance=Decimal("100.00"))
+    api = ProlificClient(em.base_url, em.token, max_retries=0)
+    door = ProlificDoor(server.engine, server.core.site.config, tmp_path / "site", api, ttl=0)
+    server.core.site.prolific = door
+    cfg = ProlificConfig(public_url=server.endpoint_url, bundle=BUNDLE, estimated_minutes=10, maximum_minutes=30,
+                         reward=Decimal("1.50"), countries=("US", "GB"))
+    studies = ProlificStudies(api, tmp_path / "journal")
+    inner = open_marketplace("local", server.endpoint_url, credentials=server.credentials)
+    m = ProlificMarketplace(inner, studies, door, cfg, tmp_path / "adapter")
+    try:
+        t = m.create_hit_type(HitType(title="Rate", description="Rate statements", reward=Decimal("0.10"), duration=600,
+                                      auto_approval_delay=86400, keywords="k", qualifications=Qualifications()), sandbox=True)
+        texts = list(STATEMENTS)
+        hits = []
+        for i in range(N_HITS):
+            items = [ShownItem(f"s{i}-{j}", texts[i * PER_HIT + j]) for j in range(PER_HIT)]
+            page = likert.page(items, "Water", "Rate the statements")
+            hits.append(m.create_hit(t, HitRequest(html=page, max_assignments=ASSIGNMENTS, lifetime=86400,
+                                                   annotation=f"a{i}", token=f"t{i}")).hit_id)
+        sid = studies.study(t)["study_id"]  # type: ignore[index]
+        world = World(tmp_path, clock, em, server, api, door, m, studies, t, sid, hits)
+        yield world
+        em = world.em  # a test may have restarted it
+    finally:
+        m.close()
+        studies.close()
+        server.stop()
+        door.close()
+        em.stop()
+
+
+def _workers(n_honest: int, n_spam: int, *, locale: str = "US") -> list[SimWorker]:
+    honest = [SimWorker(f"AHONEST{i:07d}", "diligent", noise=0.05, locale=locale) for i in range(n_honest)]
+    spam = [SimWorker(f"ASPAMMER{i:06d}", "constant_spammer", constant=1 + i % 5, locale=locale) for i in range(n_spam)]
+    return honest + spam
+
+
+def _crowd(w: World, workers: list[SimWorker], seed: int = 7, **kw: float) -> ParticipantCrowd:
+    return ParticipantCrowd(w.em.root_url, w.em.token, w.server.endpoint_url, workers, STATEMENTS, seed, w.clock,
+                            poll=0.02, **kw)
+
+
+def _until(cond: Callable[[], bool], timeout: float = 60.0) -> None:
+    end = time.monotonic() + timeout
+    while not cond():
+        if time.monotonic() > end:
+            raise AssertionError("timed out waiting")
+        time.sleep(0.05)
+
+
+def _slots_submitted(w: World) -> int:
+    return sum(len(w.market.submissions(h)) for h in w.hits)
+
+
+def test_crowd_fills_the_study_spammers_spam_honest_track_truth(world: World) -> None:
+    w = world
+    workers = _workers(8, 4)
+    crowd = _crowd(w, workers, return_share=0.0, abandon_share=0.0)
+    crowd.start()
+    try:
+        _until(lambda: _slots_submitted(w) == N_HITS * ASSIGNMENTS and crowd.stats.completed == N_HITS * ASSIGNMENTS // BUNDLE)
+    finally:
+        crowd.stop()
+    assert crowd.stats.errors == 0
+    subs = w.api.submissions(w.study_id)
+    assert len(subs) == N_HITS * ASSIGNMENTS // BUNDLE  # every place taken once
+    assert {s["status"] for s in subs} == {"AWAITING REVIEW"}
+    assert crowd.stats.submitted == N_HITS * ASSIGNMENTS and crowd.stats.started == len(subs)
+
+    by_site_id = {crowd.task_site_worker_id(x.worker_id): x for x in workers}
+    seen: set[tuple[str, str]] = set()
+    ratings: dict[str, list[tuple[float, int]]] = {}
+    for h in w.hits:
+        for a in w.market.submissions(h):
+            assert (a.worker_id, h) not in seen  # never the same HIT twice for one participant
+            seen.add((a.worker_id, h))
+            sim = by_site_id[a.worker_id]  # every answer came from one of our participants
+            fields = dict(w.market.answer_fields(a.answer))
+            sub = w.door.submission_of(a.assignment_id)
+            assert sub is not None and fields.get("prolific_submission_id") == sub[0]
+            texts = list(STATEMENTS)[w.hits.index(h) * PER_HIT:(w.hits.index(h) + 1) * PER_HIT]
+            for j, text in enumerate(texts):
+                ratings.setdefault(sim.worker_id, []).append((STATEMENTS[text], int(fields[f"rating-{j}"])))
+    spammers = [x for x in workers if x.is_spammer and x.worker_id in ratings]
+    honest = [x for x in workers if not x.is_spammer and x.worker_id in ratings]
+    assert spammers and honest
+    for x in spammers:
+        assert {r for _, r in ratings[x.worker_id]} == {x.constant}  # a constant spammer's answers are constant
+    truth = [t for x in honest for t, _ in ratings[x.worker_id]]
+    given = [r for x in honest for _, r in ratings[x.worker_id]]
+    assert float(np.corrcoef(truth, given)[0, 1]) > 0.9  # honest answers track the hidden truth
+
+
+def test_leavers_return_or_time_out_and_their_places_are_filled_again(world: World) -> None:
+    w = world
+    workers = _workers(14, 2)
+    crowd = _crowd(w, workers, seed=3, return_share=0.25, abandon_share=0.25)
+    crowd.start()
+    try:
+        _until(lambda: crowd.stats.started >= N_HITS * ASSIGNMENTS // BUNDLE and not crowd._sessions
+               and (crowd.stats.returned + crowd.stats.abandoned) > 0 and _slots_submitted(w) > 0)
+        time.sleep(0.3)
+        assert crowd.stats.returned >= 1 and crowd.stats.abandoned >= 1, crowd.stats  # seed 3 has both kinds
+        w.clock.advance(31 * 60)  # past the study's maximum time: abandoned places time out
+        w.market.sync_places(w.type_id)  # lost places are replaced
+        _until(lambda: _slots_submitted(w) == N_HITS * ASSIGNMENTS)
+    finally:
+        crowd.stop()
+    assert crowd.stats.errors == 0
+    subs = w.api.submissions(w.study_id)
+    by_status: dict[str, int] = {}
+    for s in subs:
+        by_status[s["status"]] = by_status.get(s["status"], 0) + 1
+    assert by_status.get("RETURNED", 0) == crowd.stats.returned
+    assert by_status.get("TIMED-OUT", 0) == crowd.stats.abandoned
+    assert by_status.get("AWAITING REVIEW", 0) == crowd.stats.completed == N_HITS * ASSIGNMENTS // BUNDLE
+    # The adapter opens a new place per lost one (on top of the place a return or time-out frees), so a
+    # few participants may still hold a place with no HIT left for them, waiting as the site tells them.
+    assert by_status.get("ACTIVE", 0) == len(crowd._sessions)
+    assert set(by_status) <= {"RETURNED", "TIMED-OUT", "AWAITING REVIEW", "ACTIVE"}
+    waiting = {s.submission_id for s in crowd._sessions.values()}
+    assert not any(w.door.assignments_of(sub) for sub in waiting)
+    pairs = [(a.worker_id, h) for h in w.hits for a in w.market.submissions(h)]
+    assert len(pairs) == len(set(pairs))
+
+
+def test_a_restarted_crowd_is_the_same_people(world: World) -> None:
+    w = world
+    workers = _workers(3, 1)
+    first = _crowd(w, workers)
+    first.register()
+    ids = {x.worker_id: first.task_site_worker_id(x.worker_id) for x in workers}
+    assert len(set(ids.values())) == len(workers)
+    old = first.participants[workers[0].worker_id]
+    old.studies()  # the first crowd's secret works ...
+
+    w.em.stop()  # the emulator restarts from its state directory
+    w.em = start_emulator(w.tmp / "em", w.clock, fee_rate=Decimal("0.3"))
+    second = _crowd(w, workers)
+    second.register()
+    assert {x.worker_id: second.task_site_worker_id(x.worker_id) for x in workers} == ids
+    with pytest.raises(ParticipantError) as gone:
+        old.__class__(w.em.root_url, old.id, old._auth.rsplit(":", 1)[1]).studies()
+    assert gone.value.status == 401  # ... and is replaced by the new one
+    assert second.participants[workers[0].worker_id].studies() is not None
+    other = _crowd(w, _workers(3, 1, locale="GB"), seed=99)
+    other.register()  # the same worker ids map to the same people whatever the crowd's seed
+    assert {x.worker_id: other.task_site_worker_id(x.worker_id) for x in workers} == ids
