@@ -3,13 +3,14 @@ who finds a study, starts it, lands on the task site, does the bundle of HITs th
 comes back to Prolific through the completion redirect, as a person in a browser does.
 
 The answers come from the same `Answerer` as the worker-site crowd (`campaign.crowd.runner`), seeded by
-(worker, shown content), so a participant answers a HIT exactly as that worker would on the worker site.
-Who leaves is seeded too: per (worker, study name, how many studies this worker took before) a small
-share returns the place right after starting and a small share starts and never comes back (the
-emulator times them out after the study's maximum time).
+(worker, shown content): participants answer by the same rules as the worker-site crowd.
+Who leaves is seeded too: per (worker, how many studies this worker started before) a small share
+returns the place right after starting and a small share starts and never comes back (the emulator
+times them out after the study's maximum time).
 
 Identity is stable: each worker is registered under the external id `sim:<worker id>`, so a restarted
-crowd over the same emulator state gets the same participants back (with fresh secrets).
+crowd over the same emulator state gets the same participants back (with fresh secrets) and goes on
+with the submissions they had started (the task site keeps which HITs each submission holds).
 
 One thread walks the participants in a seeded order; which participant takes which place still
 depends on when the daemon posts HITs and opens places, so runs are deterministic only as far as that
@@ -54,6 +55,7 @@ class ParticipantStats(CrowdStats):
     completed: int = 0  # submissions finished through the completion redirect
     abandoned: int = 0
     waits: int = 0  # times the site had no HIT yet for a started submission
+    resumed: int = 0  # started submissions found again at start (a restarted crowd goes on with them)
     by_participant: dict[str, int] = field(default_factory=dict)  # participant id -> HITs submitted
 
 
@@ -108,11 +110,26 @@ class ParticipantCrowd:
 
     # -- life cycle -----------------------------------------------------------------------------------------
     def register(self) -> None:
-        """Every worker as a participant; the same worker finds the same participant again."""
+        """Every worker as a participant; the same worker finds the same participant again, and picks up
+        a submission it had started (before a restart) where the task site left it."""
         for w in self.workers:
-            self.participants[w.worker_id] = add_participant(
-                self.root, self._token, external_id=EXTERNAL_PREFIX + w.worker_id, country=w.locale,
-                approval_rate=w.approval_rate, approvals=w.approved_hits, languages=["en", "English"])
+            p = add_participant(self.root, self._token, external_id=EXTERNAL_PREFIX + w.worker_id, country=w.locale,
+                                approval_rate=w.approval_rate, approvals=w.approved_hits, languages=["en", "English"])
+            self.participants[w.worker_id] = p
+            mine = p.submissions()
+            self._taken[w.worker_id] = len(mine)
+            for n, s in enumerate(mine):
+                if s.get("status") != "ACTIVE" or w.worker_id in self._sessions:
+                    continue
+                fate = self._fate(w, n)
+                if fate == "abandon":
+                    continue  # still gone
+                sub, study = str(s["id"]), str(s["study_id"])
+                if fate == "return":  # stopped between starting and returning it
+                    p.give_back(sub)
+                    continue
+                self._sessions[w.worker_id] = _Session(study, sub, {"PROLIFIC_PID": p.id, "STUDY_ID": study, "SESSION_ID": sub})
+                self.stats.resumed += 1
 
     def start(self) -> None:
         with self._life:
@@ -204,12 +221,12 @@ class ParticipantCrowd:
             raise
         self._taken[w.worker_id] = n + 1
         self.stats.started += 1
-        fate = float(rng_for(self.seed, "participant-leaves", w.worker_id, study.get("name", ""), n).random())
-        if fate < self.return_share:
+        fate = self._fate(w, n)
+        if fate == "return":
             p.give_back(sub)
             self.stats.returned += 1
             return None
-        if fate < self.return_share + self.abandon_share:
+        if fate == "abandon":
             self.stats.abandoned += 1  # never touches the site again; the emulator times the place out
             return None
         query = dict(urllib.parse.parse_qsl(urllib.parse.urlsplit(url).query))
@@ -218,6 +235,15 @@ class ParticipantCrowd:
             raise SiteError(0, "BadStudyURL", f"the study URL does not carry this session's placeholders: {url}")
         self._sessions[w.worker_id] = session
         return session
+
+    def _fate(self, w: SimWorker, n: int) -> str:
+        """What this worker does with the n-th study it starts: "return", "abandon" or "work". Keyed by the
+        count (which a restarted crowd reads back from the participant's submissions), not by study ids,
+        which differ from run to run."""
+        x = float(rng_for(self.seed, "participant-leaves", w.worker_id, n).random())
+        if x < self.return_share:
+            return "return"
+        return "abandon" if x < self.return_share + self.abandon_share else "work"
 
     def _work(self, w: SimWorker, session: _Session, step: dict[str, Any]) -> int:
         """Do HITs until the door says done (then complete on Prolific) or wait (then try later)."""

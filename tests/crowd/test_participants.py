@@ -14,6 +14,7 @@ import numpy as np
 import pytest
 
 from campaign.clock import ManualClock
+from campaign.crowd.forms import parse_form
 from campaign.crowd.models import SimWorker
 from campaign.crowd.participants import ParticipantCrowd
 from campaign.market.prolific_site import ProlificDoor
@@ -152,13 +153,19 @@ def test_crowd_fills_the_study_spammers_spam_honest_track_truth(world: World) ->
 def test_leavers_return_or_time_out_and_their_places_are_filled_again(world: World) -> None:
     w = world
     workers = _workers(14, 2)
-    crowd = _crowd(w, workers, seed=3, return_share=0.25, abandon_share=0.25)
+
+    def leavers(seed: int) -> set[str]:
+        c = _crowd(w, workers, seed=seed, return_share=0.25, abandon_share=0.25)
+        return {c._fate(x, 0) for x in c._order[:6]} - {"work"}  # the first six of the order surely get a place
+
+    seed = next(s for s in range(100) if leavers(s) == {"return", "abandon"})  # a seed with both kinds of leaver
+    crowd = _crowd(w, workers, seed=seed, return_share=0.25, abandon_share=0.25)
     crowd.start()
     try:
         _until(lambda: crowd.stats.started >= N_HITS * ASSIGNMENTS // BUNDLE and not crowd._sessions
                and (crowd.stats.returned + crowd.stats.abandoned) > 0 and _slots_submitted(w) > 0)
         time.sleep(0.3)
-        assert crowd.stats.returned >= 1 and crowd.stats.abandoned >= 1, crowd.stats  # seed 3 has both kinds
+        assert crowd.stats.returned >= 1 and crowd.stats.abandoned >= 1, crowd.stats
         w.clock.advance(31 * 60)  # past the study's maximum time: abandoned places time out
         w.market.sync_places(w.type_id)  # lost places are replaced
         _until(lambda: _slots_submitted(w) == N_HITS * ASSIGNMENTS)
@@ -170,11 +177,12 @@ def test_leavers_return_or_time_out_and_their_places_are_filled_again(world: Wor
     for s in subs:
         by_status[s["status"]] = by_status.get(s["status"], 0) + 1
     assert by_status.get("RETURNED", 0) == crowd.stats.returned
-    assert by_status.get("TIMED-OUT", 0) == crowd.stats.abandoned
+    timed_out = by_status.get("TIMED-OUT", 0)
+    assert 1 <= timed_out <= crowd.stats.abandoned  # those who left after the clock moved are not timed out yet
     assert by_status.get("AWAITING REVIEW", 0) == crowd.stats.completed == N_HITS * ASSIGNMENTS // BUNDLE
     # The adapter opens a new place per lost one (on top of the place a return or time-out frees), so a
     # few participants may still hold a place with no HIT left for them, waiting as the site tells them.
-    assert by_status.get("ACTIVE", 0) == len(crowd._sessions)
+    assert by_status.get("ACTIVE", 0) == len(crowd._sessions) + crowd.stats.abandoned - timed_out
     assert set(by_status) <= {"RETURNED", "TIMED-OUT", "AWAITING REVIEW", "ACTIVE"}
     waiting = {s.submission_id for s in crowd._sessions.values()}
     assert not any(w.door.assignments_of(sub) for sub in waiting)
@@ -204,3 +212,29 @@ def test_a_restarted_crowd_is_the_same_people(world: World) -> None:
     other = _crowd(w, _workers(3, 1, locale="GB"), seed=99)
     other.register()  # the same worker ids map to the same people whatever the crowd's seed
     assert {x.worker_id: other.task_site_worker_id(x.worker_id) for x in workers} == ids
+
+
+def test_a_restarted_crowd_goes_on_with_the_bundle_it_had_started(world: World) -> None:
+    w = world
+    workers = _workers(2, 0)
+    first = _crowd(w, workers, return_share=0.0, abandon_share=0.0)
+    first.register()
+    me = workers[0]
+    session = first._take(me, first.participants[me.worker_id], {"id": w.study_id})
+    assert session is not None
+    step = first._call("GET", "/prolific/api/next", session.query)
+    html = first._call("GET", "/prolific/api/task", {**session.query, "assignmentId": step["AssignmentId"]}, raw=True)
+    fields = first.answerer.answer(me, parse_form(html), np.random.default_rng(0))
+    step = first._call("POST", "/prolific/api/submit", {**session.query, "assignmentId": step["AssignmentId"], "fields": fields})
+    assert step["status"] == "task"  # one HIT of the bundle done, the next one handed out: then the crowd stops
+    first.stop()
+
+    second = _crowd(w, workers, return_share=0.0, abandon_share=0.0)
+    second.start()
+    try:
+        assert second.stats.resumed == 1
+        _until(lambda: w.api.submission(session.submission_id)["status"] == "AWAITING REVIEW")
+    finally:
+        second.stop()
+    assert len(w.door.assignments_of(session.submission_id)) == BUNDLE  # the bundle finished, not restarted
+    assert second.stats.submitted >= BUNDLE - 1 and second.stats.errors == 0

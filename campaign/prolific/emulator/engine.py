@@ -810,6 +810,10 @@ class Emulator:
     def my_submission(self, p: dict[str, Any], sub_id: str) -> dict[str, Any]:
         return self.submission_out(self._own_sub(p, sub_id))
 
+    def my_submissions(self, p: dict[str, Any]) -> list[dict[str, Any]]:
+        """A participant's own submissions, oldest first (Prolific's "Submissions" page)."""
+        return [self.submission_out(s) for s in self.db.owned("submission", p["id"])]
+
     # -- time -------------------------------------------------------------------------------------------
     def sweep(self) -> None:
         """Time-outs past `maximum_allowed_time` and Prolific's automatic approval of unreviewed work."""

@@ -74,5 +74,9 @@ class Participant:
     def give_back(self, submission_id: str) -> str:
         return str(_call(f"{self.root}/emulator/submissions/{submission_id}/return", "POST", self._auth, {})["status"])
 
+    def submissions(self) -> list[dict[str, Any]]:
+        """This participant's own submissions, oldest first: what a person sees on coming back."""
+        return list(_call(f"{self.root}/emulator/submissions", "GET", self._auth)["results"])
+
     def submission(self, submission_id: str) -> dict[str, Any]:
         return dict(_call(f"{self.root}/emulator/submissions/{submission_id}", "GET", self._auth))

@@ -231,6 +231,8 @@ def _participant_side(em: Emulator, req: Request) -> tuple[int, Any]:
         return 200, {"results": em.open_studies(p)}
     if len(parts) == 3 and parts[0] == "studies" and parts[2] == "start" and req.method == "POST":
         return 201, em.start(p, parts[1])
+    if parts == ["submissions"] and req.method == "GET":
+        return 200, {"results": em.my_submissions(p)}
     if len(parts) == 2 and parts[0] == "submissions" and req.method == "GET":
         return 200, em.my_submission(p, parts[1])
     if len(parts) == 3 and parts[0] == "submissions" and req.method == "POST" and parts[2] in ("complete", "return"):
