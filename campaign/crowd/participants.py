@@ -8,9 +8,10 @@ Who leaves is seeded too: per (worker, how many studies this worker started befo
 returns the place right after starting and a small share starts and never comes back (the emulator
 times them out after the study's maximum time).
 
-Identity is stable: each worker is registered under the external id `sim:<worker id>`, so a restarted
-crowd over the same emulator state gets the same participants back (with fresh secrets) and goes on
-with the submissions they had started (the task site keeps which HITs each submission holds).
+Identity is stable: each worker is registered under the external id `sim:[<namespace>:]<worker id>`,
+so a restarted crowd over the same emulator state gets the same participants back (with fresh secrets)
+and goes on with the submissions they had started (the task site keeps which HITs each submission
+holds).
 
 One thread walks the participants in a seeded order; which participant takes which place still
 depends on when the daemon posts HITs and opens places, so runs are deterministic only as far as that
@@ -79,8 +80,8 @@ class _Session:
 class ParticipantCrowd:
     def __init__(self, emulator_root_url: str, operator_token: str, site_url: str, workers: Sequence[SimWorker],
                  truth_by_text: Mapping[str, float], seed: int, clock: Clock, poll: float = 0.05,
-                 *, max_idle: float = 0.5, max_waits: int = 20, return_share: float = RETURN_SHARE,
-                 abandon_share: float = ABANDON_SHARE) -> None:
+                 *, namespace: str = "", wants: Callable[[dict[str, Any]], bool] | None = None, max_idle: float = 0.5,
+                 max_waits: int = 20, return_share: float = RETURN_SHARE, abandon_share: float = ABANDON_SHARE) -> None:
         self.root = emulator_root_url.rstrip("/")
         self._token = operator_token
         self.site = site_url.rstrip("/")
@@ -90,6 +91,10 @@ class ParticipantCrowd:
         self.seed = seed
         self.clock = clock
         self.poll = poll
+        # Two crowds on one emulator (two campaigns) with the same worker ids need different namespaces:
+        # registering a participant again resets its secret, which would lock the other crowd out.
+        self.namespace = namespace
+        self.wants = wants  # which open studies (the participant's study listing rows) this crowd takes
         self.max_idle = max(max_idle, poll)
         self.max_waits = max_waits  # `wait` answers before a participant with no HIT done gives the place back
         self.return_share = return_share
@@ -113,7 +118,7 @@ class ParticipantCrowd:
         """Every worker as a participant; the same worker finds the same participant again, and picks up
         a submission it had started (before a restart) where the task site left it."""
         for w in self.workers:
-            p = add_participant(self.root, self._token, external_id=EXTERNAL_PREFIX + w.worker_id, country=w.locale,
+            p = add_participant(self.root, self._token, external_id=self.external_id(w.worker_id), country=w.locale,
                                 approval_rate=w.approval_rate, approvals=w.approved_hits, languages=["en", "English"])
             self.participants[w.worker_id] = p
             mine = p.submissions()
@@ -148,6 +153,10 @@ class ParticipantCrowd:
             thread = self._thread
         if thread is not None and thread is not threading.current_thread():
             thread.join(timeout=30)
+
+    def external_id(self, sim_worker_id: str) -> str:
+        """The operator's name for this worker on the emulator: the key of its stable identity."""
+        return EXTERNAL_PREFIX + (f"{self.namespace}:" if self.namespace else "") + sim_worker_id
 
     def task_site_worker_id(self, sim_worker_id: str) -> str:
         """The worker id this person has on the task site (what the door and the gate call them)."""
@@ -203,6 +212,8 @@ class ParticipantCrowd:
             return self._work(w, session, self._call("GET", "/prolific/api/next", session.query))
         p = self.participants[w.worker_id]
         for study in p.studies():
+            if self.wants is not None and not self.wants(study):
+                continue
             session = self._take(w, p, study)
             if session is not None:
                 return self._work(w, session, self._call("GET", "/prolific/api/next", session.query))

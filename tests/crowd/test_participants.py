@@ -238,3 +238,26 @@ def test_a_restarted_crowd_goes_on_with_the_bundle_it_had_started(world: World) 
         second.stop()
     assert len(w.door.assignments_of(session.submission_id)) == BUNDLE  # the bundle finished, not restarted
     assert second.stats.submitted >= BUNDLE - 1 and second.stats.errors == 0
+
+
+def test_two_crowds_with_the_same_worker_ids_keep_apart(world: World) -> None:
+    w = world
+    workers = _workers(3, 0)
+    a = _crowd(w, workers, namespace="campaign-a", return_share=0.0, abandon_share=0.0)
+    b = _crowd(w, workers, namespace="campaign-b", wants=lambda study: False)  # works none of the open studies
+    a.register()
+    b.register()  # does not reset a's secrets: different people
+    ids_a = {a.task_site_worker_id(x.worker_id) for x in workers}
+    ids_b = {b.task_site_worker_id(x.worker_id) for x in workers}
+    assert not ids_a & ids_b
+    a.start()
+    b.start()
+    try:
+        _until(lambda: a.stats.completed == len(workers))
+        time.sleep(0.2)
+    finally:
+        a.stop()
+        b.stop()
+    assert a.stats.errors == b.stats.errors == 0
+    assert b.stats.started == 0
+    assert {s["participant_id"] for s in w.api.submissions(w.study_id)} == {i[2:].lower() for i in ids_a}
