@@ -5,18 +5,28 @@ the intent to post it, so the budget is checked against reservations and cannot 
 process dies between the reservation and the remote call. Approval turns one assignment's share into a
 charge; rejection and expiry release what will never be paid. Every entry has a unique `ref`, so an
 action replayed after a crash books nothing twice.
+
+What a HIT, an assignment or a bonus costs is the marketplace's fee schedule (`fees`, MTurk's by
+default; `campaign.marketplaces.base.fees_of`). A marketplace that is paid per place of a study
+(Prolific) reserves places before it opens them (`reserve_places`), charges a place when its
+submission is approved (`charge_place`) and releases the places never paid once the study is over
+(`release_study_rest`); its HITs themselves cost nothing, and nothing is booked for them.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 from decimal import Decimal
+from typing import TYPE_CHECKING
 
 from sqlalchemy.exc import IntegrityError
 from sqlmodel import Session, func, select
 
-from campaign.money import assignment_cost, assignment_fee, bonus_fee, fmt, hit_cost
+from campaign.money import MTURK_FEES, Cost, MTurkFees, fmt
 from campaign.store import LedgerRow
+
+if TYPE_CHECKING:
+    from campaign.marketplaces.base import FeeSchedule
 
 ZERO = Decimal("0.00")
 
@@ -72,10 +82,13 @@ def _book(session: Session, row: LedgerRow) -> bool:
     return True
 
 
-def reserve_hit(session: Session, campaign: str, budget: Decimal, hit_key: str, reward: Decimal, assignments: int) -> Decimal:
+def reserve_hit(session: Session, campaign: str, budget: Decimal, hit_key: str, reward: Decimal, assignments: int,
+                fees: FeeSchedule | MTurkFees = MTURK_FEES) -> Decimal:
     """Reserve a HIT's worst-case cost, or raise BudgetExceeded; idempotent per HIT key."""
-    amount = hit_cost(reward, assignments)
+    amount = fees.hit_reserve(reward, assignments)
     ref = f"reserve:{hit_key}"
+    if amount <= 0:  # paid some other way (per place of a study): nothing to book
+        return amount
     if session.exec(select(LedgerRow.id).where(LedgerRow.campaign == campaign, LedgerRow.ref == ref)).first() is not None:
         return amount
     t = totals(session, campaign, budget)
@@ -87,18 +100,23 @@ def reserve_hit(session: Session, campaign: str, budget: Decimal, hit_key: str, 
     return amount
 
 
-def charge_assignment(session: Session, campaign: str, hit_key: str, assignment_id: str, reward: Decimal, assignments: int) -> bool:
+def charge_assignment(session: Session, campaign: str, hit_key: str, assignment_id: str, reward: Decimal, assignments: int,
+                      fees: FeeSchedule | MTurkFees = MTURK_FEES) -> bool:
     """Book an approved assignment (reward + fee), exactly once."""
-    cost = assignment_cost(reward, assignments)
-    fee = assignment_fee(reward, assignments)
-    return _book(session, LedgerRow(campaign=campaign, ref=f"charge:{assignment_id}", kind="charge", amount=fmt(cost),
-                                    fee=fmt(fee), hit_key=hit_key, assignment_id=assignment_id))
+    cost = fees.assignment(reward, assignments)
+    if cost.total <= 0:
+        return False
+    return _book(session, LedgerRow(campaign=campaign, ref=f"charge:{assignment_id}", kind="charge", amount=fmt(cost.total),
+                                    fee=fmt(cost.fee), hit_key=hit_key, assignment_id=assignment_id))
 
 
-def release_assignment(session: Session, campaign: str, hit_key: str, assignment_id: str, reward: Decimal, assignments: int) -> bool:
+def release_assignment(session: Session, campaign: str, hit_key: str, assignment_id: str, reward: Decimal, assignments: int,
+                       fees: FeeSchedule | MTurkFees = MTURK_FEES) -> bool:
     """A rejected assignment will never be paid: release its share of the reservation."""
-    cost = assignment_cost(reward, assignments)
-    return _book(session, LedgerRow(campaign=campaign, ref=f"release:{assignment_id}", kind="release", amount=fmt(cost),
+    cost = fees.assignment(reward, assignments)
+    if cost.total <= 0:
+        return False
+    return _book(session, LedgerRow(campaign=campaign, ref=f"release:{assignment_id}", kind="release", amount=fmt(cost.total),
                                     hit_key=hit_key, assignment_id=assignment_id))
 
 
@@ -118,8 +136,9 @@ def release_hit_rest(session: Session, campaign: str, hit_key: str) -> Decimal:
     return left if booked else ZERO
 
 
-def reserve_bonus(session: Session, campaign: str, budget: Decimal, ref: str, amount: Decimal, assignment_id: str) -> Decimal:
-    total = amount + bonus_fee(amount)
+def reserve_bonus(session: Session, campaign: str, budget: Decimal, ref: str, amount: Decimal, assignment_id: str,
+                  fees: FeeSchedule | MTurkFees = MTURK_FEES) -> Decimal:
+    total = fees.bonus(amount).total
     if session.exec(select(LedgerRow.id).where(LedgerRow.campaign == campaign, LedgerRow.ref == f"bonus_reserve:{ref}")).first():
         return total
     t = totals(session, campaign, budget)
@@ -129,16 +148,71 @@ def reserve_bonus(session: Session, campaign: str, budget: Decimal, ref: str, am
     return total
 
 
-def charge_bonus(session: Session, campaign: str, ref: str, amount: Decimal, assignment_id: str) -> bool:
+def charge_bonus(session: Session, campaign: str, ref: str, amount: Decimal, assignment_id: str,
+                 fees: FeeSchedule | MTurkFees = MTURK_FEES) -> bool:
+    cost = fees.bonus(amount)
     return _book(session, LedgerRow(campaign=campaign, ref=f"bonus_charge:{ref}", kind="bonus_charge",
-                                    amount=fmt(amount + bonus_fee(amount)), fee=fmt(bonus_fee(amount)), assignment_id=assignment_id))
+                                    amount=fmt(cost.total), fee=fmt(cost.fee), assignment_id=assignment_id))
 
 
 def spent_count(session: Session, campaign: str) -> int:
     return int(session.exec(select(func.count()).select_from(LedgerRow).where(LedgerRow.campaign == campaign, LedgerRow.kind == "charge")).one())
 
 
-def release_bonus(session: Session, campaign: str, ref: str, amount: Decimal, assignment_id: str) -> bool:
+def release_bonus(session: Session, campaign: str, ref: str, amount: Decimal, assignment_id: str,
+                  fees: FeeSchedule | MTurkFees = MTURK_FEES) -> bool:
     """A bonus that the marketplace refused will not be paid: free its reservation."""
     return _book(session, LedgerRow(campaign=campaign, ref=f"bonus_release:{ref}", kind="bonus_release",
-                                    amount=fmt(amount + bonus_fee(amount)), assignment_id=assignment_id))
+                                    amount=fmt(fees.bonus(amount).total), assignment_id=assignment_id))
+
+
+# -- places of a study (Prolific) ----------------------------------------------------------------------------------
+def _study_ref(key: str) -> str:
+    return f"study:{key}"
+
+
+def places_reserved(session: Session, campaign: str, key: str) -> int:
+    return int(session.exec(select(func.count()).select_from(LedgerRow).where(
+        LedgerRow.campaign == campaign, LedgerRow.hit_key == _study_ref(key), LedgerRow.kind == "reserve")).one())
+
+
+def reserve_places(session: Session, campaign: str, budget: Decimal, key: str, places: int, cost: Cost) -> tuple[int, str]:
+    """Reserve one place's cost for each place of study `key` up to `places` (those reserved before
+    count). Returns how many are reserved now, and why not more when that is fewer than `places`
+    (the budget: the places that fit are booked, the rest never opened)."""
+    have = places_reserved(session, campaign, key)
+    t = totals(session, campaign, budget)
+    left = t.budget - t.spent - t.reserved
+    for n in range(have + 1, places + 1):
+        if cost.total > left:
+            return have, (f"opening place {n} of study {key} needs {fmt(cost.total)} but only {fmt(left)} of the "
+                          f"{fmt(budget)} budget is left")
+        _book(session, LedgerRow(campaign=campaign, ref=f"reserve:{_study_ref(key)}:{n}", kind="reserve",
+                                 amount=fmt(cost.total), hit_key=_study_ref(key), note=f"place {n}"))
+        left -= cost.total
+        have = n
+    return have, ""
+
+
+def charge_place(session: Session, campaign: str, key: str, submission_id: str, cost: Cost) -> bool:
+    """An approved submission: its place's reservation becomes spent, exactly once per submission."""
+    return _book(session, LedgerRow(campaign=campaign, ref=f"charge:{submission_id}", kind="charge", amount=fmt(cost.total),
+                                    fee=fmt(cost.fee), hit_key=_study_ref(key), assignment_id=submission_id))
+
+
+def release_study_rest(session: Session, campaign: str, key: str) -> Decimal:
+    """The study is over: release what its places reserved and no approval charged."""
+    rows = session.exec(select(LedgerRow.kind, LedgerRow.amount).where(LedgerRow.campaign == campaign,
+                                                                        LedgerRow.hit_key == _study_ref(key))).all()
+    left, units = ZERO, 0
+    for kind, amount in rows:
+        if kind == "reserve":
+            left += Decimal(amount)
+            units += 1
+        elif kind in ("charge", "release"):
+            left -= Decimal(amount)
+    if left <= 0:
+        return ZERO
+    booked = _book(session, LedgerRow(campaign=campaign, ref=f"release:{_study_ref(key)}:rest:{units}", kind="release",
+                                      amount=fmt(left), hit_key=_study_ref(key), note="study over"))
+    return left if booked else ZERO

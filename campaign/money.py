@@ -7,6 +7,7 @@ be compared to the cent.
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass
 from decimal import ROUND_HALF_UP, Decimal, InvalidOperation
 
 CENT = Decimal("0.01")
@@ -78,3 +79,33 @@ def assignment_cost(reward: Decimal, max_assignments: int, masters: bool = False
 def hit_cost(reward: Decimal, max_assignments: int, masters: bool = False) -> Decimal:
     """What a whole HIT can cost if every assignment is approved; the amount reserved at posting."""
     return assignment_cost(reward, max_assignments, masters) * max_assignments
+
+
+@dataclass(frozen=True)
+class Cost:
+    """One payment as the ledger books it: `total` drawn from the account, `fee` (fees and tax) inside it."""
+
+    total: Decimal
+    fee: Decimal
+
+
+class MTurkFees:
+    """MTurk's fee schedule, the default every marketplace without its own uses (`campaign.marketplaces.base.fees_of`).
+
+    The steps and the ledger ask a schedule rather than calling the functions above, so a marketplace
+    that pays differently (Prolific: per place, with its own fee and VAT) brings its own rules."""
+
+    def hit_reserve(self, reward: Decimal, assignments: int) -> Decimal:
+        """What posting one HIT reserves: its worst case."""
+        return hit_cost(reward, assignments)
+
+    def assignment(self, reward: Decimal, assignments: int) -> Cost:
+        """What one approved assignment costs."""
+        return Cost(assignment_cost(reward, assignments), assignment_fee(reward, assignments))
+
+    def bonus(self, amount: Decimal) -> Cost:
+        fee = bonus_fee(amount)
+        return Cost(Decimal(amount) + fee, fee)
+
+
+MTURK_FEES = MTurkFees()

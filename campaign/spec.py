@@ -26,8 +26,11 @@ import yaml
 
 from campaign.inputs import InputError, load_items, load_truth
 from campaign.money import MoneyError, hit_cost, parse_amount
+from campaign.prolific.study import ProlificConfig, place_cost, reward_per_submission
 
-MARKETPLACES = ("local", "mturk-sandbox", "mturk")
+MARKETPLACES = ("local", "mturk-sandbox", "mturk", "prolific", "prolific-local")
+PROLIFIC_MARKETPLACES = ("prolific", "prolific-local")
+SIMULATED_OK = ("local", "prolific-local")  # marketplaces a simulated crowd can work (both run in-process)
 CROWD_KINDS = ("simulated", "none")
 WORKER_KINDS = ("diligent", "noisy", "biased", "constant_spammer", "random_spammer")
 INPUT_KINDS = ("propositions", "documents")
@@ -372,6 +375,9 @@ class Campaign:
     poll_interval: float = opt(_Schedule.poll_interval)
     max_rps: float | None = opt(_Schedule.max_rps)
     endpoint_url: str | None = opt(None, _string)
+    # `prolific:` (its fields minus public_url, which comes from `task_site.public_url` or the run)
+    prolific: ProlificConfig | None = None
+    public_url: str | None = None  # `task_site.public_url`: where participants reach the task site
 
     def fingerprint(self) -> str:
         """A hash of everything that shapes HITs; a resumed run refuses a changed spec.
@@ -382,6 +388,9 @@ class Campaign:
         """
         data = asdict(self)
         data.pop("max_rps")  # how fast we talk to the marketplace shapes no HIT: changing it on resume is fine
+        for key in ("prolific", "public_url"):  # absent before Prolific existed: older campaigns still resume
+            if data.get(key) is None:
+                data.pop(key, None)
         legacy = _legacy_stage_fields()
         data["stages"] = [{**legacy, **s} for s in data["stages"]]
         for st in data["stages"]:  # no repeat: as before `repeat:` existed, so older campaigns still resume
@@ -620,7 +629,7 @@ def _closest(word: str, options: set[str]) -> str | None:
 
 # ----------------------------------------------------------------------------------------------- loading
 
-CAMPAIGN_EXTRA_KEYS = {"input", "task", "stages", "crowd", "quality", "schedule"}
+CAMPAIGN_EXTRA_KEYS = {"input", "task", "stages", "crowd", "quality", "schedule", "prolific", "task_site"}
 
 
 def load_spec(path: str | Path) -> Spec:
@@ -718,7 +727,14 @@ def _campaign(ck: _Checker, raw: Any, at: At, base_dir: Path) -> tuple[str, Camp
     stages = _stages(ck, m, at, input_kind)
 
     budget = got.get("budget", Decimal("0"))
-    if stages and budget > 0:
+    marketplace = got.get("marketplace", _default(Campaign, "marketplace"))
+    prolific, public_url = _prolific_and_site(ck, m, at, marketplace)
+    if prolific is not None and budget > 0:
+        one_place = place_cost(prolific)
+        if budget < one_place:
+            ck.err(at + ("budget",), f"{budget} is below the cost of one Prolific place ({one_place} {prolific.currency} "
+                   "with fee and VAT)")
+    elif stages and budget > 0:
         first = stages[0]
         one_hit = hit_cost(first.reward, first.assignments)
         if budget < one_hit:
@@ -730,15 +746,117 @@ def _campaign(ck: _Checker, raw: Any, at: At, base_dir: Path) -> tuple[str, Camp
     if "crowd" not in m or m["crowd"] is None:  # no crowd section: the campaign's default crowd (none)
         crowd_given.setdefault("kind", _default(Campaign, "crowd").kind)
     crowd = Crowd(**crowd_given)
-    marketplace = got.get("marketplace", _default(Campaign, "marketplace"))
-    if crowd.kind == "simulated" and marketplace != "local":
-        ck.err(at + ("crowd", "kind"), "a simulated crowd can only work the built-in marketplace (marketplace: local)")
+    if crowd.kind == "simulated" and marketplace not in SIMULATED_OK:
+        ck.err(at + ("crowd", "kind"), "a simulated crowd can only work the built-in marketplace (marketplace: local) "
+               "or the Prolific emulator (marketplace: prolific-local)")
     quality = QualityPolicy(**ck.read(QualityPolicy, m.get("quality"), at + ("quality",)))
     schedule = _Schedule(**ck.read(_Schedule, m.get("schedule"), at + ("schedule",)))
     if len(ck.problems) > before or not name:
         return name, None
     return name, Campaign(**got, input_kind=input_kind, input_path=input_path, stages=tuple(stages), crowd=crowd,
-                          quality=quality, poll_interval=schedule.poll_interval, max_rps=schedule.max_rps)
+                          quality=quality, poll_interval=schedule.poll_interval, max_rps=schedule.max_rps,
+                          prolific=prolific, public_url=public_url)
+
+
+PROLIFIC_KEYS = {"workspace", "project", "reward", "reward_per_hour", "currency", "bundle", "estimated_minutes",
+                 "maximum_minutes", "devices", "filters", "fee_rate", "vat_rate", "completion_url"}
+PROLIFIC_FILTER_KEYS = {"approval_rate", "countries", "languages", "block_list"}
+PROLIFIC_DEVICES = ("desktop", "mobile", "tablet")
+PROLIFIC_CURRENCIES = ("GBP", "USD")
+
+
+def _url(ck: _Checker, v: Any, at: At) -> str:
+    text = ck.string(v, at)
+    if text and not re.fullmatch(r"https?://[^\s/?#]+(/[^\s?#]*)?", text):
+        ck.err(at, f"must be an http(s) address like https://tasks.example.org, got {text!r}")
+    return text
+
+
+def _rate(ck: _Checker, v: Any, at: At) -> Decimal:
+    try:
+        rate = Decimal(repr(v) if isinstance(v, float) else str(v))
+    except ArithmeticError:
+        rate = Decimal("-1")
+    if isinstance(v, bool) or not rate.is_finite() or not Decimal(0) <= rate <= Decimal(1):
+        ck.err(at, f"must be a fraction between 0 and 1 written as a string like \"0.333\", got {v!r}")
+        return Decimal(0)
+    return rate
+
+
+def _words(ck: _Checker, v: Any, at: At, pattern: str = r"\S.*", what: str = "non-empty strings") -> tuple[str, ...]:
+    if isinstance(v, str):
+        v = [v]
+    if not isinstance(v, list) or not all(isinstance(x, str) and re.fullmatch(pattern, x) for x in v):
+        ck.err(at, f"must be a list of {what}")
+        return ()
+    return tuple(v)
+
+
+def _prolific_and_site(ck: _Checker, m: dict, at: At, marketplace: str) -> tuple[ProlificConfig | None, str | None]:
+    """The `prolific:` block as a `ProlificConfig` (public_url left empty: the run fills it in) and
+    `task_site.public_url`, each problem at its own line. Only Prolific marketplaces take them."""
+    here = at + ("prolific",)
+    site = ck.mapping(m.get("task_site"), at + ("task_site",), {"public_url"})
+    public_url = _url(ck, site["public_url"], at + ("task_site", "public_url")) if site.get("public_url") is not None else None
+    if marketplace not in PROLIFIC_MARKETPLACES:
+        for key in ("prolific", "task_site"):
+            if key in m:
+                ck.err(at + (key,), f"only Prolific campaigns take '{key}' (marketplace: prolific or prolific-local)")
+        return None, None
+    if m.get("prolific") is None:
+        ck.err(here, f"marketplace {marketplace} needs a 'prolific:' block (reward, bundle, estimated_minutes, ...)")
+        return None, public_url
+    if marketplace == "prolific":
+        if public_url is None:
+            ck.err(at + ("task_site",), "marketplace prolific needs task_site.public_url: the https address where "
+                   "participants reach this machine's task site (a reverse proxy in front of it)")
+        elif re.search(r":0(/|$)", public_url):
+            ck.err(at + ("task_site", "public_url"), "port 0 stands for the built-in marketplace's own address, "
+                   "which real participants cannot reach; give the public address")
+    p = ck.mapping(m["prolific"], here, PROLIFIC_KEYS)
+    before = len(ck.problems)
+    kw: dict[str, Any] = {"public_url": ""}
+    for key in ("workspace", "project", "completion_url"):
+        if p.get(key) is not None:
+            kw[key] = _url(ck, p[key], here + (key,)) if key == "completion_url" else ck.string(p[key], here + (key,))
+    for key in ("reward", "reward_per_hour"):
+        if p.get(key) is not None:
+            kw[key] = ck.money(p[key], here + (key,))
+    if ("reward" in kw) == ("reward_per_hour" in kw):
+        ck.err(here, "give exactly one of 'reward' (per submission) and 'reward_per_hour'")
+    if p.get("currency") is not None:
+        kw["currency"] = ck.choice(PROLIFIC_CURRENCIES)(p["currency"], here + ("currency",))
+    for key, lo, hi in (("bundle", 1, 100), ("estimated_minutes", 1, 1440), ("maximum_minutes", 1, 10080)):
+        if p.get(key) is not None:
+            kw[key] = ck.integer(lo, hi)(p[key], here + (key,))
+    if "maximum_minutes" in kw and kw["maximum_minutes"] < kw.get("estimated_minutes", 10):
+        ck.err(here + ("maximum_minutes",), "must be at least estimated_minutes")
+    if p.get("devices") is not None:
+        devices = _words(ck, p["devices"], here + ("devices",), "|".join(PROLIFIC_DEVICES), ", ".join(PROLIFIC_DEVICES))
+        if devices:
+            kw["devices"] = devices
+    for key in ("fee_rate", "vat_rate"):
+        if p.get(key) is not None:
+            kw[key] = _rate(ck, p[key], here + (key,))
+    if "filters" in p:
+        fat = here + ("filters",)
+        f = ck.mapping(p["filters"], fat, PROLIFIC_FILTER_KEYS)
+        kw["approval_rate"] = ck.integer(0, 100)(f["approval_rate"], fat + ("approval_rate",)) if f.get("approval_rate") is not None else None
+        if f.get("countries") is not None:
+            kw["countries"] = _words(ck, f["countries"], fat + ("countries",), r"[A-Z]{2}", "ISO 3166 country codes like [GB, US]")
+        if f.get("languages") is not None:
+            kw["languages"] = _words(ck, f["languages"], fat + ("languages",))
+        if f.get("block_list") is not None:
+            kw["block_list"] = ck.string(f["block_list"], fat + ("block_list",))
+    if len(ck.problems) > before:
+        return None, public_url
+    cfg = ProlificConfig(**kw)
+    try:
+        reward_per_submission(cfg)
+    except ValueError as exc:
+        ck.err(here + ("reward" if "reward" in kw else "reward_per_hour",), str(exc))
+        return None, public_url
+    return cfg, public_url
 
 
 def _stages(ck: _Checker, m: dict, at: At, input_kind: str) -> list[Stage]:

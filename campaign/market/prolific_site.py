@@ -101,6 +101,13 @@ class ProlificDoor:
             r = self._db.execute("SELECT submission_id, study_id FROM served WHERE assignment_id=?", (assignment_id,)).fetchone()
         return (r[0], r[1]) if r else None
 
+    def served_counts(self, study_id: str) -> dict[str, tuple[int, int]]:
+        """Per submission of the study: (assignments submitted, assignments open) through the door."""
+        with self._lock:
+            rows = self._db.execute("SELECT submission_id, SUM(state='submitted'), SUM(state='open') FROM served "
+                                    "WHERE study_id=? GROUP BY submission_id", (study_id,)).fetchall()
+        return {r[0]: (int(r[1] or 0), int(r[2] or 0)) for r in rows}
+
     def submissions(self) -> list[tuple[str, str]]:
         """Every (submission id, study id) that submitted work here."""
         with self._lock:

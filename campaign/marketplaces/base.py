@@ -21,6 +21,8 @@ from dataclasses import dataclass, field
 from decimal import Decimal
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
+from campaign.money import MTURK_FEES, Cost
+
 if TYPE_CHECKING:
     from campaign.spec import Qualifications
 
@@ -189,6 +191,64 @@ class WorkerGroups(Protocol):
         ...
 
     def add_to_group(self, group_id: str, worker_id: str) -> None: ...
+
+
+class FeeSchedule(Protocol):
+    """What the marketplace charges, as the ledger books it. A marketplace without a `fees` attribute
+    is paid by MTurk's rules (`campaign.money.MTurkFees`)."""
+
+    def hit_reserve(self, reward: Decimal, assignments: int) -> Decimal:
+        """Reserved when a HIT is posted (0: HITs are not what is paid for)."""
+        ...
+
+    def assignment(self, reward: Decimal, assignments: int) -> Cost: ...
+
+    def bonus(self, amount: Decimal) -> Cost: ...
+
+
+def fees_of(market: object) -> FeeSchedule:
+    fees = getattr(market, "fees", None)
+    return fees if fees is not None else MTURK_FEES
+
+
+@dataclass(frozen=True)
+class StudySubmission:
+    """One person's paid unit of work on a study marketplace (a Prolific submission: a bundle of HITs)."""
+
+    key: str  # the study's key (the HIT type it recruits for)
+    submission_id: str
+    worker_id: str
+    status: str  # "pending" (working or awaiting review) | "approved" | "rejected" | "returned" | "timed-out"
+
+
+@runtime_checkable
+class Studies(Protocol):
+    """Optional: a marketplace that recruits people into studies with paid places (Prolific), one study
+    per HIT type, while the HITs themselves cost nothing. The `studies` pipeline steps
+    (`campaign.steps.studies`) drive it, the ledger reserving a place before it is opened and charging
+    it when its submission is approved."""
+
+    def place_cost(self) -> Cost:
+        """What one place costs when its submission is approved (reward, fee, tax)."""
+        ...
+
+    def places_wanted(self) -> dict[str, int]:
+        """Per study key, the places the work posted so far needs (never fewer than opened before)."""
+        ...
+
+    def refill(self, key: str, places: int) -> int:
+        """Create and publish the study of `key` if needed and raise its places to `places` (never
+        lowered); returns its places now. Idempotent."""
+        ...
+
+    def settle(self) -> list[StudySubmission]:
+        """Send every decision that is due (and repair any an interrupted call left undone); returns
+        every submission with its status, for the ledger."""
+        ...
+
+    def stop(self, key: str) -> bool:
+        """Take no more people into the study; True once no submission of it can still be paid."""
+        ...
 
 
 def approve_each(market: Marketplace, assignment_ids: Iterable[str]) -> None:

@@ -2,29 +2,46 @@
 
 The HITs themselves are posted, unpaid, on the in-process built-in marketplace (an MTurk-API
 `Marketplace`, `inner`), whose worker site is the task site; Prolific participants reach it through the
-door (`campaign.market.prolific_site`). This adapter adds, for each HIT type (one per stage, or per
-ranking batch), a Prolific study whose places cover the posted assignments (`places_needed`), raised as
-more HITs are posted or places are lost (returned, timed out, rejected), and stopped on request. Single
-HITs are decided on the task site as for `local`; once every HIT of a participant's submission is
-decided, the bundle's verdict (`bundle_verdict`) is sent to Prolific. Bonuses go to the submission that
-did the assignment, through Prolific's bonus batches. Every remote Prolific call goes through
-`ProlificStudies`, which journals intent before the call.
+door (`campaign.market.prolific_site`). This adapter is also a `Studies` marketplace: for each HIT type
+(one per stage; a ranking stage's batches share theirs) a Prolific study whose places cover the posted
+work (`places_wanted`), opened by `refill` once the ledger has reserved them, and stopped when the
+stage is complete. Returned, timed-out and rejected submissions free their place on Prolific itself
+(the reference, S9), so places are raised only for work that no place covers any more. Single HITs are
+decided on the task site as for `local`; once every HIT of a participant's submission is decided, the
+bundle's verdict (`bundle_verdict`) is sent to Prolific (`settle`, also run as a sweep every pass, which
+repairs a decision a crash cut off). Bonuses go to the submission that did the assignment, through
+Prolific's bonus batches. Every remote Prolific call goes through `ProlificStudies`, which journals
+intent before the call.
 """
 
 from __future__ import annotations
 
+import logging
 import sqlite3
 import threading
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import replace
 from decimal import Decimal
 from pathlib import Path
 
 from campaign.market.prolific_site import ProlificDoor
-from campaign.marketplaces.base import Capabilities, HitRequest, HitType, Marketplace, RemoteAssignment, RemoteHit
+from campaign.marketplaces.base import (
+    Capabilities,
+    HitRequest,
+    HitType,
+    MarketError,
+    Marketplace,
+    RemoteAssignment,
+    RemoteHit,
+    StudySubmission,
+    TransientError,
+)
+from campaign.money import Cost
+from campaign.prolific.client import ProlificError
 from campaign.prolific.gate import StudySeat
 from campaign.prolific.studies import ProlificStudies
-from campaign.prolific.study import ProlificConfig, study_body
+from campaign.prolific.study import ProlificConfig, bonus_cost, place_cost, reward_per_submission, study_body
 from campaign.prolific.verdict import bundle_verdict, places_needed
 
 SCHEMA = """
@@ -32,7 +49,49 @@ CREATE TABLE IF NOT EXISTS posted (hit_id TEXT PRIMARY KEY, type_id TEXT NOT NUL
 CREATE TABLE IF NOT EXISTS hit_types (type_id TEXT PRIMARY KEY, title TEXT NOT NULL, description TEXT NOT NULL);
 CREATE TABLE IF NOT EXISTS verdicts (assignment_id TEXT PRIMARY KEY, decision TEXT NOT NULL, reason TEXT NOT NULL);
 """
-LOST = ("RETURNED", "TIMED-OUT", "REJECTED")
+TAKES_PLACE = ("RESERVED", "ACTIVE", "AWAITING REVIEW", "APPROVED", "PARTIALLY APPROVED", "SCREENED OUT")
+WORKING = ("RESERVED", "ACTIVE")
+GONE = ("RETURNED", "TIMED-OUT")  # left without finishing: what they held goes back to others
+PENDING = ("RESERVED", "ACTIVE", "AWAITING REVIEW", "PROCESSING")
+STATUS = {"APPROVED": "approved", "PARTIALLY APPROVED": "approved", "REJECTED": "rejected", "RETURNED": "returned",
+          "TIMED-OUT": "timed-out", "SCREENED OUT": "returned"}
+
+
+log = logging.getLogger(__name__)
+
+
+@contextmanager
+def _as_market_errors() -> Iterator[None]:
+    """Prolific's errors in the interface's terms: throttling, server trouble and a lost connection may
+    succeed on a later tick; anything else is this call's final answer."""
+    try:
+        yield
+    except ProlificError as exc:
+        if exc.status == 0 or exc.status == 429 or exc.status >= 500:
+            raise TransientError(str(exc), f"Prolific{exc.status}", throttled=exc.status == 429) from None
+        raise MarketError(str(exc), f"Prolific{exc.status}") from None
+
+
+class ProlificFees:
+    """Prolific's fee schedule: the HITs on the task site cost nothing; a place costs its reward plus
+    fee plus VAT on the fee (`place_cost`), a bonus the same rule on its amount."""
+
+    def __init__(self, cfg: ProlificConfig) -> None:
+        self.cfg = cfg
+
+    def hit_reserve(self, reward: Decimal, assignments: int) -> Decimal:
+        return Decimal("0.00")
+
+    def assignment(self, reward: Decimal, assignments: int) -> Cost:
+        return Cost(Decimal("0.00"), Decimal("0.00"))
+
+    def bonus(self, amount: Decimal) -> Cost:
+        total = bonus_cost(self.cfg, Decimal(amount))
+        return Cost(total, total - Decimal(amount))
+
+    def place(self) -> Cost:
+        total = place_cost(self.cfg)
+        return Cost(total, total - reward_per_submission(self.cfg))
 
 
 class ProlificMarketplace:
@@ -44,6 +103,7 @@ class ProlificMarketplace:
         self.cfg = cfg
         self.name = name
         self.capabilities: Capabilities = inner.capabilities
+        self.fees = ProlificFees(cfg)
         state_dir.mkdir(parents=True, exist_ok=True)
         self._db = sqlite3.connect(state_dir / "prolific-market.sqlite", check_same_thread=False, isolation_level=None)
         self._db.executescript(SCHEMA)
@@ -68,31 +128,67 @@ class ProlificMarketplace:
         hit = self.inner.create_hit(type_id, request)
         with self._lock:
             self._db.execute("INSERT OR IGNORE INTO posted VALUES (?,?,?)", (hit.hit_id, type_id, request.max_assignments))
-        self.sync_places(type_id)
         return hit
 
-    def sync_places(self, type_id: str) -> int:
-        """Open enough places for the type's posted assignments plus one per place lost so far."""
+    # -- studies: places, decisions, stopping (`campaign.marketplaces.base.Studies`) -------------------------------
+    def place_cost(self) -> Cost:
+        return self.fees.place()
+
+    def _places_wanted(self) -> dict[str, int]:
+        """Per HIT type: the places taken now plus enough new ones for the posted work nobody holds.
+
+        Work is held by a submission that submitted or holds an assignment (unless it left), or that is
+        still working and has room left in its bundle; the rest needs ceil(rest / bundle) new places."""
         with self._lock:
-            total = int(self._db.execute("SELECT COALESCE(SUM(assignments), 0) FROM posted WHERE type_id=?",
-                                         (type_id,)).fetchone()[0])
+            totals = dict(self._db.execute("SELECT type_id, SUM(assignments) FROM posted GROUP BY type_id").fetchall())
+        out: dict[str, int] = {}
+        bundle = self.cfg.bundle
+        for type_id, total in totals.items():
+            row = self.studies.study(type_id)
+            if row is None or row["study_id"] is None:
+                out[type_id] = places_needed(int(total), bundle)
+                continue
+            subs = {s["id"]: str(s.get("status")) for s in self.studies.api.submissions(row["study_id"])}
+            served = self.door.served_counts(row["study_id"])
+            taking = sum(1 for st in subs.values() if st in TAKES_PLACE)
+            held = 0
+            for sub, st in subs.items():
+                done, open_ = served.get(sub, (0, 0))
+                held += done + (0 if st in GONE else open_)
+                if st in WORKING:
+                    held += max(0, bundle - done - open_)
+            out[type_id] = max(int(row["places"]), taking + places_needed(max(0, int(total) - held), bundle))
+        return out
+
+    def _refill(self, key: str, places: int) -> int:
+        with self._lock:
             title, description = self._db.execute("SELECT title, description FROM hit_types WHERE type_id=?",
-                                                  (type_id,)).fetchone() or ("Annotation", "Annotation task")
-        places = places_needed(total, self.cfg.bundle)
+                                                  (key,)).fetchone() or ("Annotation", "Annotation task")
 
         def body(internal_name: str, code: str, n: int) -> dict[str, object]:
             return study_body(self.cfg, name=title, description=description, internal_name=internal_name, places=n,
-                              completion_code=code, seat=type_id, project_id=None, block_group_id=self.cfg.block_list)
-        study_id = self.studies.ensure_study(type_id, places, body)
-        row = self.studies.study(type_id)
+                              completion_code=code, seat=key, project_id=self.cfg.project, block_group_id=self.cfg.block_list)
+        study_id = self.studies.ensure_study(key, places, body)
+        row = self.studies.study(key)
         assert row is not None
-        self.door.add_seat(StudySeat(study_id, type_id, self.cfg.bundle, row["completion_code"], self.cfg.completion_url),
-                           stage=type_id)
-        lost = sum(1 for s in self.studies.api.submissions(study_id) if s.get("status") in LOST)
-        return self.studies.raise_places(type_id, places + lost)
+        self.door.add_seat(StudySeat(study_id, key, self.cfg.bundle, row["completion_code"], self.cfg.completion_url),
+                           stage=key)
+        return self.studies.raise_places(key, places)
 
-    def stop(self, type_id: str) -> None:
-        self.studies.stop(type_id)
+    def _stop(self, key: str) -> bool:
+        self.studies.stop(key)
+        row = self.studies.study(key)
+        if row is None or row["study_id"] is None:
+            return True
+        return not any(s.get("status") in PENDING for s in self.studies.api.submissions(row["study_id"]))
+
+    def study_submissions(self) -> list[StudySubmission]:
+        out = []
+        for key, study_id in self.studies.study_ids():
+            for s in self.studies.api.submissions(study_id):
+                out.append(StudySubmission(key, str(s["id"]), "AP" + str(s.get("participant_id", "")).upper(),
+                                           STATUS.get(str(s.get("status")), "pending")))
+        return out
 
     def find_by_annotation(self, annotation: str) -> RemoteHit | None:
         return self.inner.find_by_annotation(annotation)
@@ -136,13 +232,23 @@ class ProlificMarketplace:
             self._db.execute("INSERT OR IGNORE INTO verdicts VALUES (?,?,?)", (assignment_id, decision, reason))
         found = self.door.submission_of(assignment_id)
         if found is not None:
-            self.settle(found[0])
+            try:
+                self.send_verdicts(found[0])
+            except ProlificError as exc:  # decided on the task site; `settle`'s sweep sends it later
+                log.warning("Prolific decision on %s deferred to the next sweep: %s", found[0], exc)
 
-    def settle(self, submission_id: str | None = None) -> dict[str, str]:
+    def _settle(self) -> list[StudySubmission]:
+        """The sweep: every verdict that is due (a crash between the decision on the task site and the
+        call to Prolific is repaired here), then every submission of every study with its status."""
+        self.send_verdicts()
+        return self.study_submissions()
+
+    def send_verdicts(self, submission_id: str | None = None) -> dict[str, str]:
         """Send the verdict of every submission whose HITs are all decided (or just `submission_id`); a
         submission not completed on Prolific yet is left for a later call. Returns submission -> status."""
         out: dict[str, str] = {}
-        subs = [submission_id] if submission_id else [s for s, _ in self.door.submissions()]
+        done = self.studies.decided()
+        subs = [submission_id] if submission_id else [s for s, _ in self.door.submissions() if s not in done]
         for sub in subs:
             aids = self.door.assignments_of(sub)
             with self._lock:
@@ -155,11 +261,29 @@ class ProlificMarketplace:
         return out
 
     # -- money and workers ----------------------------------------------------------------------------------------
+    def places_wanted(self) -> dict[str, int]:
+        with _as_market_errors():
+            return self._places_wanted()
+
+    def refill(self, key: str, places: int) -> int:
+        with _as_market_errors():
+            return self._refill(key, places)
+
+    def stop(self, key: str) -> bool:
+        with _as_market_errors():
+            return self._stop(key)
+
+    def settle(self) -> list[StudySubmission]:
+        with _as_market_errors():
+            return self._settle()
+
     def bonus(self, worker_id: str, assignment_id: str, amount: Decimal, reason: str, token: str) -> None:
         found = self.door.submission_of(assignment_id)
         if found is None:
-            raise KeyError(f"assignment {assignment_id} was not done through Prolific")
-        self.studies.bonus(token, found[1], found[0], amount)
+            raise MarketError(f"assignment {assignment_id} was not done through Prolific: no submission to pay a bonus to",
+                              "NotAProlificSubmission")
+        with _as_market_errors():
+            self.studies.bonus(token, found[1], found[0], amount)
 
     def block(self, worker_id: str, reason: str) -> None:
         """Blocked on the task site: the door then has no task for them (a block-list group on Prolific

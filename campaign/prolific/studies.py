@@ -105,6 +105,15 @@ class ProlificStudies:
                 self.api.transition_study(row["study_id"], "STOP")
             self._db.execute("UPDATE studies SET state='stopped' WHERE key=?", (key,))
 
+    def study_ids(self) -> list[tuple[str, str]]:
+        """(key, study id) of every study created so far."""
+        return [(r["key"], r["study_id"]) for r in self._db.execute(
+            "SELECT key, study_id FROM studies WHERE study_id IS NOT NULL ORDER BY rowid").fetchall()]
+
+    def decided(self) -> set[str]:
+        """Submissions whose decision is final on Prolific (nothing more to send)."""
+        return {r[0] for r in self._db.execute("SELECT submission_id FROM decisions WHERE state='done'").fetchall()}
+
     # -- decisions ------------------------------------------------------------------------------------------
     def decide(self, submission_id: str, verdict: Verdict) -> str:
         """Send a bundle's verdict once; returns the submission's status afterwards."""

@@ -19,7 +19,8 @@ from decimal import Decimal, InvalidOperation
 from sqlmodel import Session, col, func, select
 
 from campaign.ledger import totals
-from campaign.money import fmt, hit_cost
+from campaign.marketplaces.base import fees_of
+from campaign.money import fmt
 from campaign.steps.context import Context, get_row
 from campaign.steps.scores import atomic_write, write_scores
 from campaign.store import CampaignRow, HitRow
@@ -91,7 +92,7 @@ def exhaust_if_drained(ctx: Context) -> bool:
         draft = s.exec(select(HitRow).where(HitRow.campaign == ctx.name, HitRow.status == "draft")
                        .order_by(col(HitRow.id))).first()
         t = totals(s, ctx.name, ctx.campaign.budget)
-        if draft is not None and t.spent + t.reserved + hit_cost(Decimal(draft.reward), draft.assignments) <= t.budget:
+        if draft is not None and t.spent + t.reserved + fees_of(ctx.market).hit_reserve(Decimal(draft.reward), draft.assignments) <= t.budget:
             return False  # money came back (rejections, unfilled slots): the next tick posts it
         stages_with_work = [st.stage for st in s.exec(select(HitRow).where(
             HitRow.campaign == ctx.name, HitRow.status == "closed")).all()]

@@ -16,7 +16,7 @@ from decimal import Decimal
 from sqlmodel import Session, col, func, select
 
 from campaign.ledger import charge_assignment, release_assignment
-from campaign.marketplaces.base import MarketError, RemoteAssignment
+from campaign.marketplaces.base import MarketError, RemoteAssignment, fees_of
 from campaign.steps.context import Context, crash_point, remote_id
 from campaign.store import AssignmentRow, HitRow, ItemRow, JudgmentRow, WorkerRow
 from campaign.tasks import get as get_kind
@@ -132,9 +132,9 @@ def _adopt_remote_status(ctx: Context, s: Session, hit: HitRow, row: AssignmentR
     """The marketplace decided first (auto-approval, or our own call whose answer we lost in a crash)."""
     reward = Decimal(hit.reward)
     if status == "approved":
-        charge_assignment(s, ctx.name, hit.hit_key, row.assignment_id, reward, hit.assignments)
+        charge_assignment(s, ctx.name, hit.hit_key, row.assignment_id, reward, hit.assignments, fees_of(ctx.market))
     elif status == "rejected":
-        release_assignment(s, ctx.name, hit.hit_key, row.assignment_id, reward, hit.assignments)
+        release_assignment(s, ctx.name, hit.hit_key, row.assignment_id, reward, hit.assignments, fees_of(ctx.market))
     else:
         return
     if row.status == "submitted":

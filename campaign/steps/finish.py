@@ -22,6 +22,7 @@ from campaign.steps.scores import scores_csv as scores_csv
 from campaign.steps.scores import scores_jsonl as scores_jsonl
 from campaign.steps.stages import all_done
 from campaign.steps.stages import stage_done as stage_done
+from campaign.steps.studies import studies_over
 from campaign.store import CampaignRow, WorkerRow
 from campaign.tasks import get as get_kind
 
@@ -34,7 +35,7 @@ def finish_if_done(ctx: Context) -> bool:
         camp = s.get(CampaignRow, ctx.name)
         if camp is not None and camp.status == "finished":
             return True
-    if not all_done(ctx):
+    if not all_done(ctx) or not studies_over(ctx):  # nothing may still be paid for a place
         return False
     last = ctx.campaign.stages[-1]
     export = get_kind(last.kind).export(last, ctx.data)

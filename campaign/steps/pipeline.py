@@ -3,9 +3,9 @@
 Each step names the campaign statuses it runs in and, if it works stage by stage, which stages it
 takes; it reads everything it needs from the store and writes its results there, so steps hand
 nothing to each other and each can be run (and tested) on its own against a store and a marketplace.
-The order below is the order of one pass: heartbeat, adopt a new budget, plan, post, collect, review
-quality, block, decide on work, close HITs, plan a stage's repeat once its first pass is over, pay
-bonuses, finish (or end out of money), raise alerts.
+The order below is the order of one pass: heartbeat, adopt a new budget, plan, post (and open study
+places, Prolific), collect, review quality, block, decide on work, close HITs, settle studies (Prolific),
+plan a stage's repeat once its first pass is over, pay bonuses, finish (or end out of money), raise alerts.
 """
 
 from __future__ import annotations
@@ -28,6 +28,7 @@ from campaign.steps.quality_pass import blocks, bonuses, quality_pass
 from campaign.steps.repeat import plan_repeat
 from campaign.steps.review import close_finished_hits, review
 from campaign.steps.stages import ready_stages
+from campaign.steps.studies import open_places, settle_studies
 from campaign.tasks import get as get_kind
 
 log = logging.getLogger(__name__)
@@ -67,6 +68,7 @@ PIPELINE: tuple[Step, ...] = (
     Step("plan", ACTIVE, run_stage=plan_stage, batch_planned=False),
     Step("batches", _statuses(RUNNING), run_stage=plan_next_batch, batch_planned=True),
     Step("post", _statuses(RUNNING), run=post_pending),
+    Step("places", _statuses(RUNNING), run=open_places),  # marketplaces with studies (Prolific) only
     Step("extend", ACTIVE, run=apply_extend),
     Step("post-interrupted", _statuses(CANCELLING), run=post_interrupted),
     Step("cancel", _statuses(CANCELLING), run=apply_cancel),
@@ -75,6 +77,7 @@ PIPELINE: tuple[Step, ...] = (
     Step("blocks", _statuses(RUNNING, CANCELLING), run=blocks),
     Step("review", _statuses(RUNNING, CANCELLING), run=review),
     Step("close", ACTIVE, run=close_finished_hits),
+    Step("studies", ACTIVE, run=settle_studies),  # marketplaces with studies: decisions, charges, stopping
     Step("cancel-again", _statuses(CANCELLING), run=apply_cancel),  # HITs closed by this pass release their money now
     Step("repeat", _statuses(RUNNING), run_stage=plan_repeat),  # before finish: a stage's repeat keeps it open
     Step("bonuses", _statuses(RUNNING, PAUSED), run=bonuses),

@@ -16,7 +16,7 @@ from decimal import Decimal
 from sqlmodel import col, select
 
 from campaign.ledger import BudgetExceeded, release_hit_rest, reserve_hit
-from campaign.marketplaces.base import HitRequest, HitType, MarketError, RemoteHit, TransientError
+from campaign.marketplaces.base import HitRequest, HitType, MarketError, RemoteHit, TransientError, fees_of
 from campaign.spec import Stage
 from campaign.steps.budget import note_blocked
 from campaign.steps.context import Context, crash_point, get_row
@@ -84,7 +84,8 @@ def post_pending(ctx: Context, limit: int | None = None, only_interrupted: bool 
                     row = get_row(s, HitRow, hit.id)
                     if row.status != "draft":
                         continue
-                    amount = reserve_hit(s, ctx.name, ctx.campaign.budget, row.hit_key, Decimal(row.reward), row.assignments)
+                    amount = reserve_hit(s, ctx.name, ctx.campaign.budget, row.hit_key, Decimal(row.reward), row.assignments,
+                                         fees_of(ctx.market))
                     row.status = "posting"
                     row.reserved = str(amount)
                     row.posting_started_at = ctx.clock.now()

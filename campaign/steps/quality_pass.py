@@ -21,7 +21,7 @@ from decimal import Decimal
 from sqlmodel import col, func, select, update
 
 from campaign.ledger import BudgetExceeded, charge_bonus, release_bonus, reserve_bonus
-from campaign.marketplaces.base import AlreadyDone, MarketError, TransientError
+from campaign.marketplaces.base import AlreadyDone, MarketError, TransientError, fees_of
 from campaign.money import fmt
 from campaign.quality.evidence import WorkerEvidence
 from campaign.quality.review import Decision, PolicyConfig, ReviewResult, review
@@ -286,7 +286,7 @@ def pay_bonuses(ctx: Context, result: ReviewResult) -> None:
             if aid is None:
                 continue
             try:
-                reserve_bonus(s, ctx.name, ctx.campaign.budget, w, amount, aid)
+                reserve_bonus(s, ctx.name, ctx.campaign.budget, w, amount, aid, fees_of(ctx.market))
             except BudgetExceeded as exc:
                 ctx.store.event(ctx.name, "budget_stop", f"bonus for {w}: {exc}", level="warning", subject=w, session=s)
                 return
@@ -301,12 +301,12 @@ def pay_bonuses(ctx: Context, result: ReviewResult) -> None:
             continue  # reserved and "sending": tried again with the same token next pass
         except MarketError as exc:
             with ctx.store.session() as s:
-                release_bonus(s, ctx.name, w, amount, aid)
+                release_bonus(s, ctx.name, w, amount, aid, fees_of(ctx.market))
                 ctx.store.set_kv(ctx.name, key, "paid", session=s)  # refused for good: never retried
                 ctx.store.event(ctx.name, "bonus_error", f"{w}: {exc}", level="warning", subject=w, session=s)
             continue
         crash_point("bonus.after_call")
         with ctx.store.session() as s:
-            charge_bonus(s, ctx.name, w, amount, aid)
+            charge_bonus(s, ctx.name, w, amount, aid, fees_of(ctx.market))
             ctx.store.set_kv(ctx.name, key, "paid", session=s)
             ctx.store.event(ctx.name, "bonus", f"{w}: ${fmt(amount)} bonus ({result.reason(w)})", subject=w, session=s)

@@ -16,7 +16,7 @@ from decimal import Decimal
 from sqlmodel import Session, col, select
 
 from campaign.ledger import charge_assignment, release_assignment, release_hit_rest
-from campaign.marketplaces.base import InvalidState, MarketError, TransientError
+from campaign.marketplaces.base import InvalidState, MarketError, TransientError, fees_of
 from campaign.quality.review import ReviewResult, feedback
 from campaign.steps.collect import store_assignments
 from campaign.steps.context import Context, crash_point, get_row, remote_id
@@ -182,9 +182,9 @@ def _record_in(ctx: Context, s: Session, assignment_id: str, outcome: str) -> No
     row = get_row(s, AssignmentRow, assignment_id)
     hit = s.exec(select(HitRow).where(HitRow.campaign == ctx.name, HitRow.hit_key == row.hit_key)).one()
     if outcome == "approved":
-        charge_assignment(s, ctx.name, hit.hit_key, row.assignment_id, Decimal(hit.reward), hit.assignments)
+        charge_assignment(s, ctx.name, hit.hit_key, row.assignment_id, Decimal(hit.reward), hit.assignments, fees_of(ctx.market))
     else:
-        release_assignment(s, ctx.name, hit.hit_key, row.assignment_id, Decimal(hit.reward), hit.assignments)
+        release_assignment(s, ctx.name, hit.hit_key, row.assignment_id, Decimal(hit.reward), hit.assignments, fees_of(ctx.market))
     row.status = outcome
     row.decided_at = ctx.clock.now()
     s.add(row)
