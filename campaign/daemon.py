@@ -28,7 +28,7 @@ from sqlalchemy.exc import IntegrityError
 
 from campaign.clock import Clock, ScaledClock, WallClock
 from campaign.money import fmt
-from campaign.spec import Campaign, Spec
+from campaign.spec import SIMULATED_OK, Campaign, Spec
 from campaign.steps.budget import EXHAUSTED, SET_KEY
 from campaign.steps.context import Context
 from campaign.steps.pipeline import DONE_STATUSES, END_STATUSES, run_pass
@@ -63,6 +63,7 @@ class Runtime:
     contexts: list[Context]
     market_server: Any = None  # campaign.market.server's running server, when the run started one
     crowds: list = field(default_factory=list)
+    prolific: Any = None  # campaign.prolific.runtime.ProlificPieces, when a campaign recruits on Prolific
     stop_event: threading.Event = field(default_factory=threading.Event)
     tick_ms: dict[str, list[float]] = field(default_factory=dict)  # each campaign's pass durations
 
@@ -88,7 +89,7 @@ def make_clock(spec_campaigns: list[Campaign], state_dir: Path) -> Clock:
     The simulated time survives a restart (saved under state/market/clock.json), so a resumed simulation
     does not jump back to the wall clock and find its HITs posted in the future.
     """
-    sims = [c for c in spec_campaigns if c.crowd.kind == "simulated" and c.marketplace == "local" and not c.endpoint_url]
+    sims = [c for c in spec_campaigns if c.crowd.kind == "simulated" and c.marketplace in SIMULATED_OK and not c.endpoint_url]
     if not sims:
         return WallClock()
     speed = max(c.crowd.speed for c in sims)
@@ -240,13 +241,20 @@ def start_runtime(spec: Spec, opts: RunOptions) -> Runtime:
     for c in chosen:
         if c.marketplace == "mturk" and not opts.production:
             raise RunError(f"campaign {c.name!r} posts to MTurk production and spends real money: add --production to confirm")
+    from campaign.prolific import runtime as prolific_rt
+
+    try:
+        prolific_rt.check_environment(chosen)
+    except prolific_rt.ProlificStartError as exc:
+        raise RunError(str(exc)) from None
     opts.state_dir.mkdir(parents=True, exist_ok=True)
     store = Store.open(opts.state_dir, opts.db)
     clock = make_clock(chosen, opts.state_dir)
     rt = Runtime(store=store, clock=clock, contexts=[])
     from campaign.marketplaces import open_marketplace
 
-    local = [c for c in chosen if c.marketplace == "local" and not c.endpoint_url]
+    # the built-in marketplace: the whole marketplace for `local`, the task site for Prolific campaigns
+    local = [c for c in chosen if (c.marketplace == "local" and not c.endpoint_url) or prolific_rt.is_prolific(c)]
     endpoint = None
     own = None  # the in-process marketplace's own account: AWS keys in the environment are not for it
     if local:
@@ -260,33 +268,54 @@ def start_runtime(spec: Spec, opts: RunOptions) -> Runtime:
             raise RunError(f"the built-in marketplace cannot listen on 127.0.0.1:{opts.market_port}: {exc.strerror or exc}; "
                            "choose another --market-port") from exc
         endpoint, own = market.endpoint_url, market.credentials
-        real = [c.name for c in local if c.crowd.kind == "none"]
+        real = [c.name for c in local if c.crowd.kind == "none" and c.marketplace == "local"]
         if real and opts.say is not None:  # people must be sent there: without it nobody can work the HITs
             opts.say(f"worker site for {', '.join(real)}: {endpoint}/ (add each worker with `campaign market worker add "
                      f"WORKER_ID --state {opts.state_dir / 'market'} --url {endpoint}` and send them the sign-in link it prints)")
+        on_prolific = [c for c in local if prolific_rt.is_prolific(c)]
+        if on_prolific:
+            try:
+                rt.prolific = prolific_rt.start_prolific(on_prolific, opts.state_dir, clock, market)
+            except Exception as exc:
+                market.stop()
+                store.close()
+                raise RunError(f"Prolific cannot start: {exc}") from exc
+            if opts.say is not None:
+                for c in on_prolific:
+                    opts.say(f"task site for {c.name} (Prolific participants): {prolific_rt.public_url(c, endpoint)}/prolific/start "
+                             f"(served here at {endpoint})")
     for c in chosen:
         try:
             instance = ensure_campaign_row(store, c, opts.seed)
         except IntegrityError:  # another daemon on a shared store created the row just now
             instance = ensure_campaign_row(store, c, opts.seed)
-        in_process = c.marketplace == "local" and not c.endpoint_url
-        marketplace = open_marketplace(c.marketplace, c.endpoint_url or (endpoint if c.marketplace == "local" else None),
+        in_process = (c.marketplace == "local" and not c.endpoint_url) or prolific_rt.is_prolific(c)
+        kind = "local" if prolific_rt.is_prolific(c) else c.marketplace
+        marketplace = open_marketplace(kind, (endpoint if in_process else c.endpoint_url),
                                        production_ok=opts.production, credentials=own if in_process else None,
                                        **({"max_rps": c.max_rps} if c.max_rps else {}))
+        if prolific_rt.is_prolific(c):
+            assert endpoint is not None
+            marketplace = prolific_rt.open_market(c, rt.prolific, marketplace, opts.state_dir, endpoint)
         rt.contexts.append(Context(store=store, market=marketplace, campaign=c, seed=opts.seed, state_dir=opts.state_dir,
                                    clock=clock, instance=instance))
     try:
         for ctx in rt.contexts:
-            if ctx.campaign.marketplace == "local" and not ctx.campaign.endpoint_url:
+            if (ctx.campaign.marketplace == "local" and not ctx.campaign.endpoint_url) or prolific_rt.is_prolific(ctx.campaign):
                 check_market_knows_store(ctx, opts.state_dir / "market")
     except RunError:
+        if rt.prolific is not None:
+            rt.prolific.stop()
         if rt.market_server is not None:
             rt.market_server.stop()
         store.close()
         raise
-    sims = [ctx for ctx in rt.contexts if ctx.campaign.crowd.kind == "simulated"]
+    sims = [ctx for ctx in rt.contexts if ctx.campaign.crowd.kind == "simulated" and ctx.campaign.marketplace == "local"]
     if sims and endpoint is not None:
         rt.crowds += _start_crowds(sims, endpoint)
+    for ctx in rt.contexts:
+        if ctx.campaign.crowd.kind == "simulated" and ctx.campaign.marketplace == "prolific-local" and endpoint is not None:
+            prolific_rt.start_participants(ctx.campaign, rt.prolific, endpoint, ctx.seed, clock)
     return rt
 
 
@@ -344,6 +373,8 @@ def _start_campaign_crowd(ctx: Context, endpoint: str, pool_seed: int, wants: Ca
 def stop_runtime(rt: Runtime) -> None:
     for crowd in rt.crowds:
         crowd.stop()
+    if rt.prolific is not None:
+        rt.prolific.stop()
     if rt.market_server is not None:
         rt.market_server.stop()
     save_clock(rt.clock, rt.contexts[0].state_dir if rt.contexts else Path("state"))
