@@ -16,7 +16,7 @@ from campaign.clock import ManualClock
 from campaign.market.prolific_site import ProlificDoor
 from campaign.market.server import start_market
 from campaign.marketplaces import open_marketplace
-from campaign.marketplaces.base import HitRequest, HitType, Marketplace
+from campaign.marketplaces.base import HitRequest, HitType, Marketplace, Studies
 from campaign.marketplaces.prolific import ProlificMarketplace
 from campaign.prolific.client import ProlificClient
 from campaign.prolific.emulator.participant import Participant, add_participant
@@ -59,22 +59,26 @@ def test_studies_places_and_bundle_verdicts(tmp_path: Path) -> None:
     api = ProlificClient(em.base_url, em.token, max_retries=0)
     door = ProlificDoor(server.engine, server.core.site.config, tmp_path / "site", api, ttl=0)
     server.core.site.prolific = door
-    cfg = ProlificConfig(public_url=server.endpoint_url, bundle=2, estimated_minutes=10, reward=Decimal("1.50"))
+    cfg = ProlificConfig(public_url=server.endpoint_url, bundle=2, estimated_minutes=10, reward=Decimal("1.50"),
+                         fee_rate=Decimal("0.3"))
     studies = ProlificStudies(api, tmp_path / "journal")
     inner = open_marketplace("local", server.endpoint_url, credentials=server.credentials)
     m = ProlificMarketplace(inner, studies, door, cfg, tmp_path / "adapter")
     try:
-        assert isinstance(m, Marketplace)
+        assert isinstance(m, Marketplace) and isinstance(m, Studies)
         t = m.create_hit_type(HitType(title="Rate", description="Rate statements", reward=Decimal("0.10"), duration=600,
                                       auto_approval_delay=86400, keywords="k", qualifications=Qualifications()), sandbox=True)
         hits = [m.create_hit(t, HitRequest(html=PAGE, max_assignments=2, lifetime=86400, annotation=f"a{i}", token=f"t{i}"))
                 for i in range(2)]
+        assert studies.study(t) is None  # posting HITs opens nothing on Prolific: places come after the ledger's reservation
+        assert m.places_wanted() == {t: 2}  # 4 assignments / bundle of 2
+        assert m.refill(t, 2) == 2
         sid = studies.study(t)["study_id"]  # type: ignore[index]
         study = api.study(sid)
         assert study["status"] == "ACTIVE" and study["total_available_places"] == 2  # 4 assignments / bundle of 2
         assert study["reward"] == 150 and "/prolific/start?" in study["external_study_url"]
         m.create_hit(t, HitRequest(html=PAGE, max_assignments=2, lifetime=86400, annotation="a0", token="t0"))
-        assert api.study(sid)["total_available_places"] == 2  # the same HIT found again counts once
+        assert m.places_wanted() == {t: 2}  # the same HIT found again counts once
 
         alice, bob = add_participant(em.root_url, em.token), add_participant(em.root_url, em.token)
         a_sub, a_aids = _do_bundle(server.endpoint_url, alice, sid, "careful")
@@ -89,13 +93,22 @@ def test_studies_places_and_bundle_verdicts(tmp_path: Path) -> None:
         for a in b_aids:
             m.reject(a, "constant answers on every statement")
         assert api.submission(b_sub)["status"] == "REJECTED"  # every HIT rejected: rejected
-        assert m.sync_places(t) == 3  # the rejected place is replaced
-        assert m.settle() == {a_sub: "APPROVED", b_sub: "REJECTED"}  # settling again sends nothing new
+        # the rejected place reopens on Prolific itself; a new HIT of 2 assignments fits in it ...
+        m.create_hit(t, HitRequest(html=PAGE, max_assignments=2, lifetime=86400, annotation="a2", token="t2"))
+        assert m.places_wanted() == {t: 2}
+        # ... and one more needs a new place (1 approved + 4 open assignments / 2)
+        m.create_hit(t, HitRequest(html=PAGE, max_assignments=2, lifetime=86400, annotation="a3", token="t3"))
+        assert m.places_wanted() == {t: 3}
+        assert m.refill(t, 3) == 3 and api.study(sid)["total_available_places"] == 3
+        settled = {s.submission_id: s.status for s in m.settle()}  # settling again sends nothing new
+        assert settled == {a_sub: "approved", b_sub: "rejected"}
+        cost = m.place_cost()  # 1.50 + 0.45 fee (30%), no VAT
+        assert (cost.total, cost.fee) == (Decimal("1.95"), Decimal("0.45"))
 
         m.bonus("AP" + alice.id.upper(), a_aids[0], Decimal("0.50"), "agreement", "bonus-a")
         m.bonus("AP" + alice.id.upper(), a_aids[0], Decimal("0.50"), "agreement", "bonus-a")
         assert api.submission(a_sub)["bonus_payments"] == [50]
-        m.stop(t)
+        assert m.stop(t) is True  # nobody is still working on it: nothing more can be paid
         assert api.study(sid)["status"] != "ACTIVE"
     finally:
         m.close()
