@@ -1,0 +1,147 @@
+"""The spec's Prolific part: `marketplace: prolific | prolific-local`, the `prolific:` block and
+`task_site.public_url`, read into `ProlificConfig`, every problem as file:line: field: message."""
+
+import subprocess
+import sys
+from decimal import Decimal
+from pathlib import Path
+
+import pytest
+
+from campaign.commands import main as commands_main
+from campaign.prolific.study import ProlificConfig
+from campaign.spec import SpecError, load_spec
+
+ROOT = Path(__file__).resolve().parent.parent
+
+GOOD = """\
+campaigns:
+  - name: demo
+    topic: A topic
+    input:
+      propositions: props.tsv
+    task:
+      kind: likert
+    marketplace: prolific-local
+    prolific:
+      workspace: null
+      reward: "1.50"
+      currency: GBP
+      bundle: 5
+      estimated_minutes: 10
+      maximum_minutes: 40
+      devices: [desktop]
+      filters: {approval_rate: 95, countries: [GB, US], languages: [English], block_list: null}
+      fee_rate: "0.333"
+      vat_rate: "0.2"
+    task_site:
+      public_url: http://127.0.0.1:0
+    budget: "10.00"
+    crowd:
+      kind: simulated
+      workers: 40
+"""
+
+
+def write(tmp_path: Path, text: str) -> Path:
+    (tmp_path / "props.tsv").write_text("id\ttext\na\tFirst\nb\tSecond\n", encoding="utf-8")
+    p = tmp_path / "campaigns.yaml"
+    p.write_text(text, encoding="utf-8")
+    return p
+
+
+def problems(tmp_path: Path, text: str) -> list[str]:
+    with pytest.raises(SpecError) as exc:
+        load_spec(write(tmp_path, text))
+    return exc.value.problems
+
+
+def test_the_contract_block_reads_into_prolific_config(tmp_path):
+    c = load_spec(write(tmp_path, GOOD)).campaigns[0]
+    assert c.marketplace == "prolific-local" and c.public_url == "http://127.0.0.1:0"
+    assert c.prolific == ProlificConfig(public_url="", bundle=5, estimated_minutes=10, maximum_minutes=40,
+                                        reward=Decimal("1.50"), currency="GBP", fee_rate=Decimal("0.333"),
+                                        vat_rate=Decimal("0.2"), devices=("desktop",), approval_rate=95,
+                                        countries=("GB", "US"), languages=("English",), block_list=None)
+    per_hour = load_spec(write(tmp_path, GOOD.replace('reward: "1.50"', 'reward_per_hour: "9.00"'))).campaigns[0]
+    assert per_hour.prolific is not None and per_hour.prolific.reward_per_hour == Decimal("9.00")
+
+
+def test_the_shipped_example_is_valid():
+    c = load_spec(ROOT / "examples" / "prolific.yaml").campaigns[0]
+    assert c.marketplace == "prolific-local" and c.crowd.kind == "simulated" and c.prolific is not None
+
+
+def test_errors_in_the_block_are_reported_at_their_lines(tmp_path):
+    bad = (GOOD.replace("bundle: 5", "bundle: 0").replace("devices: [desktop]", "devices: [phone]")
+           .replace("countries: [GB, US]", "countries: [gb]").replace('vat_rate: "0.2"', 'vat_rate: "1.5"')
+           .replace("maximum_minutes: 40", "maximum_minutes: 5").replace("workspace: null", "workspace: null\n      colour: red"))
+    ps = problems(tmp_path, bad)
+    lines = {p.split(":")[1]: p for p in ps}
+    text = bad.splitlines()
+    for field, needle in (("bundle", "bundle: 0"), ("devices", "devices: [phone]"), ("vat_rate", 'vat_rate: "1.5"'),
+                          ("maximum_minutes", "maximum_minutes: 5"), ("colour", "colour: red")):
+        line = str(next(i for i, t in enumerate(text, 1) if needle in t))
+        assert line in lines and f"prolific.{field}" in lines[line], (field, ps)
+    assert any("prolific.filters.countries" in p for p in ps)
+
+
+def test_reward_below_minimum_pay_and_both_rewards_are_refused(tmp_path):
+    ps = problems(tmp_path, GOOD.replace('reward: "1.50"', 'reward: "0.50"'))
+    assert len(ps) == 1 and ":11: campaigns[0].prolific.reward:" in ps[0] and "below Prolific's minimum" in ps[0], ps
+    ps = problems(tmp_path, GOOD.replace('reward: "1.50"', 'reward: "1.50"\n      reward_per_hour: "9.00"'))
+    assert any("exactly one of 'reward'" in p for p in ps)
+
+
+def test_budget_below_one_place_is_refused(tmp_path):
+    ps = problems(tmp_path, GOOD.replace('budget: "10.00"', 'budget: "2.00"'))
+    # 1.50 + fee 0.50 + VAT 0.10
+    assert any("below the cost of one Prolific place (2.10 GBP" in p for p in ps), ps
+
+
+def test_which_marketplaces_take_which_blocks(tmp_path):
+    ps = problems(tmp_path, GOOD.replace("marketplace: prolific-local", "marketplace: local"))
+    assert any("campaigns[0].prolific: only Prolific campaigns take 'prolific'" in p for p in ps)
+    assert any("campaigns[0].task_site: only Prolific campaigns take 'task_site'" in p for p in ps)
+    no_block = GOOD.split("    prolific:")[0] + '    budget: "10.00"\n'
+    assert any("needs a 'prolific:' block" in p for p in problems(tmp_path, no_block))
+    # real Prolific: no simulated crowd, and a public address participants can reach
+    real = GOOD.replace("marketplace: prolific-local", "marketplace: prolific")
+    ps = problems(tmp_path, real)
+    assert any("campaigns[0].crowd.kind: a simulated crowd can only work" in p for p in ps)
+    assert any("port 0 stands for" in p for p in ps)
+    real = real.replace("      kind: simulated\n      workers: 40\n", "      kind: none\n")
+    assert any("needs task_site.public_url" in p
+               for p in problems(tmp_path, real.replace("    task_site:\n      public_url: http://127.0.0.1:0\n", "")))
+    ok = load_spec(write(tmp_path, real.replace("http://127.0.0.1:0", "https://tasks.example.org"))).campaigns[0]
+    assert ok.marketplace == "prolific" and ok.public_url == "https://tasks.example.org"
+
+
+def test_older_campaigns_keep_their_fingerprints(tmp_path):
+    """Campaigns stored before Prolific existed compare their fingerprint on resume: the new fields are
+    left out when unused."""
+    from test_spec import GOOD as LOCAL  # noqa: PLC0415 - the plain spec of the other spec tests
+
+    c = load_spec(write(tmp_path, LOCAL)).campaigns[0]
+    assert c.prolific is None and c.public_url is None
+    prolific = load_spec(write(tmp_path, GOOD)).campaigns[0]
+    assert prolific.fingerprint() != load_spec(write(tmp_path, GOOD.replace("bundle: 5", "bundle: 4"))).campaigns[0].fingerprint()
+
+
+def test_validate_exits_2_and_run_refuses_prolific_without_a_token(tmp_path, capsys, monkeypatch):
+    monkeypatch.delenv("PROLIFIC_TOKEN", raising=False)
+    bad = write(tmp_path, GOOD.replace('reward: "1.50"', 'reward: "0.50"'))
+    assert commands_main(["validate", str(bad)]) == 2
+    assert ".prolific.reward" in capsys.readouterr().err
+    real = (GOOD.replace("marketplace: prolific-local", "marketplace: prolific")
+            .replace("      kind: simulated\n      workers: 40\n", "      kind: none\n")
+            .replace("http://127.0.0.1:0", "https://tasks.example.org"))
+    spec = write(tmp_path, real)
+    assert commands_main(["validate", str(spec)]) == 0  # validate does not need the token
+    state = tmp_path / "state"
+    env = {k: v for k, v in __import__("os").environ.items() if k != "PROLIFIC_TOKEN"}
+    out = subprocess.run([sys.executable, "-m", "campaign", "run", "--config", str(spec), "--state", str(state)],
+                         cwd=ROOT, env=env, capture_output=True, text=True, timeout=120)
+    assert out.returncode == 2, out.stderr
+    assert "PROLIFIC_TOKEN" in out.stderr and "never stored or printed" in out.stderr
+    assert not (state / "campaign.db").exists()  # refused before anything was created
