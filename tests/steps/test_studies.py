@@ -1,0 +1,144 @@
+"""The studies steps on their own, over a stand-in `Studies` marketplace: places reserved in the ledger
+before they are opened (never past the budget), approved places charged once however often they are
+reported, unused places released only when nothing more can be paid, and `finish` held until then."""
+
+from __future__ import annotations
+
+import threading
+from dataclasses import replace
+from decimal import Decimal
+from pathlib import Path
+
+from campaign.clock import ManualClock
+from campaign.daemon import ensure_campaign_row
+from campaign.ledger import totals
+from campaign.marketplaces.base import Studies, StudySubmission, TransientError
+from campaign.money import Cost
+from campaign.spec import load_spec
+from campaign.steps.budget import BLOCKED_KEY
+from campaign.steps.context import Context
+from campaign.steps.studies import open_places, settle_studies, studies_over
+from campaign.store import HitRow, Store
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def first_items(tmp_path: Path, n: int) -> Path:
+    lines = (ROOT / "examples" / "ukpconvarg1-water" / "propositions.tsv").read_text(encoding="utf-8").splitlines()
+    p = tmp_path / "props.tsv"
+    p.write_text("\n".join(lines[: n + 1]) + "\n", encoding="utf-8")
+    return p
+
+
+SPEC = """\
+campaigns:
+  - name: steps
+    topic: Should plastic water bottles be banned?
+    input:
+      propositions: {props}
+    task:
+      kind: likert
+    marketplace: prolific-local
+    prolific: {{reward: "1.50", bundle: 5, estimated_minutes: 10, fee_rate: "0.333", vat_rate: "0.2"}}
+    budget: "10.00"
+    crowd:
+      kind: none
+"""
+PLACE = Cost(Decimal("2.10"), Decimal("0.60"))
+
+
+class FakeStudies:
+    """Records the calls the steps make; answers what the test sets."""
+
+    def __init__(self) -> None:
+        self.wanted: dict[str, int] = {}
+        self.places: dict[str, int] = {}
+        self.subs: list[StudySubmission] = []
+        self.pending = True
+        self.stopped: list[str] = []
+        self.fail_refill = 0
+
+    def place_cost(self) -> Cost:
+        return PLACE
+
+    def places_wanted(self) -> dict[str, int]:
+        return dict(self.wanted)
+
+    def refill(self, key: str, places: int) -> int:
+        if self.fail_refill:
+            self.fail_refill -= 1
+            raise TransientError("connection reset")
+        self.places[key] = max(self.places.get(key, 0), places)
+        return self.places[key]
+
+    def settle(self) -> list[StudySubmission]:
+        return list(self.subs)
+
+    def stop(self, key: str) -> bool:
+        self.stopped.append(key)
+        return not self.pending
+
+
+def _ctx(tmp_path: Path, market: FakeStudies) -> Context:
+    cfg = tmp_path / "campaigns.yaml"
+    cfg.write_text(SPEC.format(props=first_items(tmp_path, 10)), encoding="utf-8")
+    campaign = load_spec(cfg).campaigns[0]
+    store = Store.open(tmp_path / "state")
+    instance = ensure_campaign_row(store, campaign, 0)
+    return Context(store=store, market=market, campaign=campaign, seed=0, state_dir=tmp_path / "state",  # type: ignore[arg-type]
+                   clock=ManualClock(), instance=instance, lock=threading.Lock())
+
+
+def _totals(ctx: Context):
+    with ctx.store.session() as s:
+        return totals(s, ctx.name, ctx.campaign.budget)
+
+
+def test_places_are_reserved_before_they_open_and_never_past_the_budget(tmp_path):
+    market = FakeStudies()
+    assert isinstance(market, Studies)
+    ctx = _ctx(tmp_path, market)
+    try:
+        market.wanted = {"T1": 3}
+        market.fail_refill = 1  # the call fails after the reservation: reserved, not open; the next pass opens them
+        assert open_places(ctx) == 0 and market.places == {}
+        assert _totals(ctx).reserved == Decimal("6.30")
+        assert open_places(ctx) == 3 and market.places == {"T1": 3}
+        assert _totals(ctx).reserved == Decimal("6.30")  # not reserved twice
+        market.wanted = {"T1": 6}  # 6 x 2.10 = 12.60 > 10.00: only one more place fits
+        assert open_places(ctx) == 1 and market.places == {"T1": 4}
+        t = _totals(ctx)
+        assert t.reserved == Decimal("8.40") and t.spent + t.reserved <= t.budget
+        assert "place 5 of study T1" in (ctx.store.get_kv(ctx.name, BLOCKED_KEY, "") or "")
+        assert open_places(ctx) == 0 and market.places == {"T1": 4}
+    finally:
+        ctx.store.close()
+
+
+def test_approved_places_are_charged_once_and_the_rest_released_when_nothing_can_be_paid(tmp_path):
+    market = FakeStudies()
+    ctx = _ctx(tmp_path, market)
+    try:
+        market.wanted = {"T1": 3}
+        open_places(ctx)
+        with ctx.store.session() as s:  # the stage's one HIT, closed: the stage is complete
+            s.add(HitRow(campaign=ctx.name, stage="likert", hit_key="likert-0001", item_keys="[]", annotation="a", token="t",
+                         status="closed", reward="0.06", assignments=5, hit_id="H1", hit_type_id="T1"))
+        market.subs = [StudySubmission("T1", "S1", "APX", "approved"), StudySubmission("T1", "S2", "APY", "rejected"),
+                       StudySubmission("T1", "S3", "APZ", "pending")]
+        assert settle_studies(ctx) == 1
+        assert settle_studies(ctx) == 0  # reported again: not charged again
+        t = _totals(ctx)
+        assert (t.spent, t.reserved) == (Decimal("2.10"), Decimal("4.20"))
+        assert market.stopped == ["T1", "T1"] and not studies_over(ctx)  # S3 may still be paid: nothing released
+        market.subs[2] = replace(market.subs[2], status="approved")
+        market.pending = False
+        assert settle_studies(ctx) == 1
+        t = _totals(ctx)
+        assert (t.spent, t.reserved) == (Decimal("4.20"), Decimal("0.00"))  # the third place, never paid, released
+        assert studies_over(ctx)
+        stops = len(market.stopped)
+        settle_studies(ctx)
+        assert len(market.stopped) == stops  # an ended study is left alone
+    finally:
+        ctx.store.close()
