@@ -43,6 +43,7 @@ from campaign.prolific.gate import StudySeat
 from campaign.prolific.studies import ProlificStudies
 from campaign.prolific.study import ProlificConfig, bonus_cost, place_cost, reward_per_submission, study_body
 from campaign.prolific.verdict import bundle_verdict, places_needed
+from campaign.steps.context import crash_point
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS posted (hit_id TEXT PRIMARY KEY, type_id TEXT NOT NULL, assignments INTEGER NOT NULL);
@@ -232,6 +233,7 @@ class ProlificMarketplace:
             self._db.execute("INSERT OR IGNORE INTO verdicts VALUES (?,?,?)", (assignment_id, decision, reason))
         found = self.door.submission_of(assignment_id)
         if found is not None:
+            crash_point("prolific.before_verdict")  # decided on the task site, not yet on Prolific: the sweep repairs it
             try:
                 self.send_verdicts(found[0])
             except ProlificError as exc:  # decided on the task site; `settle`'s sweep sends it later

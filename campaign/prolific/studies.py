@@ -29,6 +29,7 @@ from pathlib import Path
 from typing import Any
 
 from campaign.prolific.verdict import Verdict
+from campaign.steps.context import crash_point
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS studies (key TEXT PRIMARY KEY, internal_name TEXT NOT NULL UNIQUE, completion_code TEXT NOT NULL,
@@ -74,6 +75,7 @@ class ProlificStudies:
                 found = [s for s in self.api.studies() if s.get("internal_name") == row["internal_name"]]
                 sid = found[0]["id"] if found else self.api.create_study(
                     body(row["internal_name"], row["completion_code"], row["places"]))["id"]
+                crash_point("prolific.after_create_study")
                 self._db.execute("UPDATE studies SET study_id=?, state='created' WHERE key=?", (sid, key))
                 row = self.study(key)
                 assert row is not None
@@ -92,6 +94,7 @@ class ProlificStudies:
             remote = int(self.api.study(row["study_id"])["total_available_places"])
             if places > remote:
                 self.api.update_study(row["study_id"], total_available_places=places)
+                crash_point("prolific.after_places")
                 remote = places
             self._db.execute("UPDATE studies SET places=? WHERE key=?", (remote, key))
             return remote
@@ -127,10 +130,12 @@ class ProlificStudies:
                 return str(self.api.submission(submission_id)["status"])
             status = str(self.api.submission(submission_id)["status"])
             if status == "AWAITING REVIEW":
+                crash_point("prolific.before_decision")
                 if verdict.action == "approve":
                     status = str(self.api.approve(submission_id)["status"])
                 else:
                     status = str(self.api.reject(submission_id, verdict.message or "", verdict.category or "OTHER")["status"])
+                crash_point("prolific.after_decision")
             if status in FINAL:
                 self._db.execute("UPDATE decisions SET state='done' WHERE submission_id=?", (submission_id,))
             return status
@@ -160,7 +165,9 @@ class ProlificStudies:
                 return "paid"
             if row["state"] in ("created", "paying"):
                 self._db.execute("UPDATE bonuses SET state='paying' WHERE key=?", (key,))
+                crash_point("prolific.before_pay")
                 self.api.pay_bonus(row["batch_id"])
+                crash_point("prolific.after_pay")
                 self._db.execute("UPDATE bonuses SET state='paid' WHERE key=?", (key,))
             return "paid"
 

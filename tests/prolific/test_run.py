@@ -1,0 +1,194 @@
+"""`campaign run` on Prolific, end to end: the daemon as a subprocess, the emulator as Prolific, simulated
+participants doing the work through the task site's door.
+
+- `examples/prolific.yaml` (prolific-local, spammers in the crowd) finishes with scores; the spammers who
+  worked are excluded, honest participants' submissions are approved on the emulator, no submission
+  of an honest participant is rejected, and the ledger's spent total equals what the emulator charged
+  (rewards, fees, VAT, bonuses) to the cent.
+- `marketplace: prolific` (the real road: token from PROLIFIC_TOKEN, base URL from PROLIFIC_BASE_URL,
+  pointed at an emulator this test starts) with participants the test drives: the campaign finishes,
+  and the token is nowhere in the state directory nor in the daemon's output.
+"""
+
+from __future__ import annotations
+
+import csv
+import os
+import socket
+import subprocess
+import sys
+import time
+from collections import Counter
+from decimal import Decimal
+from pathlib import Path
+
+import pytest
+from sqlmodel import select
+
+from campaign.clock import WallClock
+from campaign.crowd.models import make_pool
+from campaign.ledger import totals
+from campaign.prolific.emulator.store import DocStore
+from campaign.spec import load_spec
+from campaign.store import AssignmentRow, LedgerRow, Store, WorkerRow
+
+pytestmark = pytest.mark.prolific
+
+ROOT = Path(__file__).resolve().parents[2]
+EXAMPLE = ROOT / "examples" / "prolific.yaml"
+WATER = ROOT / "examples" / "ukpconvarg1-water"
+
+
+def _env(**extra: str) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("PROLIFIC_") and k != "CAMPAIGN_TEST_CRASH"}
+    env.update(extra)
+    return env
+
+
+def _emulator_charges(em_dir: Path) -> tuple[Decimal, list[dict], dict[str, str]]:
+    """(everything the emulator charged, its submissions, participant id -> external id)."""
+    db = DocStore(em_dir / "prolific.db")
+    try:
+        rewards, fees, vat = db.charged()
+        subs = db.all("submission")
+        people = {p["id"]: p.get("external_id", "") for p in db.all("participant")}
+    finally:
+        db.close()
+    return Decimal(rewards + fees + vat) / 100, subs, people
+
+
+def test_example_runs_on_prolific_local_with_spam_excluded_and_the_ledger_equal_to_the_charges(tmp_path: Path) -> None:
+    state = tmp_path / "state"
+    started = time.monotonic()
+    out = subprocess.run([sys.executable, "-m", "campaign", "run", "--config", str(EXAMPLE), "--state", str(state),
+                          "--max-seconds", "400"], cwd=ROOT, env=_env(), capture_output=True, text=True, timeout=600)
+    took = time.monotonic() - started
+    assert out.returncode == 0, out.stderr[-3000:]
+    assert "water-prolific: scores written to" in out.stdout
+    campaign = load_spec(EXAMPLE).campaigns[0]
+    with (state / campaign.name / "scores.csv").open(encoding="utf-8") as f:
+        rows = list(csv.DictReader(f))
+    n_props = sum(1 for _ in (WATER / "propositions.tsv").open(encoding="utf-8")) - 1
+    assert len(rows) == n_props and sum(r["kept"] == "True" for r in rows) == 15
+
+    charged, subs, people = _emulator_charges(state / "prolific")
+    store = Store.open(state)
+    try:
+        with store.session() as s:
+            t = totals(s, campaign.name, campaign.budget)
+            ledger = s.exec(select(LedgerRow).where(LedgerRow.campaign == campaign.name)).all()
+            workers = {w.worker_id: w for w in s.exec(select(WorkerRow).where(WorkerRow.campaign == campaign.name)).all()}
+            worked = Counter(a.worker_id for a in s.exec(select(AssignmentRow).where(AssignmentRow.campaign == campaign.name)).all())
+    finally:
+        store.close()
+    # money: the ledger is what Prolific charged, to the cent; nothing left reserved
+    assert t.spent == charged and t.reserved == Decimal("0.00"), (t, charged)
+    assert t.spent <= campaign.budget
+    charges = [e for e in ledger if e.kind == "charge"]
+    approved = [s for s in subs if s["status"] == "APPROVED"]
+    assert len(charges) == len(approved) == len({e.assignment_id for e in charges})  # one charge per approved submission
+    assert any(e.kind == "bonus_charge" for e in ledger)
+
+    # who is who: the crowd registers each simulated worker under external id "sim:<worker id>"
+    pool = {w.worker_id: w for w in make_pool(campaign.crowd.workers, 0, dict(campaign.crowd.mix),
+                                              arrival_span=campaign.crowd.arrival_span)}
+    site_id = {pid: "AP" + pid.upper() for pid in people}
+    sim_of = {site_id[pid]: ext.split(":")[-1] for pid, ext in people.items() if ext.startswith("sim:")}
+    assert set(sim_of.values()) <= set(pool)
+    spam_workers = [wid for wid, sim in sim_of.items() if pool[sim].is_spammer and worked[wid] >= 5]
+    honest = [wid for wid, sim in sim_of.items() if pool[sim].kind == "diligent" and worked[wid]]
+    assert spam_workers and honest
+    # spam excluded from the scores
+    assert all(workers[w].excluded for w in spam_workers), [(w, worked[w]) for w in spam_workers if not workers[w].excluded]
+    # honest participants approved on the emulator, never rejected
+    by_person = Counter()
+    for sub in subs:
+        wid = site_id[sub["participant_id"]]
+        if wid in honest:
+            assert sub["status"] != "REJECTED", sub
+            by_person[wid] += sub["status"] == "APPROVED"
+    assert all(by_person[w] >= 1 for w in honest), by_person
+    assert not any(workers[w].excluded for w in honest)
+    print(f"example run: {took:.1f} s; spent {t.spent} = charged {charged}; {len(approved)} approved submissions, "
+          f"{len(spam_workers)} spammers excluded")
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+REAL = """\
+campaigns:
+  - name: real-road
+    topic: Should plastic water bottles be banned?
+    input:
+      propositions: props.tsv
+    task:
+      kind: likert
+      assignments: 2
+    marketplace: prolific
+    prolific:
+      reward: "1.00"
+      bundle: 2
+      estimated_minutes: 5
+      maximum_minutes: 30
+      filters: {{approval_rate: 90}}
+      fee_rate: "0.333"
+      vat_rate: "0.2"
+    task_site:
+      public_url: http://127.0.0.1:{port}
+    budget: "20.00"
+    crowd:
+      kind: none
+    schedule:
+      poll_interval: 0.3
+"""
+
+
+def test_real_prolific_road_reads_the_token_from_the_environment_only(tmp_path: Path) -> None:
+    from campaign.crowd.participants import ParticipantCrowd
+    from campaign.inputs import load_items, load_truth
+    from campaign.prolific.emulator.server import start_emulator
+
+    lines = (WATER / "propositions.tsv").read_text(encoding="utf-8").splitlines()
+    (tmp_path / "props.tsv").write_text("\n".join(lines[:11]) + "\n", encoding="utf-8")
+    port = _free_port()
+    spec = tmp_path / "campaigns.yaml"
+    spec.write_text(REAL.format(port=port), encoding="utf-8")
+    em = start_emulator(tmp_path / "prolific.com", WallClock(), fee_rate=Decimal("0.333"), vat_rate=Decimal("0.2"))
+    state = tmp_path / "state"
+    proc = subprocess.Popen([sys.executable, "-m", "campaign", "run", "--config", str(spec), "--state", str(state),
+                             "--market-port", str(port), "--log-level", "DEBUG", "--max-seconds", "240"],
+                            cwd=ROOT, env=_env(PROLIFIC_TOKEN=em.token, PROLIFIC_BASE_URL=em.base_url),
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    truth = load_truth(WATER / "truth.tsv")
+    by_text = {it.text: truth.get(it.key, 0.5) for it in load_items("propositions", tmp_path / "props.tsv")}
+    crowd = ParticipantCrowd(em.root_url, em.token, f"http://127.0.0.1:{port}",
+                             make_pool(6, 1, {"diligent": 1.0}, arrival_span=0), by_text, seed=1, clock=WallClock(),
+                             return_share=0.0, abandon_share=0.0)
+    try:
+        for _ in range(100):  # the task site is up once the daemon has started
+            try:
+                socket.create_connection(("127.0.0.1", port), timeout=1).close()
+                break
+            except OSError:
+                time.sleep(0.2)
+        crowd.start()
+        stdout, stderr = proc.communicate(timeout=300)
+    finally:
+        crowd.stop()
+        if proc.poll() is None:
+            proc.kill()
+            proc.communicate()
+        em.stop()
+    assert proc.returncode == 0, stderr[-3000:]
+    assert "real-road: scores written to" in stdout
+    charged, subs, _ = _emulator_charges(tmp_path / "prolific.com")
+    assert charged > 0 and any(s["status"] == "APPROVED" for s in subs)
+    token = em.token.encode()
+    assert token not in stdout.encode() and token not in stderr.encode()
+    for f in state.rglob("*"):
+        if f.is_file():
+            assert token not in f.read_bytes(), f"the Prolific token was written to {f}"
