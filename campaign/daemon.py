@@ -260,9 +260,11 @@ def start_runtime(spec: Spec, opts: RunOptions) -> Runtime:
     if local:
         from campaign.market.server import start_market
 
+        public, content_port = prolific_rt.site_addresses(local, opts.market_port)
         try:
             rt.market_server = market = start_market(opts.state_dir / "market", clock=clock, mode="prod",
-                                                     balance=opts.market_balance, port=opts.market_port)
+                                                     balance=opts.market_balance, port=opts.market_port,
+                                                     public_url=public, content_port=content_port)
         except OSError as exc:
             store.close()
             raise RunError(f"the built-in marketplace cannot listen on 127.0.0.1:{opts.market_port}: {exc.strerror or exc}; "
@@ -283,7 +285,7 @@ def start_runtime(spec: Spec, opts: RunOptions) -> Runtime:
             if opts.say is not None:
                 for c in on_prolific:
                     opts.say(f"task site for {c.name} (Prolific participants): {prolific_rt.public_url(c, endpoint)}/prolific/start "
-                             f"(served here at {endpoint})")
+                             f"(served here at {endpoint}; HIT frames from {market.content_url})")
     for c in chosen:
         try:
             instance = ensure_campaign_row(store, c, opts.seed)

@@ -56,6 +56,19 @@ def public_url(c: Campaign, market_endpoint: str) -> str:
     return given.rstrip("/")
 
 
+def site_addresses(campaigns: list[Campaign], market_port: int) -> tuple[str | None, int]:
+    """(public address of the worker site, port of the content origin) for the built-in marketplace.
+
+    Real Prolific participants come through `task_site.public_url`; the HIT frames come from the
+    content origin, the same host name at its own port, which an https public URL fixes at
+    `--market-port` + 1 so that a reverse proxy can forward both (README). Otherwise: the bound
+    addresses, any free content port."""
+    real = [c.public_url.rstrip("/") for c in campaigns if c.marketplace == "prolific" and c.public_url]
+    if not real:
+        return None, 0
+    return real[0], (market_port + 1 if market_port and real[0].startswith("https://") else 0)
+
+
 @dataclass
 class ProlificPieces:
     """The running Prolific side of a run; `stop` ends what was started, in reverse order."""
