@@ -317,7 +317,7 @@ def start_runtime(spec: Spec, opts: RunOptions) -> Runtime:
         rt.crowds += _start_crowds(sims, endpoint)
     for ctx in rt.contexts:
         if ctx.campaign.crowd.kind == "simulated" and ctx.campaign.marketplace == "prolific-local" and endpoint is not None:
-            prolific_rt.start_participants(ctx.campaign, rt.prolific, endpoint, ctx.seed, clock)
+            prolific_rt.start_participants(ctx.campaign, rt.prolific, ctx.market, endpoint, ctx.seed, clock)
     return rt
 
 

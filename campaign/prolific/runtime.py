@@ -127,9 +127,10 @@ def open_market(c: Campaign, pieces: ProlificPieces, inner: Any, state_dir: Path
     return market
 
 
-def start_participants(c: Campaign, pieces: ProlificPieces, site_url: str, seed: int, clock: Clock) -> Any:
+def start_participants(c: Campaign, pieces: ProlificPieces, market: Any, site_url: str, seed: int, clock: Clock) -> Any:
     """Simulated participants for a prolific-local campaign with `crowd: simulated`: the campaign's own
-    `crowd.workers`, registered on the emulator, working through the task site's door."""
+    `crowd.workers`, registered on the emulator under the campaign's name (the same people again after a
+    restart), taking only this campaign's studies, working through the task site's door."""
     from campaign.crowd.models import make_pool
     from campaign.crowd.participants import ParticipantCrowd
     from campaign.inputs import load_items, load_truth
@@ -137,8 +138,13 @@ def start_participants(c: Campaign, pieces: ProlificPieces, site_url: str, seed:
     truth = load_truth(c.crowd.truth) if c.crowd.truth else {}
     by_text = {it.text: truth.get(it.key, 0.5) for it in load_items(c.input_kind, c.input_path)}
     workers = make_pool(c.crowd.workers, seed, dict(c.crowd.mix), arrival_span=c.crowd.arrival_span)
+    studies = market.studies
+
+    def wants(row: dict[str, Any]) -> bool:
+        return any(row.get("id") == sid for _, sid in studies.study_ids())
+
     crowd = ParticipantCrowd(pieces.emulator.root_url, pieces.emulator.token, site_url, workers, by_text, seed=seed,
-                             clock=clock, poll=0.05)
+                             clock=clock, poll=0.05, namespace=c.name, wants=wants)
     crowd.start()
     pieces.crowds.append(crowd)
     return crowd
