@@ -3,13 +3,18 @@ load: post HITs through boto3, let workers accept and submit through the worker 
 paginated ListAssignmentsForHIT and approve everything; then a crowd's view of a big marketplace: post
 10,000 more HITs and let 200 workers list the HITs open to them and accept one, over and over.
 
-The server runs as a subprocess so its peak memory (VmHWM) is its own, not the benchmark's.
+The server runs as a subprocess (`campaign market serve`, as users run it) so its CPU and peak memory
+(VmHWM) are its own, and it is driven from several client processes (`--processes`, each with
+`--threads` threads and its own boto3 client), as many requesters and workers would drive it: a boto3
+call costs its client more CPU than the server spends on it, and one client process (one GIL) would
+measure the client. Every request goes over HTTP with a real SigV4 signature or a worker's session.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import multiprocessing
 import os
 import random
 import subprocess
@@ -17,6 +22,7 @@ import sys
 import tempfile
 import threading
 import time
+import traceback
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -61,86 +67,205 @@ def _cpu_seconds(pid: int) -> float | None:
         return None
 
 
-def _phase(name: str, jobs: Sequence[Any], fn: Callable[[Any], int], threads: int, server_pid: int | None = None) -> dict[str, Any]:
-    """Run fn over jobs on a thread pool; fn returns how many requests it made. Latency is per job call.
+class _Clients:
+    """Requesters' and workers' machines: `processes` client processes of `threads` threads each.
 
-    Besides throughput and latency, the CPU milliseconds per request spent by the server process and by
-    this (client) process: on a small machine the client's boto3 work can be what limits req/s.
+    A boto3 call costs the client more CPU than the marketplace spends answering it (about 1.3-2 ms
+    against well under 1 ms), so one Python process with one GIL cannot load the server; several
+    processes, as many requesters and workers would be, can. Each process has its own boto3 client and
+    its own keep-alive connections; the bench's workers are signed in once and their session cookies
+    handed to every process (one person, several tabs).
     """
-    lat: list[float] = []
-    server_cpu0 = _cpu_seconds(server_pid) if server_pid else None
-    client_cpu0 = time.process_time()
 
-    def timed(job: Any) -> int:
-        t = time.perf_counter()
-        n = fn(job)
-        lat.append((time.perf_counter() - t) / max(1, n))
-        return n
+    def __init__(self, processes: int, threads: int, url: str, credentials_file: Path,
+                 sessions: dict[str, tuple[str, str]]) -> None:
+        ctx = multiprocessing.get_context("spawn")  # a fresh interpreter: no inherited sockets or SQLite handles
+        self.threads = threads
+        self._pipes: list[Any] = []
+        self._procs: list[Any] = []
+        for _ in range(max(1, processes)):
+            parent, child = ctx.Pipe()
+            proc = ctx.Process(target=_client_main, args=(child, url, str(credentials_file), sessions, threads), daemon=True)
+            proc.start()
+            child.close()
+            self._pipes.append(parent)
+            self._procs.append(proc)
+        for pipe in self._pipes:
+            self._receive(pipe)  # ready: imports done, clients built
 
-    t0 = time.perf_counter()
+    @property
+    def processes(self) -> int:
+        return len(self._procs)
+
+    @staticmethod
+    def _receive(pipe: Any) -> Any:
+        kind, value = pipe.recv()
+        if kind == "error":
+            raise RuntimeError(f"bench client process failed:\n{value}")
+        return value
+
+    def run(self, name: str, chunks: list[list[Any]], context: dict[str, Any]) -> tuple[float, list[dict[str, Any]]]:
+        """Each process gets its chunk at once; wall time from the first send to the last answer."""
+        t0 = time.perf_counter()
+        for pipe, chunk in zip(self._pipes, chunks, strict=True):
+            pipe.send((name, chunk, context))
+        results = [self._receive(pipe) for pipe in self._pipes]
+        return time.perf_counter() - t0, results
+
+    def close(self) -> None:
+        for pipe in self._pipes:
+            try:
+                pipe.send(None)
+            except OSError:
+                pass
+        for proc in self._procs:
+            proc.join(timeout=10)
+            if proc.is_alive():
+                proc.kill()
+
+
+def _client_main(pipe: Any, url: str, credentials_file: str, sessions: dict[str, tuple[str, str]], threads: int) -> None:
+    """A client process: waits for (phase, jobs, context), runs the jobs on its threads, sends back each
+    job's latency per request, the requests made, its CPU time and what the jobs returned."""
+    try:
+        client = make_client("local", url, credentials_file=Path(credentials_file), max_rps=0, max_attempts=3)
+        workers = WorkerClient(url)
+        workers.adopt_sessions(sessions)
+        paginator = client.raw.get_paginator("list_assignments_for_hit")  # built once, as a client would
+        busy: dict[str, threading.Lock] = {w: threading.Lock() for w in sessions}  # a worker's own calls never overlap
+        pipe.send(("ready", None))
+    except BaseException:  # noqa: BLE001 - the parent shows it
+        pipe.send(("error", traceback.format_exc()))
+        return
+
+    def post(job: int, ctx: dict[str, Any]) -> tuple[int, Any]:
+        h = client.call("create_hit_with_hit_type", HITTypeId=ctx["type_id"], MaxAssignments=ctx["per_hit"],
+                        LifetimeInSeconds=86400, Question=QUESTION.format(i=job), UniqueRequestToken=f"{ctx['token']}-{job}")
+        return 1, h["HIT"]["HITId"]
+
+    def work(job: tuple[str, str], ctx: dict[str, Any]) -> tuple[int, Any]:
+        hit_id, w = job
+        aid = workers.accept(w, hit_id)["AssignmentId"]
+        workers.submit(aid, [("score", "3")])
+        return 2, None
+
+    def collect(hit_id: str, ctx: dict[str, Any]) -> tuple[int, Any]:
+        pages, ids = 0, []
+        for page in paginator.paginate(HITId=hit_id, PaginationConfig={"PageSize": 100}):
+            pages += 1  # MTurk's way: a page with a token, then an empty one
+            ids += [a["AssignmentId"] for a in page["Assignments"]]
+        return pages, ids
+
+    def approve(aid: str, ctx: dict[str, Any]) -> tuple[int, Any]:
+        client.call("approve_assignment", AssignmentId=aid)
+        return 1, None
+
+    def list_and_accept(job: tuple[str, float], ctx: dict[str, Any]) -> tuple[int, Any]:
+        w, pick = job
+        with busy[w]:
+            listed = workers.available(w, 100)
+            if not listed:
+                return 1, None
+            try:
+                workers.accept(w, listed[int(pick * len(listed))]["HITId"])
+            except WorkerAPIError as exc:  # another worker took the last slot in between: a real outcome, still a request
+                if exc.code != "NoAvailableSlot":
+                    raise
+            return 2, None
+
+    fns: dict[str, Callable[[Any, dict[str, Any]], tuple[int, Any]]] = {
+        "post": post, "post-open": post, "work": work, "collect": collect, "approve": approve, "workers": list_and_accept}
     with ThreadPoolExecutor(max_workers=threads) as pool:
-        requests = sum(pool.map(timed, jobs))
-    wall = time.perf_counter() - t0
-    client_cpu = time.process_time() - client_cpu0
+        while True:
+            msg = pipe.recv()
+            if msg is None:
+                return
+            name, jobs, ctx = msg
+            fn = fns[name]
+            lat: list[float] = []
+
+            def timed(job: Any, fn: Callable[[Any, dict[str, Any]], tuple[int, Any]] = fn, ctx: dict[str, Any] = ctx,
+                      lat: list[float] = lat) -> tuple[int, Any]:
+                t = time.perf_counter()
+                n, out = fn(job, ctx)
+                lat.append((time.perf_counter() - t) / max(1, n))
+                return n, out
+
+            try:
+                cpu0 = time.process_time()
+                done = list(pool.map(timed, jobs))
+                pipe.send(("done", {"lat": lat, "requests": sum(n for n, _ in done), "cpu": time.process_time() - cpu0,
+                                    "out": [out for _, out in done]}))
+            except BaseException:  # noqa: BLE001
+                pipe.send(("error", traceback.format_exc()))
+
+
+def _split(jobs: Sequence[Any], parts: int, key: Callable[[Any], str] | None = None) -> list[list[Any]]:
+    """Round robin over the processes; with `key`, all of one worker's jobs go to one process (one browser)."""
+    chunks: list[list[Any]] = [[] for _ in range(parts)]
+    if key is None:
+        for i, job in enumerate(jobs):
+            chunks[i % parts].append(job)
+        return chunks
+    home: dict[str, int] = {}
+    for job in jobs:
+        chunks[home.setdefault(key(job), len(home) % parts)].append(job)
+    return chunks
+
+
+def _phase(clients: _Clients, name: str, jobs: Sequence[Any], server_pid: int | None = None,
+           context: dict[str, Any] | None = None, key: Callable[[Any], str] | None = None) -> tuple[dict[str, Any], list[Any]]:
+    """Run one phase's jobs on every client process; each job returns how many requests it made.
+
+    Latency is per request of a job (a job's time over its requests). Besides throughput and latency,
+    the CPU milliseconds per request spent by the server process and by the client processes together.
+    Also returns what the jobs returned, in no particular order.
+    """
+    server_cpu0 = _cpu_seconds(server_pid) if server_pid else None
+    wall, results = clients.run(name, _split(jobs, clients.processes, key), context or {})
     server_cpu1 = _cpu_seconds(server_pid) if server_pid else None
-    lat.sort()
+    lat = sorted(x for r in results for x in r["lat"])
+    requests = sum(r["requests"] for r in results)
+    client_cpu = sum(r["cpu"] for r in results)
     q = (lambda p: lat[min(len(lat) - 1, int(p * len(lat)))] * 1000) if lat else (lambda p: 0.0)
     per_req = max(1, requests)
-    return {"phase": name, "requests": requests, "seconds": round(wall, 3), "rps": round(requests / wall, 1) if wall else 0.0,
-            "p50_ms": round(q(0.50), 2), "p99_ms": round(q(0.99), 2),
-            "server_cpu_ms_per_req": (round((server_cpu1 - server_cpu0) * 1000 / per_req, 3)
-                                      if server_cpu0 is not None and server_cpu1 is not None else None),
-            "client_cpu_ms_per_req": round(client_cpu * 1000 / per_req, 3)}
+    stats = {"phase": name, "requests": requests, "seconds": round(wall, 3), "rps": round(requests / wall, 1) if wall else 0.0,
+             "p50_ms": round(q(0.50), 2), "p99_ms": round(q(0.99), 2),
+             "server_cpu_ms_per_req": (round((server_cpu1 - server_cpu0) * 1000 / per_req, 3)
+                                       if server_cpu0 is not None and server_cpu1 is not None else None),
+             "client_cpu_ms_per_req": round(client_cpu * 1000 / per_req, 3)}
+    return stats, [out for r in results for out in r["out"]]
 
 
-def run(hits: int, per_hit: int, threads: int = 8, open_hits: int = 10_000, crowd: int = 200,
-        rounds: int = 10) -> dict[str, Any]:
+def run(hits: int, per_hit: int, threads: int = 4, open_hits: int = 10_000, crowd: int = 200,
+        rounds: int = 10, processes: int = 2) -> dict[str, Any]:
     with tempfile.TemporaryDirectory(prefix="bench-market-") as tmp:
         state = Path(tmp) / "state"
         proc, url = _start_server(state)
         operator, close_operator = offline(state)  # adds the bench's workers, as the operator would
+        clients: _Clients | None = None
         try:
             client = make_client("local", url, credentials_file=state / "credentials", max_rps=0, max_attempts=3)
             workers = WorkerClient(url, operator=operator)
             names = [f"ABENCH{i:03d}" for i in range(per_hit)]
-            for w in names:
+            crowd_names = [f"ACROWD{i:04d}" for i in range(crowd)]
+            for w in names + crowd_names:
                 workers.register(w)
+            clients = _Clients(processes, threads, url, state / "credentials", workers.sessions())
             type_id = client.call("create_hit_type", Title="Bench", Description="bench", Reward="0.05",
                                   AssignmentDurationInSeconds=3600, AutoApprovalDelayInSeconds=86400)["HITTypeId"]
-            hit_ids: list[str] = []
-
-            def post(i: int) -> int:
-                h = client.call("create_hit_with_hit_type", HITTypeId=type_id, MaxAssignments=per_hit,
-                                LifetimeInSeconds=86400, Question=QUESTION.format(i=i), UniqueRequestToken=f"bench-{i}")
-                hit_ids.append(h["HIT"]["HITId"])
-                return 1
-
-            phases = [_phase("post", range(hits), post, threads, proc.pid)]
-
-            def work(job: tuple[str, str]) -> int:
-                hit_id, w = job
-                aid = workers.accept(w, hit_id)["AssignmentId"]
-                workers.submit(aid, [("score", "3")])
-                return 2
-
+            stats, hit_ids = _phase(clients, "post", range(hits), proc.pid, {"type_id": type_id, "per_hit": per_hit, "token": "bench"})
+            phases = [stats]
             jobs = [(h, w) for h in hit_ids for w in names]
-            phases.append(_phase("work", jobs, work, threads, proc.pid))
-            collected: list[str] = []
-
-            paginator = client.raw.get_paginator("list_assignments_for_hit")  # built once, as a client would
-
-            def collect(hit_id: str) -> int:
-                pages = 0
-                for page in paginator.paginate(HITId=hit_id, PaginationConfig={"PageSize": 100}):
-                    pages += 1  # MTurk's way: a page with a token, then an empty one
-                    collected.extend(a["AssignmentId"] for a in page["Assignments"])
-                return pages
-
-            phases.append(_phase("collect", hit_ids, collect, threads, proc.pid))
-            phases.append(_phase("approve", list(collected), lambda aid: (client.call("approve_assignment", AssignmentId=aid), 1)[1], threads, proc.pid))
-            phases += _crowd_phases(client, workers, open_hits, crowd, rounds, threads, proc.pid)
+            phases.append(_phase(clients, "work", jobs, proc.pid)[0])
+            stats, pages = _phase(clients, "collect", hit_ids, proc.pid)
+            collected = [aid for ids in pages for aid in ids]
+            phases += [stats, _phase(clients, "approve", collected, proc.pid)[0]]
+            phases += _crowd_phases(client, clients, crowd_names, open_hits, rounds, proc.pid)
             peak = _peak_rss_kib(proc.pid)
         finally:
+            if clients is not None:
+                clients.close()
             close_operator()
             proc.terminate()
             try:
@@ -149,52 +274,29 @@ def run(hits: int, per_hit: int, threads: int = 8, open_hits: int = 10_000, crow
                 proc.kill()
     total_req = sum(p["requests"] for p in phases)
     total_s = sum(p["seconds"] for p in phases)
-    return {"hits": hits, "assignments": len(collected), "threads": threads, "open_hits": open_hits, "crowd": crowd,
-            "phases": phases,
+    return {"hits": hits, "assignments": len(collected), "threads": threads, "processes": processes,
+            "open_hits": open_hits, "crowd": crowd, "phases": phases,
             "requests": total_req, "seconds": round(total_s, 2), "rps": round(total_req / total_s, 1) if total_s else 0.0,
             "server_peak_rss_mib": round(peak / 1024, 1) if peak else None}
 
 
-def _crowd_phases(client: Any, workers: WorkerClient, open_hits: int, crowd: int, rounds: int,
-                  threads: int, server_pid: int) -> list[dict[str, Any]]:
-    """`open_hits` HITs of 3 assignments each, then `crowd` workers x `rounds`: list available HITs, accept one.
+def _crowd_phases(client: Any, clients: _Clients, names: list[str], open_hits: int, rounds: int,
+                  server_pid: int) -> list[dict[str, Any]]:
+    """`open_hits` HITs of 3 assignments each, then the crowd x `rounds`: list available HITs, accept one.
 
     Each worker takes a random HIT from its first page (as a person picks from the list), so the listing
     has to walk past what that worker already holds and what others have filled.
     """
     type_id = client.call("create_hit_type", Title="Open", Description="open work", Reward="0.05",
                           AssignmentDurationInSeconds=3600, AutoApprovalDelayInSeconds=86400)["HITTypeId"]
-
-    def post(i: int) -> int:
-        client.call("create_hit_with_hit_type", HITTypeId=type_id, MaxAssignments=3, LifetimeInSeconds=86400,
-                    Question=QUESTION.format(i=i), UniqueRequestToken=f"open-{i}")
-        return 1
-
-    phases = [_phase("post-open", range(open_hits), post, threads, server_pid)]
-    names = [f"ACROWD{i:04d}" for i in range(crowd)]
-    for w in names:
-        workers.register(w)
+    phases = [_phase(clients, "post-open", range(open_hits), server_pid, {"type_id": type_id, "per_hit": 3, "token": "open"})[0]]
     rng = random.Random(12)
     order: list[str] = []
     for _ in range(rounds):  # every worker once per round, in a new order each round
-        order += rng.sample(names, crowd)
+        order += rng.sample(names, len(names))
     picks = [rng.random() for _ in order]
-    busy = {w: threading.Lock() for w in names}  # one person, one browser: a worker's own calls never overlap
-
-    def list_and_accept(job: tuple[str, float]) -> int:
-        w, pick = job
-        with busy[w]:
-            listed = workers.available(w, 100)
-            if not listed:
-                return 1
-            try:
-                workers.accept(w, listed[int(pick * len(listed))]["HITId"])
-            except WorkerAPIError as exc:  # another worker took the last slot in between: a real outcome, still a request
-                if exc.code != "NoAvailableSlot":
-                    raise
-            return 2
-
-    phases.append(_phase("workers", list(zip(order, picks, strict=True)), list_and_accept, threads, server_pid))
+    jobs = list(zip(order, picks, strict=True))
+    phases.append(_phase(clients, "workers", jobs, server_pid, key=lambda job: job[0])[0])
     return phases
 
 
@@ -202,7 +304,8 @@ def main(argv: list[str]) -> int:
     ap = argparse.ArgumentParser(prog="campaign bench market")
     ap.add_argument("--hits", type=int, default=2000)
     ap.add_argument("--assignments", type=int, default=10000, help="total assignments (per HIT = assignments / hits)")
-    ap.add_argument("--threads", type=int, default=8)
+    ap.add_argument("--processes", type=int, default=2, help="client processes (each its own boto3 client)")
+    ap.add_argument("--threads", type=int, default=4, help="threads per client process")
     ap.add_argument("--open-hits", type=int, default=10_000, help="open HITs the crowd phase lists from")
     ap.add_argument("--crowd", type=int, default=200, help="distinct workers in the crowd phase")
     ap.add_argument("--rounds", type=int, default=10, help="list-and-accept rounds per worker")
@@ -212,11 +315,12 @@ def main(argv: list[str]) -> int:
     hits, total = (50, 250) if args.quick else (args.hits, args.assignments)
     per_hit = max(1, total // max(1, hits))
     open_hits, crowd, rounds = (300, 20, 5) if args.quick else (args.open_hits, args.crowd, args.rounds)
-    result = run(hits, per_hit, args.threads, open_hits, crowd, rounds)
+    result = run(hits, per_hit, args.threads, open_hits, crowd, rounds, args.processes)
     if args.json:
         print(json.dumps(result))
         return 0
-    print(f"marketplace bench: {result['hits']} HITs, {result['assignments']} assignments, {args.threads} client threads; "
+    print(f"marketplace bench: {result['hits']} HITs, {result['assignments']} assignments, {args.processes} client processes "
+          f"x {args.threads} threads; "
           f"crowd of {crowd} on {open_hits} open HITs")
     for p in result["phases"]:
         print(f"  {p['phase']:<9} {p['requests']:>6} req  {p['seconds']:>7.2f} s  {p['rps']:>8.1f} req/s  "

@@ -15,6 +15,7 @@ import re
 import urllib.parse
 from collections.abc import Callable
 from datetime import UTC, datetime
+from functools import lru_cache
 from typing import Any, Protocol
 
 from campaign.market.protocol import ApiError
@@ -48,7 +49,9 @@ def _hmac(key: bytes, msg: str) -> bytes:
     return hmac.new(key, msg.encode("utf-8"), hashlib.sha256).digest()
 
 
+@lru_cache(maxsize=1024)
 def signing_key(secret: str, date: str, region: str, service: str) -> bytes:
+    """Four HMACs that change once a day per key: derived once and kept (AWS's own advice for signers)."""
     k = _hmac(("AWS4" + secret).encode("utf-8"), date)
     k = _hmac(k, region)
     k = _hmac(k, service)

@@ -33,6 +33,7 @@ def service_model():
     return botocore.session.get_session().get_service_model("mturk")
 
 
+@lru_cache(maxsize=1)
 def operation_names() -> frozenset[str]:
     return frozenset(service_model().operation_names)
 
@@ -198,6 +199,8 @@ LOOPBACK_HOSTS = {"127.0.0.1", "::1", "localhost"}
 def check_external_url(question: str) -> None:
     """MTurk frames only https ExternalURLs; plain http is allowed for a loopback host (local testing).
     Malformed XML is left to the engine, which answers it with XMLParseError."""
+    if "ExternalQuestion" not in question:  # no parse for the other question kinds (most HITs)
+        return
     try:
         root = ET.fromstring(question)
     except ET.ParseError:

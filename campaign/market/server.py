@@ -16,6 +16,7 @@ the daemon, benchmarks) and returns a `RunningMarket` with the credentials of it
 from __future__ import annotations
 
 import argparse
+import email.utils
 import hmac
 import json
 import os
@@ -27,6 +28,7 @@ import threading
 import time
 import urllib.parse
 from decimal import Decimal
+from http import HTTPStatus
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
@@ -44,6 +46,8 @@ from campaign.market.worker_site import ContentSite, Reply, SiteConfig, WorkerSi
 LOOPBACK = {"127.0.0.1", "::1", "localhost"}
 MAX_BODY = 4 * 1024 * 1024  # a Question is at most 64 KiB; an answer form far less than this
 READ_TIMEOUT = 20.0  # seconds a client may take to send its headers and body
+MAX_LINE = 65536  # a request line or header line longer than this is refused (as http.server does)
+MAX_HEADERS = 100  # more header lines than this is refused (as http.client does)
 
 
 class BadRequest(Exception):
@@ -69,6 +73,89 @@ class MarketHTTPServer(ThreadingHTTPServer):
         print(f"marketplace: request failed: {type(exc).__name__}", file=sys.stderr)
 
 
+class RequestHeaders:
+    """A request's header lines as sent, looked up without regard to case.
+
+    The part of `http.client.HTTPMessage` the handlers use (get, get_all, items), built from the raw
+    lines in one pass: the stdlib builds a full MIME message per request through the email parser,
+    which was the largest single cost of a small API request here.
+    """
+
+    __slots__ = ("_items", "_by_name")
+
+    def __init__(self, items: list[tuple[str, str]]) -> None:
+        self._items = items
+        self._by_name: dict[str, list[str]] = {}
+        for name, value in items:
+            self._by_name.setdefault(name.lower(), []).append(value)
+
+    def get(self, name: str, failobj: Any = None) -> Any:
+        values = self._by_name.get(name.lower())
+        return values[0] if values else failobj
+
+    def get_all(self, name: str, failobj: Any = None) -> Any:
+        values = self._by_name.get(name.lower())
+        return list(values) if values else failobj
+
+    def items(self) -> list[tuple[str, str]]:
+        return list(self._items)
+
+    def __getitem__(self, name: str) -> str | None:
+        return self.get(name)
+
+    def __contains__(self, name: object) -> bool:
+        return isinstance(name, str) and name.lower() in self._by_name
+
+
+class HeaderError(Exception):
+    """A header section that cannot be read: too long a line, too many lines, a line without a colon."""
+
+    def __init__(self, status: HTTPStatus, message: str) -> None:
+        super().__init__(message)
+        self.status, self.message = status, message
+
+
+def read_headers(rfile: Any) -> RequestHeaders:
+    """The header lines up to the blank line; a folded line (leading space or tab) continues the one before."""
+    items: list[tuple[str, str]] = []
+    while True:
+        line = rfile.readline(MAX_LINE + 1)
+        if len(line) > MAX_LINE:
+            raise HeaderError(HTTPStatus.REQUEST_HEADER_FIELDS_TOO_LARGE, "Line too long")
+        if line in (b"\r\n", b"\n", b""):
+            return RequestHeaders(items)
+        if len(items) >= MAX_HEADERS:
+            raise HeaderError(HTTPStatus.REQUEST_HEADER_FIELDS_TOO_LARGE, "Too many headers")
+        text = line.decode("iso-8859-1").rstrip("\r\n")
+        if text[:1] in (" ", "\t"):
+            if not items:
+                raise HeaderError(HTTPStatus.BAD_REQUEST, "A header section cannot start with a continuation line")
+            name, value = items[-1]
+            items[-1] = (name, f"{value} {text.strip()}")
+            continue
+        name, sep, value = text.partition(":")
+        if not sep or not name or name != name.strip():
+            raise HeaderError(HTTPStatus.BAD_REQUEST, "Malformed header line")
+        items.append((name, value.strip()))
+
+
+_date_cache: tuple[int, str] = (0, "")
+
+
+def http_date() -> str:
+    """The Date header's value, formatted once per second rather than once per response."""
+    global _date_cache
+    now = int(time.time())
+    cached = _date_cache
+    if cached[0] != now:
+        cached = (now, email.utils.formatdate(now, usegmt=True))
+        _date_cache = cached
+    return cached[1]
+
+
+_PHRASES = {s.value: s.phrase for s in HTTPStatus}
+
+
 class Core:
     """What both servers share."""
 
@@ -84,7 +171,9 @@ class Core:
 
 class _Base(BaseHTTPRequestHandler):
     server: MarketHTTPServer
+    raw_requestline: bytes  # set by BaseHTTPRequestHandler.handle_one_request
     protocol_version = "HTTP/1.1"  # keep-alive: boto3 and the worker client reuse connections
+    server_version = "campaign-market"
     disable_nagle_algorithm = True  # headers and body go out in separate writes; Nagle would add ~40 ms
     timeout = READ_TIMEOUT
 
@@ -96,6 +185,51 @@ class _Base(BaseHTTPRequestHandler):
             super().handle_one_request()
         except (ConnectionError, TimeoutError):
             self.close_connection = True
+
+    def parse_request(self) -> bool:
+        """The request line and headers, as `BaseHTTPRequestHandler.parse_request` reads them, but with the
+        headers read by `read_headers` (see `RequestHeaders`). HTTP/1.1 keeps the connection open unless
+        the client says `Connection: close`; HTTP/1.0 closes it unless the client asks for keep-alive."""
+        self.command = None  # type: ignore[assignment]  # stdlib convention until the line is read
+        self.request_version = self.default_request_version
+        self.close_connection = True
+        self.requestline = str(self.raw_requestline, "iso-8859-1").rstrip("\r\n")
+        words = self.requestline.split()
+        if not words:
+            return False
+        if len(words) == 3:
+            version = words[2]
+            major, dot, minor = version[5:].partition(".")
+            if (not version.startswith("HTTP/") or not dot or not major.isdigit() or not minor.isdigit()
+                    or len(major) > 10 or len(minor) > 10):
+                self.send_error(HTTPStatus.BAD_REQUEST, f"Bad request version ({version!r})")
+                return False
+            number = (int(major), int(minor))
+            if number >= (2, 0):
+                self.send_error(HTTPStatus.HTTP_VERSION_NOT_SUPPORTED, f"Invalid HTTP version ({version[5:]})")
+                return False
+            self.close_connection = number < (1, 1)
+            self.request_version = version
+        elif len(words) != 2 or words[0] != "GET":
+            self.send_error(HTTPStatus.BAD_REQUEST, f"Bad request syntax ({self.requestline!r})")
+            return False
+        self.command, self.path = words[0], words[1]
+        if self.path.startswith("//"):  # "//host/x" is an absolute URI to a browser: never echo one back
+            self.path = "/" + self.path.lstrip("/")
+        try:
+            self.headers = read_headers(self.rfile)  # type: ignore[assignment]
+        except HeaderError as exc:
+            self.send_error(exc.status, exc.message)
+            return False
+        conntype = (self.headers.get("Connection") or "").lower()
+        if conntype == "close":
+            self.close_connection = True
+        elif conntype == "keep-alive":
+            self.close_connection = False
+        if ((self.headers.get("Expect") or "").lower() == "100-continue" and self.request_version >= "HTTP/1.1"
+                and not self.handle_expect_100()):
+            return False
+        return True
 
     # -- plumbing -------------------------------------------------------------------------------------
     def _body(self) -> bytes:
@@ -128,18 +262,17 @@ class _Base(BaseHTTPRequestHandler):
         return b""
 
     def _send(self, status: int, content_type: str, body: bytes, headers: dict[str, str] | None = None) -> None:
+        """Status line, headers and body in one write (one system call, one TCP segment for small replies)."""
+        lines = [f"{self.protocol_version} {status} {_PHRASES.get(status, '')}", f"Server: {self.server_version}",
+                 f"Date: {http_date()}", f"Content-Type: {content_type}", f"Content-Length: {len(body)}",
+                 "X-Content-Type-Options: nosniff"]
+        lines += [f"{k}: {v}" for k, v in (headers or {}).items()]
+        if self.close_connection:
+            lines.append("Connection: close")
+        lines.append("\r\n")
+        data = "\r\n".join(lines).encode("latin-1", "strict")
         try:
-            self.send_response(status)
-            self.send_header("Content-Type", content_type)
-            self.send_header("Content-Length", str(len(body)))
-            self.send_header("X-Content-Type-Options", "nosniff")
-            for k, v in (headers or {}).items():
-                self.send_header(k, v)
-            if self.close_connection:
-                self.send_header("Connection", "close")
-            self.end_headers()
-            if self.command != "HEAD":
-                self.wfile.write(body)
+            self.wfile.write(data if self.command == "HEAD" else data + body)
         except (ConnectionError, TimeoutError):
             self.close_connection = True
 

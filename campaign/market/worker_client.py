@@ -102,6 +102,16 @@ class WorkerClient:
             self._sessions[out["WorkerId"]] = (token, out["CsrfToken"])
         return str(out["WorkerId"])
 
+    def sessions(self) -> dict[str, tuple[str, str]]:
+        """The signed-in workers' (session cookie, CSRF token): a browser's cookie jar, to hand to another
+        client of the same workers (another process of a load test, as one person's second tab)."""
+        with self._state_lock:
+            return dict(self._sessions)
+
+    def adopt_sessions(self, sessions: dict[str, tuple[str, str]]) -> None:
+        with self._state_lock:
+            self._sessions.update(sessions)
+
     def register(self, worker_id: str, country: str = "US", approval: int = 99, approved: int = 5000,
                  masters: bool = False) -> dict[str, Any]:
         """Adds the worker through the operator (a worker cannot declare a profile) and signs it in."""
