@@ -19,6 +19,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 SCHEMA_VERSION = 3
+CHECKPOINT_INTERVAL = 0.5  # seconds between background WAL checkpoints while writes come in
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -164,6 +165,12 @@ class Database:
 
     WAL lets readers run while a write is in progress and alongside each other, so listing and reading
     requests never wait for the write lock; writes stay serialized (SQLite has one writer anyway).
+
+    Checkpoints (copying the WAL back into the database file, with an fsync) run on a thread of their
+    own, not inside a request's COMMIT: SQLite's automatic checkpoint would make every ~100th write
+    request pay for a 1,000-page copy while holding the write lock (it was two thirds of a CreateHIT's
+    server time), and a checkpoint every half second writes each hot page (index tails, counters) once
+    instead of once per thousand pages of WAL. Durability is unchanged: a commit is in the WAL either way.
     """
 
     def __init__(self, state_dir: Path) -> None:
@@ -178,9 +185,14 @@ class Database:
         except BaseException:
             self.conn.close()
             raise
+        self.conn.execute("PRAGMA wal_autocheckpoint=0")  # the checkpointer thread does it
         self._readers: list[sqlite3.Connection] = []
         self._pool_lock = threading.Lock()
         self._closed = False
+        self._commits = 0
+        self._stop = threading.Event()
+        self._checkpointer = threading.Thread(target=self._checkpoint_loop, name="market-checkpoint", daemon=True)
+        self._checkpointer.start()
 
     def _connect(self) -> sqlite3.Connection:
         conn = sqlite3.connect(str(self.path), check_same_thread=False, isolation_level=None, timeout=30.0)
@@ -200,6 +212,7 @@ class Database:
                 raise
             else:
                 self.conn.execute("COMMIT")
+                self._commits += 1
 
     @contextmanager
     def read(self) -> Iterator[sqlite3.Connection]:
@@ -222,7 +235,29 @@ class Database:
                 else:
                     self._readers.append(conn)
 
+    def _checkpoint_loop(self) -> None:
+        """PASSIVE checkpoints: they never wait for, nor block, a reader or the writer."""
+        conn: sqlite3.Connection | None = None
+        done = 0
+        try:
+            while not self._stop.wait(CHECKPOINT_INTERVAL):
+                if self._commits == done:
+                    continue
+                done = self._commits
+                if conn is None:
+                    conn = self._connect()
+                try:
+                    conn.execute("PRAGMA wal_checkpoint(PASSIVE)")
+                except sqlite3.Error:
+                    pass  # busy or closing: the next round (or the last connection's close) does it
+        finally:
+            if conn is not None:
+                conn.close()
+
     def close(self) -> None:
+        self._stop.set()
+        if self._checkpointer.is_alive() and self._checkpointer is not threading.current_thread():
+            self._checkpointer.join(timeout=10)
         with self._pool_lock:
             self._closed = True
             idle, self._readers = self._readers, []
