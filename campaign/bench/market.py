@@ -23,15 +23,20 @@ import tempfile
 import threading
 import time
 import traceback
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
+from botocore import xform_name  # type: ignore[import-untyped]
+
+from campaign.bench.market_client import SignedClient
+from campaign.market.accounts import read_credentials_file
 from campaign.market.client import make_client
 from campaign.market.operator import offline
 from campaign.market.worker_client import WorkerAPIError, WorkerClient
 
+CLIENTS = ("boto3", "sigv4")
 QUESTION = ('<HTMLQuestion xmlns="http://mechanicalturk.amazonaws.com/AWSMechanicalTurkDataSchemas/2011-11-11/HTMLQuestion.xsd">'
             '<HTMLContent><![CDATA[<!DOCTYPE html><html><body><form method="post" action="https://www.mturk.com/mturk/externalSubmit">'
             '<input type="hidden" name="assignmentId" value=""><p>Statement {i}</p><input name="score"></form></body></html>]]>'
@@ -67,6 +72,41 @@ def _cpu_seconds(pid: int) -> float | None:
         return None
 
 
+class Requester(Protocol):
+    def call(self, op: str, **params: Any) -> dict[str, Any]: ...
+    def pages(self, op: str, **params: Any) -> Iterator[dict[str, Any]]: ...
+
+
+class Boto3Requester:
+    """boto3, as the daemon uses it (`campaign.market.client.make_client`); operations by their API names."""
+
+    def __init__(self, url: str, credentials_file: Path) -> None:
+        self.client = make_client("local", url, credentials_file=credentials_file, max_rps=0, max_attempts=3)
+        self._paginators: dict[str, Any] = {}
+
+    def call(self, op: str, **params: Any) -> dict[str, Any]:
+        return self.client.call(xform_name(op), **params)
+
+    def pages(self, op: str, **params: Any) -> Iterator[dict[str, Any]]:
+        paginator = self._paginators.get(op)
+        if paginator is None:  # built once, as a client would
+            paginator = self._paginators[op] = self.client.raw.get_paginator(xform_name(op))
+        yield from paginator.paginate(**params, PaginationConfig={"PageSize": 100})
+
+
+class SignedRequester:
+    """The light SigV4 client of `market_client` (--client sigv4)."""
+
+    def __init__(self, url: str, credentials_file: Path) -> None:
+        self.client = SignedClient(url, read_credentials_file(credentials_file, "default"))
+
+    def call(self, op: str, **params: Any) -> dict[str, Any]:
+        return self.client.call(op, **params)
+
+    def pages(self, op: str, **params: Any) -> Iterator[dict[str, Any]]:
+        return self.client.pages(op, **params)
+
+
 class _Clients:
     """Requesters' and workers' machines: `processes` client processes of `threads` threads each.
 
@@ -78,14 +118,15 @@ class _Clients:
     """
 
     def __init__(self, processes: int, threads: int, url: str, credentials_file: Path,
-                 sessions: dict[str, tuple[str, str]]) -> None:
+                 sessions: dict[str, tuple[str, str]], client_kind: str = "boto3") -> None:
         ctx = multiprocessing.get_context("spawn")  # a fresh interpreter: no inherited sockets or SQLite handles
         self.threads = threads
         self._pipes: list[Any] = []
         self._procs: list[Any] = []
         for _ in range(max(1, processes)):
             parent, child = ctx.Pipe()
-            proc = ctx.Process(target=_client_main, args=(child, url, str(credentials_file), sessions, threads), daemon=True)
+            proc = ctx.Process(target=_client_main, args=(child, url, str(credentials_file), sessions, threads, client_kind),
+                               daemon=True)
             proc.start()
             child.close()
             self._pipes.append(parent)
@@ -124,14 +165,15 @@ class _Clients:
                 proc.kill()
 
 
-def _client_main(pipe: Any, url: str, credentials_file: str, sessions: dict[str, tuple[str, str]], threads: int) -> None:
+def _client_main(pipe: Any, url: str, credentials_file: str, sessions: dict[str, tuple[str, str]], threads: int,
+                 client_kind: str) -> None:
     """A client process: waits for (phase, jobs, context), runs the jobs on its threads, sends back each
     job's latency per request, the requests made, its CPU time and what the jobs returned."""
     try:
-        client = make_client("local", url, credentials_file=Path(credentials_file), max_rps=0, max_attempts=3)
+        client: Requester = (Boto3Requester(url, Path(credentials_file)) if client_kind == "boto3"
+                             else SignedRequester(url, Path(credentials_file)))
         workers = WorkerClient(url)
         workers.adopt_sessions(sessions)
-        paginator = client.raw.get_paginator("list_assignments_for_hit")  # built once, as a client would
         busy: dict[str, threading.Lock] = {w: threading.Lock() for w in sessions}  # a worker's own calls never overlap
         pipe.send(("ready", None))
     except BaseException:  # noqa: BLE001 - the parent shows it
@@ -139,7 +181,7 @@ def _client_main(pipe: Any, url: str, credentials_file: str, sessions: dict[str,
         return
 
     def post(job: int, ctx: dict[str, Any]) -> tuple[int, Any]:
-        h = client.call("create_hit_with_hit_type", HITTypeId=ctx["type_id"], MaxAssignments=ctx["per_hit"],
+        h = client.call("CreateHITWithHITType", HITTypeId=ctx["type_id"], MaxAssignments=ctx["per_hit"],
                         LifetimeInSeconds=86400, Question=QUESTION.format(i=job), UniqueRequestToken=f"{ctx['token']}-{job}")
         return 1, h["HIT"]["HITId"]
 
@@ -151,13 +193,13 @@ def _client_main(pipe: Any, url: str, credentials_file: str, sessions: dict[str,
 
     def collect(hit_id: str, ctx: dict[str, Any]) -> tuple[int, Any]:
         pages, ids = 0, []
-        for page in paginator.paginate(HITId=hit_id, PaginationConfig={"PageSize": 100}):
+        for page in client.pages("ListAssignmentsForHIT", HITId=hit_id):
             pages += 1  # MTurk's way: a page with a token, then an empty one
             ids += [a["AssignmentId"] for a in page["Assignments"]]
         return pages, ids
 
     def approve(aid: str, ctx: dict[str, Any]) -> tuple[int, Any]:
-        client.call("approve_assignment", AssignmentId=aid)
+        client.call("ApproveAssignment", AssignmentId=aid)
         return 1, None
 
     def list_and_accept(job: tuple[str, float], ctx: dict[str, Any]) -> tuple[int, Any]:
@@ -238,7 +280,7 @@ def _phase(clients: _Clients, name: str, jobs: Sequence[Any], server_pid: int | 
 
 
 def run(hits: int, per_hit: int, threads: int = 4, open_hits: int = 10_000, crowd: int = 200,
-        rounds: int = 10, processes: int = 2) -> dict[str, Any]:
+        rounds: int = 10, processes: int = 2, client_kind: str = "boto3") -> dict[str, Any]:
     with tempfile.TemporaryDirectory(prefix="bench-market-") as tmp:
         state = Path(tmp) / "state"
         proc, url = _start_server(state)
@@ -251,7 +293,7 @@ def run(hits: int, per_hit: int, threads: int = 4, open_hits: int = 10_000, crow
             crowd_names = [f"ACROWD{i:04d}" for i in range(crowd)]
             for w in names + crowd_names:
                 workers.register(w)
-            clients = _Clients(processes, threads, url, state / "credentials", workers.sessions())
+            clients = _Clients(processes, threads, url, state / "credentials", workers.sessions(), client_kind)
             type_id = client.call("create_hit_type", Title="Bench", Description="bench", Reward="0.05",
                                   AssignmentDurationInSeconds=3600, AutoApprovalDelayInSeconds=86400)["HITTypeId"]
             stats, hit_ids = _phase(clients, "post", range(hits), proc.pid, {"type_id": type_id, "per_hit": per_hit, "token": "bench"})
@@ -274,7 +316,7 @@ def run(hits: int, per_hit: int, threads: int = 4, open_hits: int = 10_000, crow
                 proc.kill()
     total_req = sum(p["requests"] for p in phases)
     total_s = sum(p["seconds"] for p in phases)
-    return {"hits": hits, "assignments": len(collected), "threads": threads, "processes": processes,
+    return {"hits": hits, "assignments": len(collected), "threads": threads, "processes": processes, "client": client_kind,
             "open_hits": open_hits, "crowd": crowd, "phases": phases,
             "requests": total_req, "seconds": round(total_s, 2), "rps": round(total_req / total_s, 1) if total_s else 0.0,
             "server_peak_rss_mib": round(peak / 1024, 1) if peak else None}
@@ -306,6 +348,8 @@ def main(argv: list[str]) -> int:
     ap.add_argument("--assignments", type=int, default=10000, help="total assignments (per HIT = assignments / hits)")
     ap.add_argument("--processes", type=int, default=2, help="client processes (each its own boto3 client)")
     ap.add_argument("--threads", type=int, default=4, help="threads per client process")
+    ap.add_argument("--client", choices=CLIENTS, default="boto3",
+                    help="the requesters' client: boto3 (as the daemon) or sigv4 (a light signed client, same requests)")
     ap.add_argument("--open-hits", type=int, default=10_000, help="open HITs the crowd phase lists from")
     ap.add_argument("--crowd", type=int, default=200, help="distinct workers in the crowd phase")
     ap.add_argument("--rounds", type=int, default=10, help="list-and-accept rounds per worker")
@@ -315,12 +359,12 @@ def main(argv: list[str]) -> int:
     hits, total = (50, 250) if args.quick else (args.hits, args.assignments)
     per_hit = max(1, total // max(1, hits))
     open_hits, crowd, rounds = (300, 20, 5) if args.quick else (args.open_hits, args.crowd, args.rounds)
-    result = run(hits, per_hit, args.threads, open_hits, crowd, rounds, args.processes)
+    result = run(hits, per_hit, args.threads, open_hits, crowd, rounds, args.processes, args.client)
     if args.json:
         print(json.dumps(result))
         return 0
     print(f"marketplace bench: {result['hits']} HITs, {result['assignments']} assignments, {args.processes} client processes "
-          f"x {args.threads} threads; "
+          f"x {args.threads} threads, {args.client} requesters; "
           f"crowd of {crowd} on {open_hits} open HITs")
     for p in result["phases"]:
         print(f"  {p['phase']:<9} {p['requests']:>6} req  {p['seconds']:>7.2f} s  {p['rps']:>8.1f} req/s  "

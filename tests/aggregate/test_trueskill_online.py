@@ -54,3 +54,24 @@ def test_ranking_modes_differ_and_bad_input_rejected():
         a.update_ranking(["a", "a", "b"])
     with pytest.raises(ValueError):
         OnlineRanker(["a"], ranking_mode="nope")
+
+
+def test_closed_form_pair_update_agrees_with_the_library():
+    """The two-player update in closed form gives what trueskill's factor graph gives, to rounding."""
+    import random
+
+    import trueskill
+
+    r = OnlineRanker(["a", "b"])
+    rng = random.Random(3)
+    worst = 0.0
+    for _ in range(2000):
+        a = r.env.create_rating(mu=rng.uniform(0, 50), sigma=rng.uniform(0.3, 8.4))
+        b = r.env.create_rating(mu=rng.uniform(0, 50), sigma=rng.uniform(0.3, 8.4))
+        r._ratings["a"], r._ratings["b"] = a, b
+        (w,), (lo,) = r.env.rate([(a,), (b,)], ranks=[0, 1])
+        r._rate_pair("a", "b")
+        got = r._ratings["a"], r._ratings["b"]
+        worst = max(worst, abs(got[0].mu - w.mu), abs(got[0].sigma - w.sigma), abs(got[1].mu - lo.mu), abs(got[1].sigma - lo.sigma))
+        assert isinstance(got[0], trueskill.Rating)
+    assert worst < 1e-9
