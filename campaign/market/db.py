@@ -20,6 +20,7 @@ from pathlib import Path
 
 SCHEMA_VERSION = 3
 CHECKPOINT_INTERVAL = 0.5  # seconds between background WAL checkpoints while writes come in
+WAL_SIZE_LIMIT = 64 * 1024 * 1024  # bytes
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -186,10 +187,12 @@ class Database:
             self.conn.close()
             raise
         self.conn.execute("PRAGMA wal_autocheckpoint=0")  # the checkpointer thread does it
+        self.conn.execute(f"PRAGMA journal_size_limit={WAL_SIZE_LIMIT}")  # a WAL started over is cut back to this
         self._readers: list[sqlite3.Connection] = []
         self._pool_lock = threading.Lock()
         self._closed = False
         self._commits = 0
+        self._ckpt_conn: sqlite3.Connection | None = None
         self._stop = threading.Event()
         self._checkpointer = threading.Thread(target=self._checkpoint_loop, name="market-checkpoint", daemon=True)
         self._checkpointer.start()
@@ -236,23 +239,34 @@ class Database:
                     self._readers.append(conn)
 
     def _checkpoint_loop(self) -> None:
-        """PASSIVE checkpoints: they never wait for, nor block, a reader or the writer."""
-        conn: sqlite3.Connection | None = None
         done = 0
         try:
             while not self._stop.wait(CHECKPOINT_INTERVAL):
-                if self._commits == done:
-                    continue
-                done = self._commits
-                if conn is None:
-                    conn = self._connect()
-                try:
-                    conn.execute("PRAGMA wal_checkpoint(PASSIVE)")
-                except sqlite3.Error:
-                    pass  # busy or closing: the next round (or the last connection's close) does it
+                if self._commits != done:
+                    done = self._commits
+                    self.checkpoint()
         finally:
-            if conn is not None:
-                conn.close()
+            if self._ckpt_conn is not None:
+                self._ckpt_conn.close()
+                self._ckpt_conn = None
+
+    def checkpoint(self) -> bool:
+        """Copy the WAL into the database file; True when all of it was (the next write then starts the WAL
+        over from its beginning instead of growing it: a WAL that only grows makes every read slower).
+
+        The bulk runs beside the writer (PASSIVE never blocks anyone); what was committed meanwhile is
+        copied in a second, short pass under the write lock, without which a checkpoint could never catch
+        up with a steady stream of writes."""
+        if self._ckpt_conn is None:
+            self._ckpt_conn = self._connect()
+        conn = self._ckpt_conn
+        try:
+            conn.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchall()
+            with self.lock:
+                busy, frames, copied = conn.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchone()
+        except sqlite3.Error:
+            return False  # busy or closing: the next round (or the last connection's close) does it
+        return not busy and frames == copied
 
     def close(self) -> None:
         self._stop.set()
