@@ -48,12 +48,14 @@ def main(argv: list[str] | None = None) -> int:
     answers: list[list[Judgment]] = []
     state = None
     times: list[float] = []
+    cpu: list[float] = []  # the planning call's own CPU time: on a shared machine wall time also counts waiting
     batch = 0
     while True:
         inp = BatchInput(campaign="bench", items=items, answers=list(answers), state=state, batch=batch, seed=args.seed)
-        t0 = time.perf_counter()
+        t0, c0 = time.perf_counter(), time.process_time()
         plan = kind.plan_batch(stage, inp)
         times.append(time.perf_counter() - t0)
+        cpu.append(time.process_time() - c0)
         if plan.stop is not None or not plan.groups:
             break
         state = json.loads(json.dumps(plan.state))
@@ -67,14 +69,19 @@ def main(argv: list[str] | None = None) -> int:
         batch += 1
         if args.max_batches is not None and batch >= args.max_batches:
             times.append(0.0)  # no stop check in a partial run
+            cpu.append(0.0)
             break
     t0 = time.perf_counter()
     online_model(items, orders(answers))
     replay = time.perf_counter() - t0
-    out = {"items": args.items, "batches": batch, "rankings": len(answers), "last_batch_s": round(times[-2 if len(times) > 1 else -1], 3),
+    last = -2 if len(times) > 1 else -1
+    tail = sorted(times[max(0, len(times) - 11):last] or times[last:])
+    out = {"items": args.items, "batches": batch, "rankings": len(answers), "last_batch_s": round(times[last], 3),
+           "last_batch_cpu_s": round(cpu[last], 3), "last10_median_s": round(tail[len(tail) // 2], 3),
            "stop_check_s": round(times[-1], 3), "max_batch_s": round(max(times), 3), "replay_all_s": round(replay, 3)}
     print(json.dumps(out) if args.json else
           f"{args.items} items, {batch} batches, {len(answers):,} rankings: last batch planned in {out['last_batch_s']} s "
+          f"({out['last_batch_cpu_s']} s CPU; median of the last 10 batches {out['last10_median_s']} s) "
           f"(slowest {out['max_batch_s']} s; the final stop check {out['stop_check_s']} s); "
           f"replaying every ranking would take {out['replay_all_s']} s")
     return 0

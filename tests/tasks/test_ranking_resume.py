@@ -38,3 +38,12 @@ def test_a_changed_earlier_ranking_means_a_replay():
     replay = online_model(items, changed)
     assert model.means() == replay.means() and model.sigmas() == replay.sigmas()
     assert len(model.events) == len(changed)  # replayed from scratch
+
+
+def test_prefix_and_full_digests_from_one_serialization():
+    from campaign.tasks.ranking import _digest, _digests
+
+    ranks = [["a", "b"], ["c", "d", "e"], [], ["f"]]
+    for n in range(len(ranks) + 1):
+        assert _digests(ranks, n) == (_digest(ranks[:n]), _digest(ranks))
+    assert _digests([], 0) == (_digest([]), _digest([]))
