@@ -75,7 +75,7 @@ def main(argv: list[str] | None = None) -> int:
     online_model(items, orders(answers))
     replay = time.perf_counter() - t0
     last = -2 if len(times) > 1 else -1
-    tail = sorted(times[max(0, len(times) - 11):last] or times[last:])
+    tail = sorted(times[-11:-1] if len(times) > 1 else times)  # the last ten planned batches
     out = {"items": args.items, "batches": batch, "rankings": len(answers), "last_batch_s": round(times[last], 3),
            "last_batch_cpu_s": round(cpu[last], 3), "last10_median_s": round(tail[len(tail) // 2], 3),
            "stop_check_s": round(times[-1], 3), "max_batch_s": round(max(times), 3), "replay_all_s": round(replay, 3)}
