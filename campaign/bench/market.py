@@ -175,6 +175,7 @@ def _client_main(pipe: Any, url: str, credentials_file: str, sessions: dict[str,
         workers = WorkerClient(url)
         workers.adopt_sessions(sessions)
         busy: dict[str, threading.Lock] = {w: threading.Lock() for w in sessions}  # a worker's own calls never overlap
+        client.call("GetAccountBalance")  # warm: the client's first call loads what later calls reuse
         pipe.send(("ready", None))
     except BaseException:  # noqa: BLE001 - the parent shows it
         pipe.send(("error", traceback.format_exc()))

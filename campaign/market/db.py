@@ -21,6 +21,7 @@ from pathlib import Path
 SCHEMA_VERSION = 3
 CHECKPOINT_INTERVAL = 0.5  # seconds between background WAL checkpoints while writes come in
 WAL_SIZE_LIMIT = 64 * 1024 * 1024  # bytes
+CATCH_UP_FRAMES = 4096  # WAL frames (pages) after which a checkpoint catches up under the write lock
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -254,16 +255,18 @@ class Database:
         """Copy the WAL into the database file; True when all of it was (the next write then starts the WAL
         over from its beginning instead of growing it: a WAL that only grows makes every read slower).
 
-        The bulk runs beside the writer (PASSIVE never blocks anyone); what was committed meanwhile is
-        copied in a second, short pass under the write lock, without which a checkpoint could never catch
-        up with a steady stream of writes."""
+        The bulk runs beside the writer (PASSIVE never blocks anyone). Under a steady stream of writes
+        such a checkpoint never quite catches up, so once the WAL holds `CATCH_UP_FRAMES` frames what was
+        committed meanwhile is copied in a second, short pass under the write lock (short, but with the
+        checkpoint's fsync: not on every round, so that writes rarely wait for a disk flush)."""
         if self._ckpt_conn is None:
             self._ckpt_conn = self._connect()
         conn = self._ckpt_conn
         try:
-            conn.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchall()
-            with self.lock:
-                busy, frames, copied = conn.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchone()
+            busy, frames, copied = conn.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchone()
+            if not busy and frames >= CATCH_UP_FRAMES:  # complete now or not, a write may be under way: catch up
+                with self.lock:
+                    busy, frames, copied = conn.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchone()
         except sqlite3.Error:
             return False  # busy or closing: the next round (or the last connection's close) does it
         return not busy and frames == copied

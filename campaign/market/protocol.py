@@ -38,6 +38,14 @@ def operation_names() -> frozenset[str]:
     return frozenset(service_model().operation_names)
 
 
+def warm_up() -> None:
+    """Load the model and resolve every operation's input shape now (botocore does it lazily), so the
+    first requests a long-running server answers do not pay tens of milliseconds for it."""
+    model = service_model()
+    for name in operation_names():
+        model.operation_model(name).input_shape  # noqa: B018 - resolving is the point
+
+
 # -- errors ---------------------------------------------------------------------------------------------
 @dataclass
 class ApiError(Exception):

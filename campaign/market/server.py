@@ -555,6 +555,7 @@ def main(argv: list[str] | None = None) -> int:
               "and the HIT content origin's addresses as browsers reach them, ideally https)", file=sys.stderr)
         return 2
     clock: Clock = WallClock() if args.speed == 1.0 else ScaledClock(args.speed)
+    P.warm_up()
     faults = FaultConfig(throttle_rate=args.throttle_rate, throttle_burst=args.throttle_burst, fault_rate=args.fault_rate,
                          latency_ms=args.latency_ms, visibility_lag=args.visibility_lag, seed=args.seed)
     creds_file = Path(args.state) / "credentials"

@@ -67,11 +67,14 @@ def test_newer_version_is_refused_clearly(tmp_path: Path) -> None:
     assert _version(path) == SCHEMA_VERSION + 5  # untouched
 
 
-def test_checkpoints_let_the_wal_start_over_under_a_steady_stream_of_writes(tmp_path: Path) -> None:
+def test_checkpoints_let_the_wal_start_over_under_a_steady_stream_of_writes(tmp_path: Path, monkeypatch) -> None:
     """Background checkpoints (no checkpoint inside a request's COMMIT) still keep the WAL from growing
     without end: a write after a complete checkpoint starts the WAL over, so the file stops growing."""
     import threading
 
+    from campaign.market import db as dbmod
+
+    monkeypatch.setattr(dbmod, "CATCH_UP_FRAMES", 0)  # catch up on every round (normally once 4,096 frames wait)
     db = Database(tmp_path)
     wal = tmp_path / "market.db-wal"
     stop = threading.Event()
