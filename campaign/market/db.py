@@ -275,6 +275,9 @@ class Database:
         self._stop.set()
         if self._checkpointer.is_alive() and self._checkpointer is not threading.current_thread():
             self._checkpointer.join(timeout=10)
+        if self._ckpt_conn is not None and not self._checkpointer.is_alive():  # used by a direct checkpoint() call
+            self._ckpt_conn.close()
+            self._ckpt_conn = None
         with self._pool_lock:
             self._closed = True
             idle, self._readers = self._readers, []
