@@ -8,8 +8,9 @@ from campaign.bench import market as bench
 
 
 def test_quick_bench_json_shape(capsys):
-    assert bench.main(["--quick", "--json"]) == 0
+    assert bench.main(["--quick", "--json", "--client", "boto3"]) == 0
     out = json.loads(capsys.readouterr().out)
+    assert out["client"] == "boto3"
     assert out["hits"] == 50 and out["assignments"] == 250
     assert [p["phase"] for p in out["phases"]] == ["post", "work", "collect", "approve", "post-open", "workers"]
     assert out["open_hits"] == 300 and out["crowd"] == 20
