@@ -191,6 +191,13 @@ def cmd_validate(args: argparse.Namespace) -> int:
         return _refuse(exc)
     for c in spec.campaigns:
         stages = ", ".join(f"{s.name} ({s.kind}, {s.assignments} x ${s.reward})" for s in c.stages)
+        if c.prolific is not None:  # paid per submission on Prolific, not per HIT
+            from campaign.prolific.study import place_cost, reward_per_submission
+
+            p = c.prolific
+            stages = (", ".join(f"{s.name} ({s.kind}, {s.assignments} judgments per HIT)" for s in c.stages)
+                      + f"; {reward_per_submission(p)} {p.currency} per submission of {p.bundle} HITs, {place_cost(p)} a place "
+                      "with fee and VAT")
         print(f"{args.file}: campaign {c.name}: {stages}; budget ${c.budget}; marketplace {c.marketplace}; crowd {c.crowd.kind}")
     print("ok")
     return 0
