@@ -81,6 +81,10 @@ def exhaust_if_drained(ctx: Context) -> bool:
     """Posting is blocked and no posted HIT is left open: write the scores so far, end `budget_exhausted`."""
     if not ctx.store.get_kv(ctx.name, BLOCKED_KEY, ""):
         return False
+    from campaign.steps.studies import studies_over
+
+    if not studies_over(ctx):  # a study still open (Prolific): stopped and settled first, by the studies step
+        return False
     with ctx.store.session() as s:
         camp = get_row(s, CampaignRow, ctx.name)
         if camp.status != "running":

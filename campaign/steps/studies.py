@@ -11,10 +11,12 @@ Each pass, for a marketplace that implements `Studies` (the others skip these st
 - `settle_studies` (after review and closing): the marketplace sends every decision that is due (and
   repairs one a crash cut off between the task site and the marketplace); each approved submission is
   charged its place, once (the ledger's ref is the submission id), however and whenever it was
-  approved; when a stage is complete (or the campaign is being cancelled) its studies are stopped, and
-  once none of their submissions can still be paid the places never paid are released.
+  approved; when a stage is complete (or the campaign is being cancelled, or out of money with none of
+  the stage's HITs open) its studies are stopped, and once none of their submissions can still be paid
+  the places never paid are released.
 
-`finish` waits for `studies_over`, so a campaign does not end with money still reserved for places.
+`finish` and the end for want of money wait for `studies_over`, so a campaign does not end with a study
+still open (Prolific would auto-approve what came in later) or money still reserved for places.
 """
 
 from __future__ import annotations
@@ -26,9 +28,9 @@ from sqlmodel import col, select
 from campaign.ledger import charge_place, release_study_rest, reserve_places
 from campaign.marketplaces.base import MarketError, Studies
 from campaign.money import fmt
-from campaign.steps.budget import note_blocked
+from campaign.steps.budget import BLOCKED_KEY, note_blocked
 from campaign.steps.context import Context, crash_point
-from campaign.steps.stages import stage_done
+from campaign.steps.stages import OPEN, stage_done
 from campaign.store import CampaignRow, HitRow
 
 log = logging.getLogger(__name__)
@@ -109,9 +111,13 @@ def settle_studies(ctx: Context) -> int:
     with ctx.store.session() as s:
         row = s.get(CampaignRow, ctx.name)
         cancelling = row is not None and row.status == "cancelling"
+        open_stages = set(s.exec(select(HitRow.stage).where(HitRow.campaign == ctx.name,
+                                                            col(HitRow.status).in_(OPEN)).distinct()).all())
+    blocked = bool(ctx.store.get_kv(ctx.name, BLOCKED_KEY, ""))
     for stage, keys in sorted(_keys_by_stage(ctx).items()):
         todo = [k for k in sorted(keys) if not ctx.store.get_kv(ctx.name, _over_key(k), "")]
-        if not todo or not (cancelling or stage_done(ctx, stage)):
+        drained = blocked and stage not in open_stages  # out of money, and nothing of the stage left to do
+        if not todo or not (cancelling or drained or stage_done(ctx, stage)):
             continue
         for key in todo:
             try:

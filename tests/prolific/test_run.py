@@ -200,3 +200,36 @@ def test_real_prolific_road_reads_the_token_from_the_environment_only(tmp_path: 
     for f in state.rglob("*"):
         if f.is_file():
             assert token not in f.read_bytes(), f"the Prolific token was written to {f}"
+
+
+def test_out_of_money_on_prolific_stops_the_study_and_books_only_what_was_charged(tmp_path: Path) -> None:
+    """A budget for 9 places of the 12+ the Likert stage needs: the tenth place is never opened, the HITs
+    nobody can take expire, the studies are stopped (what the Likert study did not spend may open a
+    few places of the ranking stage's), and the campaign ends budget_exhausted with the ledger equal to
+    the emulator's charges and nothing left reserved."""
+    text = EXAMPLE.read_text(encoding="utf-8").replace('budget: "60.00"', 'budget: "10.00"')
+    text = text.replace("        kind: likert            #", "        kind: likert\n        lifetime: 30m           #")
+    text = text.replace("propositions: ukpconvarg1-water/", f"propositions: {WATER}/").replace("truth: ukpconvarg1-water/", f"truth: {WATER}/")
+    spec = tmp_path / "prolific.yaml"
+    spec.write_text(text, encoding="utf-8")
+    state = tmp_path / "state"
+    out = subprocess.run([sys.executable, "-m", "campaign", "run", "--config", str(spec), "--state", str(state),
+                          "--max-seconds", "300"], cwd=ROOT, env=_env(), capture_output=True, text=True, timeout=400)
+    assert out.returncode == 0, out.stderr[-3000:]
+    assert "water-prolific: budget_exhausted" in out.stdout
+    charged, subs, _ = _emulator_charges(state / "prolific")
+    db = DocStore(state / "prolific" / "prolific.db")
+    try:
+        studies = db.all("study")
+    finally:
+        db.close()
+    store = Store.open(state)
+    try:
+        with store.session() as s:
+            t = totals(s, "water-prolific", Decimal("10.00"))
+    finally:
+        store.close()
+    assert t.spent == charged and t.reserved == Decimal("0.00") and t.spent <= Decimal("10.00"), (t, charged)
+    assert studies and all(st["status"] != "ACTIVE" for st in studies)  # stopped: nobody can start one any more
+    likert = min(studies, key=lambda st: st["date_created"])
+    assert likert["total_available_places"] == 9  # 9 x 1.05 fits in 10.00, a tenth does not
