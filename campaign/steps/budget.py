@@ -23,6 +23,7 @@ from campaign.marketplaces.base import fees_of
 from campaign.money import fmt
 from campaign.steps.context import Context, get_row
 from campaign.steps.scores import atomic_write, write_scores
+from campaign.steps.study_state import studies_over
 from campaign.store import CampaignRow, HitRow
 from campaign.tasks import get as get_kind
 
@@ -81,8 +82,6 @@ def exhaust_if_drained(ctx: Context) -> bool:
     """Posting is blocked and no posted HIT is left open: write the scores so far, end `budget_exhausted`."""
     if not ctx.store.get_kv(ctx.name, BLOCKED_KEY, ""):
         return False
-    from campaign.steps.studies import studies_over
-
     if not studies_over(ctx):  # a study still open (Prolific): stopped and settled first, by the studies step
         return False
     with ctx.store.session() as s:

@@ -22,7 +22,7 @@ from campaign.steps.scores import scores_csv as scores_csv
 from campaign.steps.scores import scores_jsonl as scores_jsonl
 from campaign.steps.stages import all_done
 from campaign.steps.stages import stage_done as stage_done
-from campaign.steps.studies import studies_over
+from campaign.steps.study_state import studies_over
 from campaign.store import CampaignRow, WorkerRow
 from campaign.tasks import get as get_kind
 

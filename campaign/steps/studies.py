@@ -15,7 +15,7 @@ Each pass, for a marketplace that implements `Studies` (the others skip these st
   the stage's HITs open) its studies are stopped, and once none of their submissions can still be paid
   the places never paid are released.
 
-`finish` and the end for want of money wait for `studies_over`, so a campaign does not end with a study
+`finish` and the end for want of money wait for `study_state.studies_over`, so a campaign does not end with a study
 still open (Prolific would auto-approve what came in later) or money still reserved for places.
 """
 
@@ -31,6 +31,7 @@ from campaign.money import fmt
 from campaign.steps.budget import BLOCKED_KEY, note_blocked
 from campaign.steps.context import Context, crash_point
 from campaign.steps.stages import OPEN, stage_done
+from campaign.steps.study_state import keys_by_stage, over_key
 from campaign.store import CampaignRow, HitRow
 
 log = logging.getLogger(__name__)
@@ -38,10 +39,6 @@ log = logging.getLogger(__name__)
 
 def _places_key(key: str) -> str:
     return f"study_places:{key}"
-
-
-def _over_key(key: str) -> str:
-    return f"study_over:{key}"
 
 
 def open_places(ctx: Context) -> int:
@@ -57,7 +54,7 @@ def open_places(ctx: Context) -> int:
     cost = market.place_cost()
     opened = 0
     for key, places in sorted(wanted.items()):
-        if ctx.store.get_kv(ctx.name, _over_key(key), ""):
+        if ctx.store.get_kv(ctx.name, over_key(key), ""):
             continue
         with ctx.store.session() as s:
             reserved, short = reserve_places(s, ctx.name, ctx.campaign.budget, key, places, cost)
@@ -77,17 +74,6 @@ def open_places(ctx: Context) -> int:
         ctx.store.event(ctx.name, "places", f"study {key}: {now} places open ({fmt(cost.total)} reserved each)", subject=key)
         opened += now - before
     return opened
-
-
-def _keys_by_stage(ctx: Context) -> dict[str, set[str]]:
-    with ctx.store.session() as s:
-        rows = s.exec(select(HitRow.stage, HitRow.hit_type_id).where(
-            HitRow.campaign == ctx.name, col(HitRow.hit_type_id).is_not(None)).distinct()).all()
-    out: dict[str, set[str]] = {}
-    for stage, key in rows:
-        if key is not None:
-            out.setdefault(stage, set()).add(key)
-    return out
 
 
 def settle_studies(ctx: Context) -> int:
@@ -114,8 +100,8 @@ def settle_studies(ctx: Context) -> int:
         open_stages = set(s.exec(select(HitRow.stage).where(HitRow.campaign == ctx.name,
                                                             col(HitRow.status).in_(OPEN)).distinct()).all())
     blocked = bool(ctx.store.get_kv(ctx.name, BLOCKED_KEY, ""))
-    for stage, keys in sorted(_keys_by_stage(ctx).items()):
-        todo = [k for k in sorted(keys) if not ctx.store.get_kv(ctx.name, _over_key(k), "")]
+    for stage, keys in sorted(keys_by_stage(ctx).items()):
+        todo = [k for k in sorted(keys) if not ctx.store.get_kv(ctx.name, over_key(k), "")]
         drained = blocked and stage not in open_stages  # out of money, and nothing of the stage left to do
         if not todo or not (cancelling or drained or stage_done(ctx, stage)):
             continue
@@ -129,14 +115,7 @@ def settle_studies(ctx: Context) -> int:
                 continue  # someone may still be paid: released once they are done
             with ctx.store.session() as s:
                 freed = release_study_rest(s, ctx.name, key)
-                ctx.store.set_kv(ctx.name, _over_key(key), "1", session=s)
+                ctx.store.set_kv(ctx.name, over_key(key), "1", session=s)
                 ctx.store.event(ctx.name, "study_over", f"study {key} ({stage}) stopped; {fmt(freed)} of unused places "
                                 "released", subject=key, session=s)
     return charged
-
-
-def studies_over(ctx: Context) -> bool:
-    """True when the marketplace has no studies, or every study of this campaign is over."""
-    if not isinstance(ctx.market, Studies):
-        return True
-    return all(ctx.store.get_kv(ctx.name, _over_key(k), "") for keys in _keys_by_stage(ctx).values() for k in keys)

@@ -17,7 +17,8 @@ from campaign.money import Cost
 from campaign.spec import load_spec
 from campaign.steps.budget import BLOCKED_KEY
 from campaign.steps.context import Context
-from campaign.steps.studies import open_places, settle_studies, studies_over
+from campaign.steps.studies import open_places, settle_studies
+from campaign.steps.study_state import studies_over
 from campaign.store import HitRow, Store
 
 ROOT = Path(__file__).resolve().parents[2]
