@@ -288,9 +288,14 @@ class ProlificMarketplace:
             self.studies.bonus(token, found[1], found[0], amount)
 
     def block(self, worker_id: str, reason: str) -> None:
-        """Blocked on the task site: the door then has no task for them (a block-list group on Prolific
-        itself is `prolific.block_list` in the spec)."""
+        """Blocked on the task site (the door has no task for them any more) and, when the spec names a
+        participant group as `prolific.block_list`, added to it: every study of the campaign carries that
+        group as a block-list filter, so Prolific stops showing them the studies (adding a member twice
+        changes nothing, so a retry after a crash is harmless)."""
         self.inner.block(worker_id, reason)
+        if self.cfg.block_list and worker_id.startswith("AP"):
+            with _as_market_errors():
+                self.studies.api.add_to_group(self.cfg.block_list, [worker_id[2:].lower()])
 
     def balance(self) -> Decimal:
         return self.inner.balance()

@@ -116,3 +116,40 @@ def test_studies_places_and_bundle_verdicts(tmp_path: Path) -> None:
         server.stop()
         door.close()
         em.stop()
+
+
+def test_a_blocked_participant_joins_the_block_list_group_and_no_longer_sees_the_study(tmp_path: Path) -> None:
+    clock = ManualClock()
+    em = start_emulator(tmp_path / "em", clock, fee_rate=Decimal("0.3"))
+    server = start_market(tmp_path / "market", clock=clock, mode="prod", balance=Decimal("100.00"))
+    api = ProlificClient(em.base_url, em.token, max_retries=0)
+    door = ProlificDoor(server.engine, server.core.site.config, tmp_path / "site", api, ttl=0)
+    server.core.site.prolific = door
+    group = api.create_group("blocked", api.workspaces()[0]["id"])["id"]
+    cfg = ProlificConfig(public_url=server.endpoint_url, bundle=1, estimated_minutes=10, reward=Decimal("1.50"),
+                         fee_rate=Decimal("0.3"), block_list=group)
+    studies = ProlificStudies(api, tmp_path / "journal")
+    inner = open_marketplace("local", server.endpoint_url, credentials=server.credentials)
+    m = ProlificMarketplace(inner, studies, door, cfg, tmp_path / "adapter")
+    try:
+        t = m.create_hit_type(HitType(title="Rate", description="Rate statements", reward=Decimal("0.10"), duration=600,
+                                      auto_approval_delay=86400, keywords="k", qualifications=Qualifications()), sandbox=True)
+        for i in range(3):
+            m.create_hit(t, HitRequest(html=PAGE, max_assignments=1, lifetime=86400, annotation=f"b{i}", token=f"u{i}"))
+        m.refill(t, 3)
+        sid = studies.study(t)["study_id"]  # type: ignore[index]
+        mallory, bob = add_participant(em.root_url, em.token), add_participant(em.root_url, em.token)
+        assert sid in {s["id"] for s in mallory.studies()}
+        _do_bundle(server.endpoint_url, mallory, sid, "spam")
+        m.block("AP" + mallory.id.upper(), "constant answers")
+        m.block("AP" + mallory.id.upper(), "constant answers")  # again (a retry): still one member
+        assert api.group_members(group) == [mallory.id]
+        assert sid not in {s["id"] for s in mallory.studies()}  # Prolific no longer offers it to them
+        assert sid in {s["id"] for s in bob.studies()}
+    finally:
+        m.close()
+        studies.close()
+        server.stop()
+        door.close()
+        em.stop()
+
