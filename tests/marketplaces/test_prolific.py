@@ -153,3 +153,45 @@ def test_a_blocked_participant_joins_the_block_list_group_and_no_longer_sees_the
         door.close()
         em.stop()
 
+
+
+def test_a_decision_cut_off_between_the_task_site_and_prolific_is_sent_by_the_next_sweep(tmp_path: Path,
+                                                                                        monkeypatch: pytest.MonkeyPatch) -> None:
+    from campaign.prolific.client import ProlificError
+
+    clock = ManualClock()
+    em = start_emulator(tmp_path / "em", clock, fee_rate=Decimal("0.3"))
+    server = start_market(tmp_path / "market", clock=clock, mode="prod", balance=Decimal("100.00"))
+    api = ProlificClient(em.base_url, em.token, max_retries=0)
+    door = ProlificDoor(server.engine, server.core.site.config, tmp_path / "site", api, ttl=0)
+    server.core.site.prolific = door
+    cfg = ProlificConfig(public_url=server.endpoint_url, bundle=1, estimated_minutes=10, reward=Decimal("1.50"),
+                         fee_rate=Decimal("0.3"))
+    studies = ProlificStudies(api, tmp_path / "journal")
+    inner = open_marketplace("local", server.endpoint_url, credentials=server.credentials)
+    m = ProlificMarketplace(inner, studies, door, cfg, tmp_path / "adapter")
+    try:
+        t = m.create_hit_type(HitType(title="Rate", description="Rate statements", reward=Decimal("0.10"), duration=600,
+                                      auto_approval_delay=86400, keywords="k", qualifications=Qualifications()), sandbox=True)
+        m.create_hit(t, HitRequest(html=PAGE, max_assignments=1, lifetime=86400, annotation="c0", token="v0"))
+        m.refill(t, 1)
+        sid = studies.study(t)["study_id"]  # type: ignore[index]
+        alice = add_participant(em.root_url, em.token)
+        sub, aids = _do_bundle(server.endpoint_url, alice, sid, "careful")
+        real = studies.api.approve
+
+        def cut_off(submission_id: str) -> dict[str, Any]:
+            raise ProlificError(0, "Unreachable", "connection reset")
+        monkeypatch.setattr(studies.api, "approve", cut_off)
+        m.approve(aids[0])  # decided on the task site; the call to Prolific fails
+        assert m.get_assignment(aids[0]).status == "approved"
+        assert api.submission(sub)["status"] == "AWAITING REVIEW"
+        monkeypatch.setattr(studies.api, "approve", real)
+        assert {s.submission_id: s.status for s in m.settle()} == {sub: "approved"}  # the sweep sends it
+        assert api.submission(sub)["status"] == "APPROVED"
+    finally:
+        m.close()
+        studies.close()
+        server.stop()
+        door.close()
+        em.stop()
