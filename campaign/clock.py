@@ -63,6 +63,20 @@ class ScaledClock:
         with self._lock:
             self._offset += seconds
 
+    def shared(self) -> dict[str, float]:
+        """What another process on this machine needs to build the same clock (`from_shared`): the
+        monotonic clock is the machine's, so both then tell exactly the same time. A later `advance`
+        moves only this process's clock."""
+        with self._lock:
+            return {"speed": self.speed, "start": self._start + self._offset, "mono0": self._mono0}
+
+    @classmethod
+    def from_shared(cls, shared: dict[str, float]) -> ScaledClock:
+        """The clock `shared()` describes (in a child process of the one that made it)."""
+        clock = cls(speed=float(shared["speed"]), start=float(shared["start"]))
+        clock._mono0 = float(shared["mono0"])
+        return clock
+
 
 class ManualClock:
     """A clock that moves only when told to; for unit tests of time-dependent rules."""

@@ -29,6 +29,7 @@ from campaign.tasks import for_page
 log = logging.getLogger(__name__)
 
 RETURN_PROBABILITY = 0.02  # a worker sometimes accepts, then returns the HIT unanswered
+IDLE_MAX = 0.5  # wall seconds between passes of a crowd that found nothing to do, at most
 SKIP_ERRORS = {"DoesNotMeetRequirements", "Blocked", "AlreadyWorked"}
 
 
@@ -105,6 +106,7 @@ class SimulatedCrowd:
             self._thread.join(timeout=10)
 
     def _loop(self) -> None:
+        idle = self.poll
         while not self._stop.is_set():
             try:
                 worked = self.step()
@@ -114,8 +116,15 @@ class SimulatedCrowd:
                 if self.on_error:
                     self.on_error(exc)
                 worked = 0
-            if not worked:
-                self._stop.wait(self.poll)
+            if worked:
+                idle = self.poll
+            else:
+                # a pass lists the HITs once per worker: polled every `poll` seconds while nothing is
+                # open, those listings were a large share of the marketplace's requests; so an idle
+                # crowd looks less and less often, up to IDLE_MAX (timing only: who answers what
+                # does not depend on it)
+                self._stop.wait(idle)
+                idle = min(max(self.poll, IDLE_MAX), idle * 2)
 
     # -- one pass over the marketplace ----------------------------------------------------------------
     def arrived(self, w: SimWorker) -> bool:

@@ -10,14 +10,16 @@ from __future__ import annotations
 
 import json
 import logging
+import time
 from collections.abc import Sequence
 from decimal import Decimal
 
+from sqlalchemy import insert
 from sqlmodel import Session, col, func, select
 
 from campaign.ledger import charge_assignment, release_assignment
 from campaign.marketplaces.base import MarketError, RemoteAssignment, fees_of
-from campaign.steps.context import Context, crash_point, remote_id
+from campaign.steps.context import BEHIND_COLLECT, Context, crash_point, remote_id
 from campaign.store import AssignmentRow, HitRow, ItemRow, JudgmentRow, WorkerRow
 from campaign.tasks import get as get_kind
 from campaign.tasks.base import InvalidAnswer, ShownItem
@@ -27,38 +29,43 @@ log = logging.getLogger(__name__)
 
 SWEEP = 20  # open HITs looked at per pass besides the reviewable ones (partly done HITs; each is a request)
 CURSOR_KEY = "collect_cursor"
+COLLECT_SECONDS = 5.0  # wall seconds one pass may spend fetching (what is left is listed again next pass)
+_PAGE = 200  # HITs read from the store at a time while looking for the sweep's next open HITs
+_IN = 500  # ids per IN (...) list
 
 
-def collect(ctx: Context, sweep: int = SWEEP) -> int:
+def collect(ctx: Context, sweep: int = SWEEP, seconds: float = COLLECT_SECONDS) -> int:
     """Fetch new assignments; returns how many new ones were stored.
 
     A pass looks at what became reviewable (every slot submitted, or expired with nothing pending:
     ListReviewableHITs) and at the next `sweep` open HITs after a cursor kept in the store, so work in
     partly done HITs is collected within a few passes while a pass costs the same at 800 open HITs as
     at 9,400. A full HIT, once collected, is marked Reviewing where the marketplace allows, which takes
-    it off the reviewable list: the list stays as short as the work that is new.
+    it off the reviewable list: the list stays as short as the work that is new. Only the HITs named
+    by the list and those the sweep reaches are read from the store, and fetching stops after
+    `seconds` (the rest stays reviewable for the next pass), so a pass follows the new work, not the
+    campaign's size.
     """
     with ctx.store.session() as s:
-        hits = s.exec(select(HitRow).where(HitRow.campaign == ctx.name, HitRow.status == "posted").order_by(col(HitRow.id))).all()
-    if not hits:
+        any_open = s.exec(select(HitRow.id).where(HitRow.campaign == ctx.name, HitRow.status == "posted").limit(1)).first()
+    if any_open is None:
         return 0
-    cursor = int(ctx.store.get_kv(ctx.name, CURSOR_KEY, "0") or 0)
-    by_remote = {remote_id(h): h for h in hits}
+    deadline = time.monotonic() + seconds
     try:
-        reviewable = [by_remote[h] for h in ctx.market.reviewable_hits() if h in by_remote]
+        listed = ctx.market.reviewable_hits()
     except MarketError as exc:
         ctx.store.event(ctx.name, "marketplace_error", f"listing reviewable HITs: {exc}", level="warning")
-        reviewable = []
+        listed = []
+    reviewable = _posted_by_remote_id(ctx, listed)
     ready = {h.id for h in reviewable}
-    with ctx.store.session() as s:  # HITs with every slot stored have nothing more to give
-        stored = dict(s.exec(select(AssignmentRow.hit_key, func.count()).where(
-            AssignmentRow.campaign == ctx.name).group_by(AssignmentRow.hit_key)).all())
-    open_ = [h for h in hits if h.id not in ready and stored.get(h.hit_key, 0) < h.assignments]
-    after = [h for h in open_ if (h.id or 0) > cursor]
-    before = [h for h in open_ if (h.id or 0) <= cursor]
-    swept = (after + before)[:sweep]
+    swept = _sweep(ctx, sweep, ready) if sweep > 0 else []
     new = 0
-    for hit in reviewable + swept:
+    last_swept: int | None = None
+    ctx.cache[BEHIND_COLLECT] = False
+    for n, hit in enumerate(reviewable + swept):
+        if n and time.monotonic() > deadline:
+            ctx.cache[BEHIND_COLLECT] = n < len(reviewable)  # finished work left on the list: posting waits
+            break
         try:
             remote = ctx.market.submissions(remote_id(hit))
         except MarketError as exc:
@@ -67,9 +74,52 @@ def collect(ctx: Context, sweep: int = SWEEP) -> int:
         new += store_assignments(ctx, hit, remote)
         if hit.id in ready and len(remote) >= hit.assignments:
             _done_collecting(ctx, remote_id(hit))
-    if swept:
-        ctx.store.set_kv(ctx.name, CURSOR_KEY, str(swept[-1].id))
+        if hit.id not in ready:
+            last_swept = hit.id
+    if last_swept is not None:  # the sweep goes on after the last HIT it looked at
+        ctx.store.set_kv(ctx.name, CURSOR_KEY, str(last_swept))
     return new
+
+
+def _posted_by_remote_id(ctx: Context, hit_ids: Sequence[str]) -> list[HitRow]:
+    """This campaign's open HITs among the marketplace's ids, in the marketplace's order."""
+    found: dict[str, HitRow] = {}
+    with ctx.store.session() as s:
+        for i in range(0, len(hit_ids), _IN):
+            for h in s.exec(select(HitRow).where(HitRow.campaign == ctx.name, HitRow.status == "posted",
+                                                 col(HitRow.hit_id).in_(hit_ids[i:i + _IN]))).all():
+                found[remote_id(h)] = h
+    return [found[h] for h in hit_ids if h in found]
+
+
+def _sweep(ctx: Context, sweep: int, ready: set[int | None]) -> list[HitRow]:
+    """The next `sweep` open HITs after the cursor (round the end to the start) that are not on the
+    reviewable list and still miss assignments in the store, read from the store a page at a time."""
+    cursor = int(ctx.store.get_kv(ctx.name, CURSOR_KEY, "0") or 0)
+    out: list[HitRow] = []
+    seen: set[int | None] = set()
+    with ctx.store.session() as s:
+        for low, high in ((cursor, None), (-1, cursor)):
+            after = low
+            while len(out) < sweep:
+                q = select(HitRow).where(HitRow.campaign == ctx.name, HitRow.status == "posted", col(HitRow.id) > after)
+                if high is not None:
+                    q = q.where(col(HitRow.id) <= high)
+                page = s.exec(q.order_by(col(HitRow.id)).limit(_PAGE)).all()
+                if not page:
+                    break
+                after = page[-1].id or 0
+                keys = [h.hit_key for h in page]
+                stored = dict(s.exec(select(AssignmentRow.hit_key, func.count()).where(
+                    AssignmentRow.campaign == ctx.name, col(AssignmentRow.hit_key).in_(keys)).group_by(AssignmentRow.hit_key)).all())
+                for h in page:
+                    if h.id in ready or h.id in seen or stored.get(h.hit_key, 0) >= h.assignments:
+                        continue
+                    seen.add(h.id)
+                    out.append(h)
+                    if len(out) == sweep:
+                        break
+    return out
 
 
 def _done_collecting(ctx: Context, hit_id: str) -> None:
@@ -85,46 +135,65 @@ def _done_collecting(ctx: Context, hit_id: str) -> None:
 
 
 def store_assignments(ctx: Context, hit: HitRow, remote: Sequence[RemoteAssignment]) -> int:
-    """Store the listed assignments not stored yet (each with its judgments, in one transaction), and
-    adopt decisions the marketplace made without us; returns how many were new."""
+    """Store the listed assignments not stored yet (with their judgments), and adopt decisions the
+    marketplace made without us; returns how many were new.
+
+    One transaction per HIT, with the HIT's stored assignments, its items and its workers read once:
+    a HIT's listing is all-or-nothing in the store (a crash loses nothing the marketplace still lists,
+    and counts nothing twice), and the per-assignment transactions and lookups were the largest part
+    of a pass's cost at tens of thousands of assignments.
+    """
+    if not remote:
+        return 0
     stage = ctx.campaign.stage(hit.stage)
     kind = get_kind(stage.kind)
     items: list[ShownItem] | None = None
     new = 0
-    for a in remote:
-        aid = a.assignment_id
-        status = a.status
-        with ctx.store.session() as s:
-            row = s.get(AssignmentRow, aid)
+    with ctx.store.session() as s:
+        ids = [a.assignment_id for a in remote]
+        rows = {r.assignment_id: r for r in s.exec(select(AssignmentRow).where(col(AssignmentRow.assignment_id).in_(ids))).all()}
+        workers: dict[str, WorkerRow] | None = None
+        labels: list[dict[str, object]] = []
+        for a in remote:
+            aid = a.assignment_id
+            status = a.status
+            row = rows.get(aid)
             if row is None:
                 row = AssignmentRow(
                     assignment_id=aid, campaign=ctx.name, stage=hit.stage, hit_key=hit.hit_key, hit_id=remote_id(hit),
                     worker_id=a.worker_id, status="submitted", answer_xml=a.answer,
                     accept_time=a.accept_time, submit_time=a.submit_time, collected_at=ctx.clock.now(),
                 )
+                rows[aid] = row
                 if items is None:
                     texts = dict(s.exec(select(ItemRow.item_key, ItemRow.text).where(
                         ItemRow.campaign == ctx.name, col(ItemRow.item_key).in_(hit.keys()))).all())
                     items = [ShownItem(key=k, text=texts.get(k, "")) for k in hit.keys()]
+                if workers is None:
+                    wids = {x.worker_id for x in remote}
+                    workers = {w.worker_id: w for w in s.exec(select(WorkerRow).where(
+                        WorkerRow.campaign == ctx.name, col(WorkerRow.worker_id).in_(wids))).all()}
                 try:
                     judgments = kind.parse(stage, ctx.market.answer_fields(row.answer_xml), items)
                 except (InvalidAnswer, ValueError) as exc:
                     row.valid, row.error, judgments = False, str(exc)[:500], []
                 s.add(row)
-                for j in judgments:
-                    s.add(JudgmentRow(campaign=ctx.name, stage=hit.stage, assignment_id=aid, worker_id=row.worker_id,
-                                      item_key=j.item_key, value=j.value,
-                                      extra=json.dumps(dict(j.extra), sort_keys=True) if j.extra else None))
-                w = s.exec(select(WorkerRow).where(WorkerRow.campaign == ctx.name, WorkerRow.worker_id == row.worker_id)).first()
+                labels += [{"campaign": ctx.name, "stage": hit.stage, "assignment_id": aid, "worker_id": row.worker_id,
+                            "item_key": j.item_key, "value": j.value, "excluded": False,
+                            "extra": json.dumps(dict(j.extra), sort_keys=True) if j.extra else None} for j in judgments]
+                w = workers.get(row.worker_id)
                 if w is None:
-                    w = WorkerRow(campaign=ctx.name, worker_id=row.worker_id, first_seen=ctx.clock.now())
+                    w = workers[row.worker_id] = WorkerRow(campaign=ctx.name, worker_id=row.worker_id, first_seen=ctx.clock.now())
                 w.assignments += 1
                 s.add(w)
                 new += 1
                 crash_point("collect.mid_transaction")
             if status != row.status and row.status in ("submitted", "approving", "rejecting"):
                 _adopt_remote_status(ctx, s, hit, row, status)
-        crash_point("collect.after_assignment")
+        if labels:  # plain rows in one statement: through the ORM, the labels were most of a HIT's write
+            s.flush()
+            s.connection().execute(insert(JudgmentRow.__table__), labels)  # type: ignore[attr-defined]
+    crash_point("collect.after_assignment")
     return new
 
 

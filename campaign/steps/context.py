@@ -26,6 +26,11 @@ from campaign.store import HitRow, Store
 
 log = logging.getLogger(__name__)
 
+# Context.cache keys set by collect / review when their pass ran out of time with work left: the
+# daemon is behind the crowd, and `post` puts up nothing new until it has caught up.
+BEHIND_COLLECT = "behind:collect"
+BEHIND_REVIEW = "behind:review"
+
 _crash_counts: dict[str, int] = {}
 _crash_lock = threading.Lock()
 
@@ -54,6 +59,7 @@ class Context:
     clock: Clock
     instance: str  # stable per campaign instance: part of every request token
     lock: threading.Lock = field(default_factory=threading.Lock)
+    cache: dict[str, Any] = field(default_factory=dict)  # what a step keeps between passes of this daemon (never state)
 
     def __post_init__(self) -> None:
         from campaign.market.client import MarketClient

@@ -8,8 +8,10 @@ from __future__ import annotations
 
 import json
 import logging
+from collections.abc import Sequence
 
-from sqlmodel import col, func, select
+from sqlalchemy import insert
+from sqlmodel import Session, SQLModel, col, func, select
 
 from campaign.inputs import load_items as read_input
 from campaign.money import fmt
@@ -30,14 +32,22 @@ def load_items(ctx: Context) -> int:
         if have:
             return int(have)
         items = read_input(ctx.campaign.input_kind, ctx.campaign.input_path)
-        for it in items:
-            s.add(ItemRow(campaign=ctx.name, item_key=it.key, text=it.text, doc=it.doc, position=it.position))
+        rows = [ItemRow(campaign=ctx.name, item_key=it.key, text=it.text, doc=it.doc, position=it.position) for it in items]
         n = len(items)
         for stage in ctx.campaign.stages:
             for j, text in enumerate(stage.traps.texts if stage.traps.share > 0 else ()):
-                s.add(ItemRow(campaign=ctx.name, item_key=f"{TRAP_PREFIX}{stage.name}:{j}", text=text, position=n + j, is_trap=True))
+                rows.append(ItemRow(campaign=ctx.name, item_key=f"{TRAP_PREFIX}{stage.name}:{j}", text=text, position=n + j, is_trap=True))
+        _insert(s, rows)
         ctx.store.event(ctx.name, "items_loaded", f"{n} items loaded from {ctx.campaign.input_path}", session=s)
         return n
+
+
+def _insert(s: Session, rows: Sequence[SQLModel]) -> None:
+    """New rows (of one table) in one plain INSERT, with every field as the model fills it in: at 47,000
+    items and 9,400 drafts the ORM's row-by-row flush made the first pass the longest of a run."""
+    if rows:
+        table = type(rows[0]).__table__  # type: ignore[attr-defined]
+        s.connection().execute(insert(table), [r.model_dump(exclude={"id"}) for r in rows])
 
 
 def plan_stage(ctx: Context, stage: Stage) -> int:
@@ -50,11 +60,10 @@ def plan_stage(ctx: Context, stage: Stage) -> int:
         traps = [r.item_key for r in rows if r.is_trap and r.item_key.startswith(f"{TRAP_PREFIX}{stage.name}:")]
         items = [PlanItem(key=r.item_key, doc=r.doc, text=r.text) for r in rows if not r.is_trap]
         drafts = get_kind(stage.kind).plan(stage, items, traps, ctx.seed)
-        for d in drafts:
-            s.add(HitRow(
-                campaign=ctx.name, stage=stage.name, hit_key=d.hit_key, batch=d.batch,
-                item_keys=json.dumps(list(d.item_keys)), annotation=ctx.annotation(stage.name, d.hit_key),
-                token=ctx.token(d.hit_key, 0), reward=fmt(stage.reward), assignments=stage.assignments,
-            ))
+        _insert(s, [HitRow(
+            campaign=ctx.name, stage=stage.name, hit_key=d.hit_key, batch=d.batch,
+            item_keys=json.dumps(list(d.item_keys)), annotation=ctx.annotation(stage.name, d.hit_key),
+            token=ctx.token(d.hit_key, 0), reward=fmt(stage.reward), assignments=stage.assignments,
+        ) for d in drafts])
         ctx.store.event(ctx.name, "planned", f"stage {stage.name}: {len(drafts)} HITs planned", session=s)
         return len(drafts)

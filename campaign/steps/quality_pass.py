@@ -18,6 +18,7 @@ import logging
 from dataclasses import asdict
 from decimal import Decimal
 
+from sqlalchemy import or_
 from sqlmodel import col, func, select, update
 
 from campaign.ledger import BudgetExceeded, charge_bonus, release_bonus, reserve_bonus
@@ -54,21 +55,34 @@ def policy_stage(ctx: Context) -> Stage | None:
 
 
 def reviewed_judgments(ctx: Context, stage: Stage) -> list[ReviewedJudgment]:
-    """Every valid judgment of the stage that counts as evidence, by assignment then item."""
+    """Every valid judgment of the stage that counts as evidence, by assignment then item.
+
+    Labels are only ever added (an assignment and its labels are stored in one transaction, and every
+    stored status counts), so the rows read by an earlier pass of this daemon are kept in the Context
+    and a pass reads only the labels stored since (by row id): re-reading every label of the stage on
+    every policy run made quality control a sixth of a pass's time at 47,000 assignments. The result is
+    the same list, in the same order, as reading them all."""
+    cache = ctx.cache.setdefault(f"reviewed:{stage.name}", {"after": 0, "rows": []})
     with ctx.store.session() as s:
-        rows = s.exec(  # plain columns, not ORM objects: this runs over every label of the stage
+        rows = s.exec(  # plain columns, not ORM objects: this runs over every new label of the stage
             select(col(JudgmentRow.item_key), col(JudgmentRow.value), col(JudgmentRow.worker_id),  # type: ignore[call-overload]
-                   col(JudgmentRow.assignment_id), col(AssignmentRow.hit_key))
+                   col(JudgmentRow.assignment_id), col(AssignmentRow.hit_key), col(JudgmentRow.id))
             .join(AssignmentRow, col(AssignmentRow.assignment_id) == col(JudgmentRow.assignment_id))
             .where(JudgmentRow.campaign == ctx.name, JudgmentRow.stage == stage.name, AssignmentRow.valid == True,  # noqa: E712
-                   col(AssignmentRow.status).in_(COUNTED))
-            .order_by(col(JudgmentRow.assignment_id), col(JudgmentRow.item_key))
+                   col(AssignmentRow.status).in_(COUNTED), col(JudgmentRow.id) > cache["after"])
         ).all()
-        shown: dict[str, int] = {}
-        for row in rows:
-            shown[row[3]] = shown.get(row[3], 0) + 1
-        return [ReviewedJudgment(item_key=item, value=value, worker_id=worker, assignment_id=aid, hit_key=hit_key,
-                                 shown=shown[aid]) for item, value, worker, aid, hit_key in rows]
+    if rows:
+        names = cache.setdefault("names", {})  # one string object per id (kept for the campaign's life)
+        fresh = [(names.setdefault(item, item), value, names.setdefault(worker, worker), names.setdefault(aid, aid),
+                  names.setdefault(hit_key, hit_key)) for item, value, worker, aid, hit_key, _ in rows]
+        cache["after"] = max(r[5] for r in rows)
+        cache["rows"] = sorted(cache["rows"] + fresh, key=lambda r: (r[3], r[0]))
+    all_rows = cache["rows"]
+    shown: dict[str, int] = {}
+    for row in all_rows:
+        shown[row[3]] = shown.get(row[3], 0) + 1
+    return [ReviewedJudgment(item_key=item, value=value, worker_id=worker, assignment_id=aid, hit_key=hit_key,
+                             shown=shown[aid]) for item, value, worker, aid, hit_key in all_rows]
 
 
 def evaluate(ctx: Context, stage: Stage) -> ReviewResult:
@@ -117,8 +131,11 @@ def quality_pass(ctx: Context) -> int:
             n = int(s.exec(select(func.count()).select_from(AssignmentRow).where(
                 AssignmentRow.campaign == ctx.name, AssignmentRow.stage == stage.name, col(AssignmentRow.status).in_(COUNTED))).one())
         saved = ctx.store.get_kv(ctx.name, _review_key(stage))
-        if saved is not None and not _due(ctx, stage, int(json.loads(saved)["n"]), n):
+        reviewed = int(json.loads(saved)["n"]) if saved is not None else 0
+        if saved is not None and not _due(ctx, stage, reviewed, n):
             continue
+        if n < reviewed:  # answers went away (never in a run): read every label again
+            ctx.cache.pop(f"reviewed:{stage.name}", None)
         result = evaluate(ctx, stage)
         apply(ctx, stage, result, primary=stage is primary)
         ctx.store.set_kv(ctx.name, _review_key(stage), _dump(n, result))
@@ -190,20 +207,22 @@ def apply(ctx: Context, stage: Stage, result: ReviewResult, primary: bool = True
 
 
 def stage_collected(ctx: Context, stage_name: str) -> bool:
-    """True when every planned slot of the stage has an answer or can no longer get one."""
+    """True when every planned slot of the stage has an answer or can no longer get one.
+
+    One query that stops at the first open HIT still missing answers (the old way counted every
+    assignment of the stage, on every review pass)."""
     now = ctx.clock.now()
     with ctx.store.session() as s:
         stage_hits = (HitRow.campaign == ctx.name, HitRow.stage == stage_name)
         if s.exec(select(HitRow.id).where(*stage_hits, col(HitRow.status).in_(("draft", "posting"))).limit(1)).first():
             return False
-        hits = s.exec(select(HitRow.hit_key, HitRow.assignments, HitRow.expires_at).where(
-            *stage_hits, HitRow.status == "posted")).all()
-        if not hits:
-            return True
-        got = dict(s.exec(select(AssignmentRow.hit_key, func.count()).where(AssignmentRow.campaign == ctx.name,
-                                                                            AssignmentRow.stage == stage_name)
-                          .group_by(AssignmentRow.hit_key)).all())
-    return all(got.get(key, 0) >= wanted or (expires and now >= expires) for key, wanted, expires in hits)
+        got = (select(func.count()).select_from(AssignmentRow)
+               .where(AssignmentRow.campaign == HitRow.campaign, AssignmentRow.hit_key == HitRow.hit_key).scalar_subquery())
+        waiting = s.exec(select(HitRow.id).where(
+            *stage_hits, HitRow.status == "posted",
+            or_(col(HitRow.expires_at).is_(None), col(HitRow.expires_at) == 0, col(HitRow.expires_at) > now),
+            got < col(HitRow.assignments)).limit(1)).first()
+    return waiting is None
 
 
 def block_workers(ctx: Context, result: ReviewResult) -> None:

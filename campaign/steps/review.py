@@ -13,13 +13,14 @@ import logging
 import time
 from decimal import Decimal
 
-from sqlmodel import Session, col, select
+from sqlalchemy import and_, or_
+from sqlmodel import col, func, select
 
-from campaign.ledger import charge_assignment, release_assignment, release_hit_rest
+from campaign.ledger import book_many, charge_row, release_hit_rest, release_row
 from campaign.marketplaces.base import InvalidState, MarketError, TransientError, fees_of
 from campaign.quality.review import ReviewResult, feedback
 from campaign.steps.collect import store_assignments
-from campaign.steps.context import Context, crash_point, get_row, remote_id
+from campaign.steps.context import BEHIND_REVIEW, Context, crash_point, get_row, remote_id
 from campaign.steps.quality_pass import stage_collected, stage_reviews
 from campaign.store import AssignmentRow, CampaignRow, HitRow
 
@@ -28,6 +29,7 @@ log = logging.getLogger(__name__)
 # Wall seconds one pass may spend on decisions. Generous: a decision not made before the work's
 # AutoApprovalTime is made by the marketplace (paid, unreviewed), so review outranks posting (2 s).
 REVIEW_SECONDS = 10.0
+DECIDED = ("approved", "rejected")
 CHUNK = 25  # decisions written (and their outcomes recorded) per transaction
 
 INVALID_FEEDBACK = (
@@ -93,8 +95,10 @@ def review(ctx: Context, limit: int | None = None, seconds: float = REVIEW_SECON
     decisions = decide(ctx, fresh, stage_reviews(ctx))
     todo = [r for r in rows if r.status != "submitted" or r.assignment_id in decisions]  # the rest is held
     done = 0
+    ctx.cache[BEHIND_REVIEW] = False
     for first in range(0, len(todo), CHUNK):
         if first and time.monotonic() > deadline:
+            ctx.cache[BEHIND_REVIEW] = True  # decisions left for the next pass: posting waits (see `post`)
             break
         actions = _intents(ctx, todo[first:first + CHUNK], decisions)
         outcomes: list[tuple[str, str]] = []
@@ -147,8 +151,12 @@ def _intents(ctx: Context, chunk: list[AssignmentRow],
     thousands of assignments the syncs, not the marketplace, bounded how fast work was decided."""
     actions = []
     with ctx.store.session() as s:
+        rows = {row.assignment_id: row for row in s.exec(select(AssignmentRow).where(
+            col(AssignmentRow.assignment_id).in_([r.assignment_id for r in chunk]))).all()}
         for r in chunk:
-            row = get_row(s, AssignmentRow, r.assignment_id)
+            row = rows.get(r.assignment_id)
+            if row is None:
+                raise LookupError(f"AssignmentRow {r.assignment_id!r} is missing from the store")
             decided_now = r.status == "submitted"
             if decided_now:
                 if row.status != "submitted":
@@ -170,39 +178,58 @@ def _read_back(ctx: Context, assignment_id: str) -> str | None:
 
 def _record_many(ctx: Context, outcomes: list[tuple[str, str]]) -> None:
     """The outcomes of a chunk's calls with their ledger entries, in one transaction (a crash before it
-    leaves the rows `approving`/`rejecting`: retried, read back, booked once)."""
+    leaves the rows `approving`/`rejecting`: retried, read back, booked once). The chunk's rows, HITs
+    and ledger refs are read with one query each: per assignment they were most of review's cost."""
     if not outcomes:
         return
     with ctx.store.session() as s:
+        ids = [aid for aid, _ in outcomes]
+        rows = {r.assignment_id: r for r in s.exec(select(AssignmentRow).where(col(AssignmentRow.assignment_id).in_(ids))).all()}
+        keys = {r.hit_key for r in rows.values()}
+        hits = {h.hit_key: h for h in s.exec(select(HitRow).where(HitRow.campaign == ctx.name, col(HitRow.hit_key).in_(keys))).all()}
+        entries = []
+        fees = fees_of(ctx.market)
+        now = ctx.clock.now()
         for assignment_id, outcome in outcomes:
-            _record_in(ctx, s, assignment_id, outcome)
-
-
-def _record_in(ctx: Context, s: Session, assignment_id: str, outcome: str) -> None:
-    row = get_row(s, AssignmentRow, assignment_id)
-    hit = s.exec(select(HitRow).where(HitRow.campaign == ctx.name, HitRow.hit_key == row.hit_key)).one()
-    if outcome == "approved":
-        charge_assignment(s, ctx.name, hit.hit_key, row.assignment_id, Decimal(hit.reward), hit.assignments, fees_of(ctx.market))
-    else:
-        release_assignment(s, ctx.name, hit.hit_key, row.assignment_id, Decimal(hit.reward), hit.assignments, fees_of(ctx.market))
-    row.status = outcome
-    row.decided_at = ctx.clock.now()
-    s.add(row)
+            row = rows.get(assignment_id)
+            if row is None:
+                raise LookupError(f"AssignmentRow {assignment_id!r} is missing from the store")
+            hit = hits[row.hit_key]
+            book = charge_row if outcome == "approved" else release_row
+            entry = book(ctx.name, hit.hit_key, row.assignment_id, Decimal(hit.reward), hit.assignments, fees)
+            if entry is not None:  # None: the assignment costs nothing here (paid per place of a study)
+                entries.append(entry)
+            row.status = outcome
+            row.decided_at = now
+            s.add(row)
+        book_many(s, entries)
 
 
 def close_finished_hits(ctx: Context) -> int:
     """Close HITs whose every slot is decided, or that expired with nothing pending; release the rest."""
     closed = 0
+    now = ctx.clock.now()
     with ctx.store.session() as s:
-        hits = s.exec(select(HitRow).where(HitRow.campaign == ctx.name, HitRow.status == "posted")).all()
+        # only HITs that may close (every slot decided, or expired), found in SQL: reading every
+        # assignment's status each pass made this step grow with the campaign, not with its new work
+        n_decided = (select(func.count()).select_from(AssignmentRow)
+                     .where(AssignmentRow.campaign == HitRow.campaign, AssignmentRow.hit_key == HitRow.hit_key,
+                            col(AssignmentRow.status).in_(DECIDED)).scalar_subquery())
+        hits = s.exec(select(HitRow).where(
+            HitRow.campaign == ctx.name, HitRow.status == "posted",
+            or_(and_(col(HitRow.expires_at).is_not(None), col(HitRow.expires_at) <= now),
+                n_decided >= col(HitRow.assignments))).order_by(col(HitRow.id))).all()
         decided: dict[str, int] = {}
         open_: dict[str, int] = {}
-        for hk, st in s.exec(select(AssignmentRow.hit_key, AssignmentRow.status).where(AssignmentRow.campaign == ctx.name)).all():
-            if st in ("approved", "rejected"):
-                decided[hk] = decided.get(hk, 0) + 1
-            else:
-                open_[hk] = open_.get(hk, 0) + 1
-    now = ctx.clock.now()
+        keys = [h.hit_key for h in hits]
+        for i in range(0, len(keys), 500):
+            for hk, st, n in s.exec(select(AssignmentRow.hit_key, AssignmentRow.status, func.count()).where(
+                    AssignmentRow.campaign == ctx.name, col(AssignmentRow.hit_key).in_(keys[i:i + 500]))
+                    .group_by(AssignmentRow.hit_key, AssignmentRow.status)).all():
+                if st in DECIDED:
+                    decided[hk] = decided.get(hk, 0) + n
+                else:
+                    open_[hk] = open_.get(hk, 0) + n
     for hit in hits:
         full = decided.get(hit.hit_key, 0) >= hit.assignments
         expired = hit.expires_at is not None and now >= hit.expires_at and not open_.get(hit.hit_key)

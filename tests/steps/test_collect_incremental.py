@@ -39,3 +39,16 @@ def test_the_sweep_goes_round_every_open_hit(harness, rate):
     got = [collect(h.ctx, sweep=1) for _ in range(len(hits))]
     assert got == [1, 1, 1, 1]  # one HIT per pass, each in turn, none skipped
     assert collect(h.ctx, sweep=4) == 0
+
+
+def test_a_pass_out_of_time_leaves_the_rest_reviewable_for_the_next(harness, rate):
+    h = harness(n_items=20)
+    hits = _posted(h)
+    for hit in hits[:3]:
+        for n in range(hit.assignments):
+            h.work(f"AWORKER{n:07d}", hit.hit_id, rate(2))
+    per_hit = hits[0].assignments
+    assert collect(h.ctx, sweep=0, seconds=0.0) == per_hit  # one HIT per pass when the time is up at once
+    assert len(h.ctx.market.reviewable_hits()) == 2  # the others wait on the list, not lost
+    assert collect(h.ctx, sweep=0) == 2 * per_hit
+    assert h.ctx.market.reviewable_hits() == []

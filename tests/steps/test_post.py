@@ -66,3 +66,17 @@ def test_a_paused_campaign_posts_nothing(harness):
         s.add(camp)
     assert post_pending(h.ctx) == 0
     assert {x.status for x in h.hits()} == {"draft"}
+
+
+def test_nothing_new_goes_up_while_the_daemon_is_behind(harness):
+    from campaign.steps.context import BEHIND_COLLECT, BEHIND_REVIEW
+
+    h = harness()
+    load_items(h.ctx)
+    plan_stage(h.ctx, h.ctx.campaign.stages[0])
+    for flag in (BEHIND_COLLECT, BEHIND_REVIEW):
+        h.ctx.cache[flag] = True  # the last pass left finished work uncollected / undecided
+        assert post_pending(h.ctx) == 0
+        assert {x.status for x in h.hits()} == {"draft"}
+        h.ctx.cache[flag] = False
+    assert post_pending(h.ctx) == 2  # caught up: posting goes on

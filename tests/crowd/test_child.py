@@ -1,0 +1,103 @@
+"""The daemon's simulated crowds in a child process: started on the daemon's clock, working the
+marketplace, and gone as soon as the daemon is (a crowd left behind by a SIGKILLed daemon must not
+work the next daemon's HITs)."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+EXAMPLE = ROOT / "examples" / "ukpconvarg1-water"
+
+SPEC = f"""\
+campaigns:
+  - name: kid
+    topic: Should plastic water bottles be banned?
+    input:
+      propositions: {EXAMPLE / "propositions.tsv"}
+    task:
+      kind: likert
+    budget: "10.00"
+    crowd:
+      kind: simulated
+      workers: 3
+      truth: {EXAMPLE / "truth.tsv"}
+"""
+
+# a stand-in daemon: the marketplace in-process and the crowd's child process, as `campaign run` has them
+DAEMON = textwrap.dedent("""
+    import os, sys, time
+    from pathlib import Path
+    from campaign.clock import ScaledClock
+    from campaign.crowd.child import ChildConfig, CrowdJob, CrowdProcess
+    from campaign.market.server import start_market
+    from campaign.spec import load_spec
+    from campaign.store import Store
+
+    state = Path(sys.argv[2])
+    clock = ScaledClock(speed=3600.0)
+    Store.open(state).close()
+    market = start_market(state / "market", clock=clock, mode="prod")
+    camp = load_spec(sys.argv[1]).campaigns[0]
+    crowd = CrowdProcess(ChildConfig(endpoint=market.endpoint_url, market_state=state / "market", clock=clock.shared(),
+                                     jobs=(CrowdJob(camp, 0, 0),), state_dir=state, db=None, parent=os.getpid()))
+    print(crowd.proc.pid, flush=True)
+    if sys.argv[3] == "stop":
+        crowd.stop()
+        print(crowd.proc.returncode, flush=True)
+    else:
+        time.sleep(60)
+""")
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    try:  # a zombie is dead for our purposes (its parent is gone, init reaps it)
+        return Path(f"/proc/{pid}/stat").read_text().split(") ", 1)[1][0] != "Z"
+    except (FileNotFoundError, IndexError):
+        return False
+
+
+def _start(tmp_path: Path, mode: str) -> subprocess.Popen:
+    spec = tmp_path / "spec.yaml"
+    spec.write_text(SPEC, encoding="utf-8")
+    return subprocess.Popen([sys.executable, "-c", DAEMON, str(spec), str(tmp_path / "state"), mode],
+                            cwd=ROOT, stdout=subprocess.PIPE, text=True)
+
+
+def test_the_crowd_registers_its_workers_and_stops_when_asked(tmp_path):
+    daemon = _start(tmp_path, "stop")
+    out, _ = daemon.communicate(timeout=120)
+    pid, code = out.split()
+    assert daemon.returncode == 0 and int(code) == 0  # ready, then a clean stop on SIGTERM
+    assert not _alive(int(pid))
+    from campaign.market.db import Database
+
+    db = Database(tmp_path / "state" / "market")
+    try:
+        n = db.conn.execute("SELECT COUNT(*) FROM workers").fetchone()[0]
+    finally:
+        db.close()
+    assert n == 3  # the campaign's `workers: 3`, signed up through the marketplace's operator
+
+
+def test_the_crowd_dies_with_a_killed_daemon(tmp_path):
+    daemon = _start(tmp_path, "sleep")
+    assert daemon.stdout is not None
+    pid = int(daemon.stdout.readline())
+    assert _alive(pid)
+    daemon.send_signal(signal.SIGKILL)
+    daemon.wait(timeout=10)
+    deadline = time.monotonic() + 5
+    while _alive(pid) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert not _alive(pid)
