@@ -1,5 +1,6 @@
-"""The daemon: starts what a run needs (store, marketplace client, in-process marketplace and simulated
-crowd where the spec asks for them) and schedules each campaign's short idempotent jobs on APScheduler.
+"""The daemon: starts what a run needs (store, marketplace client, in-process marketplace, and the
+simulated crowds in a child process, where the spec asks for them) and schedules each campaign's short
+idempotent jobs on APScheduler.
 
 Each job reads the store, acts, writes the store; jobs of one campaign share a lock so they never
 interleave, and a job that raises is logged as an event and simply runs again on the next tick. The
