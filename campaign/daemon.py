@@ -335,15 +335,38 @@ def _start_crowds(contexts: list[Context], endpoint: str, opts: RunOptions) -> A
 
     The crowds run in a child process (`campaign.crowd.child`) on the same simulated clock, so the
     daemon and its marketplace have this process's core to themselves."""
-    from campaign.crowd.child import ChildConfig, CrowdJob, CrowdProcess
+    from campaign.crowd.child import ChildConfig, CrowdJob, CrowdProcess, InProcessCrowds, child_can_run
     from campaign.rng import stable_seed
 
     jobs = tuple(CrowdJob(ctx.campaign, ctx.seed, ctx.seed if len(contexts) == 1 else stable_seed(ctx.seed, ctx.name) % 2**31)
                  for ctx in contexts)
     clock = contexts[0].clock
-    shared = clock.shared() if isinstance(clock, ScaledClock) else None
-    return CrowdProcess(ChildConfig(endpoint=endpoint, market_state=opts.state_dir / "market", clock=shared, jobs=jobs,
-                                    state_dir=opts.state_dir, db=opts.db, parent=os.getpid()))
+    here = tuple(j for j in jobs if not child_can_run(j.campaign))  # kinds only this process knows
+    started: list[Any] = []
+    if here:
+        started.append(InProcessCrowds(here, endpoint, clock, contexts[0].store))
+    away = tuple(j for j in jobs if child_can_run(j.campaign))
+    if away:
+        shared = clock.shared() if isinstance(clock, ScaledClock) else None
+        try:
+            started.append(CrowdProcess(ChildConfig(endpoint=endpoint, market_state=opts.state_dir / "market", clock=shared,
+                                                    jobs=away, state_dir=opts.state_dir, db=opts.db, parent=os.getpid())))
+        except RuntimeError:
+            for crowd in started:
+                crowd.stop()
+            raise
+    return _Crowds(started)
+
+
+class _Crowds:
+    """The run's crowds, wherever they run; stopped together."""
+
+    def __init__(self, parts: list[Any]) -> None:
+        self.parts = parts
+
+    def stop(self) -> None:
+        for part in self.parts:
+            part.stop()
 
 
 def stop_runtime(rt: Runtime) -> None:

@@ -94,6 +94,36 @@ def build_crowd(job: CrowdJob, endpoint: str, clock: Clock, wants: Callable[[str
     return SimulatedCrowd(endpoint, workers, by_text, seed=job.seed, clock=clock, poll=POLL, wants=wants, client=client)
 
 
+def child_can_run(campaign: Campaign) -> bool:
+    """Whether a fresh interpreter knows everything this campaign's crowd needs: its stage types and
+    task kinds come with the `campaign` package. A kind registered only in this process (a plugin, a
+    test) is not known in a child, so that campaign's crowd stays in-process (`InProcessCrowds`)."""
+    from campaign.tasks import get as get_kind
+
+    for stage in campaign.stages:
+        try:
+            kind = get_kind(stage.kind)
+        except KeyError:
+            return False
+        if not (type(stage).__module__.startswith("campaign.") and type(kind).__module__.startswith("campaign.")):
+            return False
+    return True
+
+
+class InProcessCrowds:
+    """The crowds of campaigns whose task kinds only this process knows, on threads here as they all
+    used to be (same workers, seeds and clock as in a child)."""
+
+    def __init__(self, jobs: tuple[CrowdJob, ...], endpoint: str, clock: Clock, store: Any) -> None:
+        self.crowds = [build_crowd(job, endpoint, clock, hits_of(store, job.campaign.name)) for job in jobs]
+        for crowd in self.crowds:
+            crowd.start()
+
+    def stop(self) -> None:
+        for crowd in self.crowds:
+            crowd.stop()
+
+
 def _die_with_parent() -> None:
     """In the child before exec: SIGKILL when the daemon dies (Linux; elsewhere the parent check does it)."""
     try:

@@ -15,7 +15,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)  # one per label: hundreds of thousands at the seed's scale
 class Label:
     item: str
     worker: str
@@ -23,7 +23,7 @@ class Label:
     value: float
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)  # one per label: hundreds of thousands at the seed's scale
 class TrapResult:
     worker: str
     assignment: str

@@ -51,7 +51,7 @@ class CountedJudgment:
     hit_key: str
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)  # hundreds of thousands at once at the seed's scale
 class ReviewedJudgment:
     """One judgment quality control looks at: every valid answer so far, decided or not (rejected work
     stays evidence). `shown` is how many items the HIT showed."""

@@ -101,3 +101,25 @@ def test_the_crowd_dies_with_a_killed_daemon(tmp_path):
     while _alive(pid) and time.monotonic() < deadline:
         time.sleep(0.05)
     assert not _alive(pid)
+
+
+def test_only_campaigns_of_built_in_kinds_go_to_a_child(tmp_path):
+    from campaign.crowd.child import child_can_run
+    from campaign.spec import load_spec
+    from campaign.tasks import get, register
+
+    spec = tmp_path / "spec.yaml"
+    spec.write_text(SPEC, encoding="utf-8")
+    camp = load_spec(spec).campaigns[0]
+    assert child_can_run(camp)
+
+    original = get("likert")
+
+    class Local(type(original)):  # type: ignore[misc]
+        """A kind this process alone knows (as a plugin or a test defines one)."""
+
+    register(Local(), replace=True)
+    try:
+        assert not child_can_run(camp)  # its crowd stays on threads in the daemon (test_extra_kind runs one)
+    finally:
+        register(original, replace=True)
