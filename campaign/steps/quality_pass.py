@@ -140,7 +140,22 @@ def quality_pass(ctx: Context) -> int:
         apply(ctx, stage, result, primary=stage is primary)
         ctx.store.set_kv(ctx.name, _review_key(stage), _dump(n, result))
         done += 1
+    if done:
+        _give_back_memory()
     return done
+
+
+def _give_back_memory() -> None:
+    """A policy run over a large stage builds several objects per label and drops them again; glibc
+    may keep the freed memory in the process, so the daemon's size can ratchet up with each run (its
+    peak RSS was 659 MiB at 47,000 assignments). Hand the free pages back (Linux/glibc; elsewhere
+    nothing to do)."""
+    try:
+        import ctypes
+
+        ctypes.CDLL("libc.so.6").malloc_trim(0)
+    except (OSError, AttributeError):
+        pass
 
 
 GROWTH = 0.05  # re-review a stage when its counted answers grew by this share (or it is fully collected)
