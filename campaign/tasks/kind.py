@@ -39,7 +39,7 @@ class PlanItem:
     text: str = ""
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)  # one per counted label: hundreds of thousands at the seed's scale
 class CountedJudgment:
     """One judgment that counts for the scores: of an approved assignment, not excluded by quality control."""
 
