@@ -4,10 +4,14 @@ worker site.
 A participant comes from Prolific's study URL with `PROLIFIC_PID`, `STUDY_ID` and `SESSION_ID`. Every
 request (page or JSON) goes through `ProlificGate.admit` first, so only a submission Prolific confirms
 as ACTIVE, this participant's and in a study this site serves can see or submit work; the URL claims
-alone open nothing. The admitted participant works as worker `Admission.worker_id` on HITs of the
-seat's HIT type, one at a time: the engine already refuses a second slot of one HIT to a worker, and the
-door never hands out more than `bundle` HITs per submission. After the bundle it redirects to
-Prolific's completion URL with the study's code.
+alone open nothing. Whatever records an answer or hands out a new task is confirmed with Prolific at
+that moment (a place can be returned or time out at any time), including the answer form posted to the
+content origin. The admitted participant works as worker `Admission.worker_id` on HITs of the seat's
+HIT type, one at a time, never a HIT they were ever given before (the built-in marketplace's own
+assignments are the record, so a crash between accepting and noting it here changes nothing) and,
+with `items_of`, never a HIT sharing an item with one they were given in the same stage; at most
+`bundle` HITs per submission. After the bundle it redirects to Prolific's completion URL with the
+study's code.
 
 Which assignments belong to which submission is kept here (`served`), written in the same thread that
 accepted the assignment, and the answer itself carries a hidden `prolific_submission_id` field (a
@@ -28,6 +32,7 @@ import json
 import sqlite3
 import threading
 import urllib.parse
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -60,10 +65,16 @@ class Step:
 
 
 class ProlificDoor:
-    def __init__(self, engine: Engine, config: SiteConfig, state_dir: Path, gate_api: Any, *, ttl: float = 300.0) -> None:
+    def __init__(self, engine: Engine, config: SiteConfig, state_dir: Path, gate_api: Any, *, ttl: float = 0.0,
+                 items_of: Callable[[str], frozenset[str]] | None = None) -> None:
+        """`ttl`: how long a confirmation may be reused for requests that change nothing (0: never).
+        `items_of`: HIT id -> the ids of the items it shows (trap items left out), so that a participant
+        is never given an item twice in a stage; without it, only whole HITs are never repeated."""
         state_dir.mkdir(parents=True, exist_ok=True)
         self.engine = engine
         self.config = config
+        self.items_of = items_of
+        self._items: dict[str, frozenset[str]] = {}
         self._db = sqlite3.connect(state_dir / "prolific-site.sqlite", check_same_thread=False, isolation_level=None)
         self._db.row_factory = sqlite3.Row
         self._db.executescript(SCHEMA)
@@ -131,13 +142,47 @@ class ProlificDoor:
                 return None
         with self.engine.db.read() as c:
             row = c.execute("SELECT status FROM assignments WHERE id=?", (assignment_id,)).fetchone()
+        if row is not None and row[0] == "Accepted":
+            # Past its deadline: the marketplace's sweep that abandons it was rolled back with the refused call.
+            return "Abandoned"
         return str(row[0]) if row else None
 
-    def next_step(self, adm: Admission) -> Step:
-        """The open assignment of this submission, else a new one of the seat's HIT type, else the redirect."""
+    def _worked(self, worker_id: str) -> list[tuple[str, str, str, str]]:
+        """Every assignment the marketplace ever gave this worker: (HIT, assignment, status, HIT type)."""
+        with self.engine.db.read() as c:
+            rows = c.execute("SELECT a.hit_id, a.id, a.status, h.hit_type_id FROM assignments a JOIN hits h ON h.id=a.hit_id "
+                             "WHERE a.worker_id=? ORDER BY a.seq", (worker_id,)).fetchall()
+        return [(str(r[0]), str(r[1]), str(r[2]), str(r[3])) for r in rows]
+
+    def _items_in(self, hit_id: str) -> frozenset[str]:
+        if self.items_of is None:
+            return frozenset()
+        if hit_id not in self._items:
+            self._items[hit_id] = frozenset(self.items_of(hit_id))
+        return self._items[hit_id]
+
+    def _stage_types(self, study_id: str) -> set[str]:
+        """The HIT types of every study of this study's stage: items are compared within the stage."""
+        rows = self._db.execute("SELECT hit_type_id FROM seats WHERE stage=(SELECT stage FROM seats WHERE study_id=?)",
+                                (study_id,)).fetchall()
+        return {str(r[0]) for r in rows}
+
+    def _adopt(self, adm: Admission, worked: list[tuple[str, str, str, str]]) -> None:
+        """An open assignment of this seat's type the door has no note of (the process died between the
+        marketplace's accept and the note): it is this participant's, so it joins this submission."""
+        for hit_id, aid, status, type_id in worked:
+            if status == "Accepted" and type_id == adm.seat.hit_type_id and self.submission_of(aid) is None:
+                self._db.execute("INSERT OR IGNORE INTO served VALUES (?,?,?,?,?,?)",
+                                 (aid, adm.submission_id, adm.participant_id, adm.seat.study_id, hit_id, "open"))
+
+    def next_step(self, adm: Admission, *, confirmed: bool = False) -> Step:
+        """The open assignment of this submission, else a new one of the seat's HIT type, else the redirect.
+        A new task is handed out only on a confirmation made now (`confirmed`, or asked here)."""
         with self._lock:
             self._register(adm)
             sub = adm.submission_id
+            worked = self._worked(adm.worker_id)
+            self._adopt(adm, worked)
             for r in self._db.execute("SELECT assignment_id, hit_id FROM served WHERE submission_id=? AND state='open'",
                                       (sub,)).fetchall():
                 status = self._engine_status(r["assignment_id"])
@@ -150,9 +195,18 @@ class ProlificDoor:
                                     (sub,)).fetchone()[0]
             if done >= adm.seat.bundle:
                 return Step("done", redirect=adm.seat.redirect())
+            types = self._stage_types(adm.seat.study_id)
+            given = {w[0] for w in worked}
+            seen: set[str] = set()
+            for hit_id, _, _, type_id in worked:
+                if type_id in types:
+                    seen |= self._items_in(hit_id)
             for h in self.engine.worker("available", adm.worker_id, 1000):
-                if h["HITTypeId"] != adm.seat.hit_type_id:
+                if h["HITTypeId"] != adm.seat.hit_type_id or h["HITId"] in given or self._items_in(h["HITId"]) & seen:
                     continue
+                if not confirmed:
+                    self.gate.confirm(adm)
+                    confirmed = True
                 try:
                     acc = self.engine.worker("accept", adm.worker_id, h["HITId"])
                 except WorkerError:
@@ -165,41 +219,82 @@ class ProlificDoor:
                 return Step("done", redirect=adm.seat.redirect())
             return Step("wait")
 
-    def submit(self, adm: Admission, assignment_id: str, fields: list[tuple[str, str]]) -> Step:
+    def _open_row(self, adm: Admission, assignment_id: str) -> sqlite3.Row:
+        r = self._db.execute("SELECT submission_id, state FROM served WHERE assignment_id=?", (assignment_id,)).fetchone()
+        if r is None or r["submission_id"] != adm.submission_id:
+            raise WorkerError("NotYourAssignment", "This task was not given to this Prolific session.", 403)
+        if r["state"] != "open":
+            raise WorkerError("AssignmentNotActive", "This task was already submitted or has expired.", 409)
+        return r
+
+    def submit(self, adm: Admission, assignment_id: str, fields: list[tuple[str, str]], *, confirmed: bool = False) -> Step:
+        """Record one answer of this submission; the session is confirmed with Prolific first unless the
+        caller just did (`confirmed`): a returned or timed-out place records nothing."""
         with self._lock:
-            r = self._db.execute("SELECT submission_id, state FROM served WHERE assignment_id=?", (assignment_id,)).fetchone()
-            if r is None or r["submission_id"] != adm.submission_id:
-                raise WorkerError("NotYourAssignment", "This task was not given to this Prolific session.", 403)
-            if r["state"] != "open":
-                raise WorkerError("AssignmentNotActive", "This task was already submitted or has expired.", 409)
-            clean = [(k, v) for k, v in fields if k not in (SUBMISSION_FIELD, "assignmentId", *SESSION_KEYS)]
-            self.engine.worker("submit", assignment_id, [("assignmentId", assignment_id), *clean,
-                                                         (SUBMISSION_FIELD, adm.submission_id)])
-            self._db.execute("UPDATE served SET state='submitted' WHERE assignment_id=?", (assignment_id,))
-            return self.next_step(adm)
+            self._open_row(adm, assignment_id)
+            if not confirmed:
+                adm = self.gate.confirm(adm)
+            self._engine_submit(adm.submission_id, assignment_id, fields)
+            return self.next_step(adm, confirmed=True)
+
+    def _engine_submit(self, submission_id: str, assignment_id: str, fields: list[tuple[str, str]]) -> dict[str, Any]:
+        clean = [(k, v) for k, v in fields if k not in (SUBMISSION_FIELD, "assignmentId", *SESSION_KEYS)]
+        out = self.engine.worker("submit", assignment_id, [("assignmentId", assignment_id), *clean,
+                                                           (SUBMISSION_FIELD, submission_id)])
+        self._db.execute("UPDATE served SET state='submitted' WHERE assignment_id=?", (assignment_id,))
+        return dict(out)
+
+    # -- the content origin's form (`/mturk/externalSubmit`) and frames ----------------------------------------
+    def _served_admission(self, assignment_id: str, *, fresh: bool) -> Admission | None:
+        """The admission behind an assignment the door served (None: not the door's), confirmed as asked."""
+        with self._lock:
+            r = self._db.execute("SELECT * FROM served WHERE assignment_id=?", (assignment_id,)).fetchone()
+        if r is None:
+            return None
+        try:
+            return self.gate.admit(r["participant_id"], r["study_id"], r["submission_id"], fresh=fresh)
+        except Refused as exc:
+            raise WorkerError("NotAdmitted", str(exc), 403) from None
+
+    def external_submit(self, assignment_id: str, fields: list[tuple[str, str]]) -> dict[str, Any] | None:
+        """The answer form of a HIT the door served, posted to the content origin: recorded only while the
+        Prolific submission is still ACTIVE (asked now), with the submission's hidden field. None for an
+        assignment the door did not serve (the content origin handles it as before)."""
+        with self._lock:
+            adm = self._served_admission(assignment_id, fresh=True)
+            if adm is None:
+                return None
+            self._open_row(adm, assignment_id)
+            return self._engine_submit(adm.submission_id, assignment_id, fields)
+
+    def check_frame(self, assignment_id: str) -> None:
+        """A frame of a HIT the door served is shown only while its submission may still work."""
+        self._served_admission(assignment_id, fresh=False)
 
     # -- HTTP -------------------------------------------------------------------------------------------------
     def route(self, method: str, path: str, q: dict[str, str], body: bytes) -> Reply | None:
-        """Every call names its Prolific session and is admitted by the gate first."""
+        """Every call names its Prolific session and is admitted by the gate first; a submit is confirmed
+        with Prolific at that moment, reads may reuse a recent confirmation (see `ProlificGate`)."""
         api = path.startswith("/prolific/api/")
         try:
             data = _json_body(body) if api and method == "POST" else dict(q)
-            adm = self._admit(data)
+            if api and method == "POST" and path == "/prolific/api/submit":
+                adm = self._admit(data, fresh=True)
+                raw = data.get("fields") or []
+                fields = [(str(k), str(v)) for k, v in raw] if isinstance(raw, list) else []
+                step = self.submit(adm, str(data.get("assignmentId", "")), fields, confirmed=True)
+                return _json(200, self._step_out(adm, step))
+            adm = self._admit(data, fresh=False)
             if api and method == "GET" and path == "/prolific/api/next":
                 return _json(200, self._step_out(adm, self.next_step(adm)))
             if api and method == "GET" and path == "/prolific/api/task":
-                step = self.next_step(adm)
-                if step.kind != "task" or step.assignment_id != data.get("assignmentId"):
-                    raise WorkerError("NotYourAssignment", "This task was not given to this Prolific session.", 403)
-                a, h = self.engine.worker("task", step.assignment_id)
+                aid = str(data.get("assignmentId", ""))
+                with self._lock:
+                    self._open_row(adm, aid)
+                a, h = self.engine.worker("task", aid)
                 text = frame_html(h["question"], h["id"], a["id"], a["worker_id"], self.config.content_origin)
                 return Reply(200, "text/plain; charset=utf-8", text.encode("utf-8"),
                              {"Content-Security-Policy": "sandbox; default-src 'none'", "Cache-Control": "no-store"})
-            if api and method == "POST" and path == "/prolific/api/submit":
-                raw = data.get("fields") or []
-                fields = [(str(k), str(v)) for k, v in raw] if isinstance(raw, list) else []
-                step = self.submit(adm, str(data.get("assignmentId", "")), fields)
-                return _json(200, self._step_out(adm, step))
             if not api and method == "GET" and path == "/prolific/start":
                 return self._page_for(adm, self.next_step(adm), urllib.parse.urlencode({k: q.get(k, "") for k in SESSION_KEYS}))
             raise WorkerError("NotFound", "No such page.", 404)
@@ -208,8 +303,8 @@ class ProlificDoor:
         except WorkerError as exc:
             return _refusal(api, exc.status, exc.code, exc.message)
 
-    def _admit(self, d: dict[str, Any]) -> Admission:
-        return self.gate.admit(*(str(d.get(k, "") or "") for k in SESSION_KEYS))
+    def _admit(self, d: dict[str, Any], *, fresh: bool) -> Admission:
+        return self.gate.admit(*(str(d.get(k, "") or "") for k in SESSION_KEYS), fresh=fresh)
 
     @staticmethod
     def _step_out(adm: Admission, step: Step) -> dict[str, Any]:

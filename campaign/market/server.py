@@ -473,7 +473,7 @@ def start_market(state_dir: Path, clock: Clock | None = None, mode: str = "sandb
     engine.visibility_lag = cfg.visibility_lag
     site_cfg = SiteConfig()
     site = WorkerSite(engine, accounts, site_cfg)
-    content = ContentSite(engine, site_cfg)
+    content = ContentSite(engine, site_cfg, site)
     core = Core(engine, Faults(cfg), accounts, site, content, admin_token=admin_token(state_dir))
     try:
         httpd = MarketHTTPServer((host, port), Handler, core)

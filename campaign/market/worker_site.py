@@ -432,9 +432,10 @@ class ContentSite:
     """Routes of the content origin: requester HTML (frame URLs signed by the worker site), the shims,
     and the answer form's target, which MTurk-style authenticates by the assignment id alone."""
 
-    def __init__(self, engine: Engine, config: SiteConfig) -> None:
+    def __init__(self, engine: Engine, config: SiteConfig, site: WorkerSite | None = None) -> None:
         self.engine = engine
         self.config = config
+        self.site = site  # its Prolific door, when set, guards the frames and answers of HITs it served
 
     def _headers(self) -> dict[str, str]:
         return {"Content-Security-Policy": f"sandbox allow-scripts allow-forms; frame-ancestors {self.config.worker_origin}",
@@ -465,6 +466,8 @@ class ContentSite:
                 a, h = self.engine.worker("task", aid)
                 if a["hit_id"] != hit_id:
                     raise WorkerError("AssignmentNotFound", f"Assignment {aid} does not exist.", 404)
+                if self.site is not None and self.site.prolific is not None:
+                    self.site.prolific.check_frame(aid)
             page = frame_html(h["question"], hit_id, aid, q.get("workerId", ""), self.config.content_origin)
             return Reply(200, "text/html; charset=utf-8", page.encode("utf-8"), self._headers())
         if method == "POST" and path == "/mturk/externalSubmit":
@@ -472,7 +475,9 @@ class ContentSite:
             aid = next((v for k, v in fields if k == "assignmentId"), "")
             if not aid:
                 raise WorkerError("MissingAssignmentId", "The form did not include an assignmentId field.", 400)
-            self.engine.worker("submit", aid, fields)
+            door = self.site.prolific if self.site is not None else None
+            if door is None or door.external_submit(aid, fields) is None:
+                self.engine.worker("submit", aid, fields)
             page = SUBMITTED_PAGE.format(aid=html.escape(aid))
             return Reply(200, "text/html; charset=utf-8", page.encode("utf-8"), self._headers())
         return None

@@ -6,8 +6,11 @@ when Prolific's API confirms that this submission exists, belongs to this partic
 and is still ACTIVE (not returned, timed out or already completed), and when the study is one this
 site serves. Another participant's id in the URL, a made-up session or a finished one are refused.
 
-Confirmed sessions are remembered briefly, so a participant clicking through a bundle of HITs costs one
-API call, not one per page; a session is re-checked once that time has passed.
+A place can be returned or time out at any moment, so a confirmation is only good for the request it
+was made for: `admit` asks the API every time unless the caller says the request changes nothing
+(`fresh=False`, e.g. showing again the task a participant already holds) and the site was given a
+`ttl`; then a confirmation younger than `ttl` may be reused. Anything that would record work or hand
+out a new task is confirmed afresh, and a refusal drops whatever was remembered of that session.
 """
 
 from __future__ import annotations
@@ -59,7 +62,7 @@ class Refused(Exception):
 
 
 class ProlificGate:
-    def __init__(self, api: SubmissionSource, seats: Callable[[str], StudySeat | None], *, ttl: float = 300.0,
+    def __init__(self, api: SubmissionSource, seats: Callable[[str], StudySeat | None], *, ttl: float = 0.0,
                  clock: Callable[[], float]) -> None:
         self.api = api
         self.seats = seats
@@ -68,7 +71,10 @@ class ProlificGate:
         self._ok: dict[str, tuple[float, Admission]] = {}
         self._lock = threading.Lock()
 
-    def admit(self, participant_id: str | None, study_id: str | None, session_id: str | None) -> Admission:
+    def admit(self, participant_id: str | None, study_id: str | None, session_id: str | None, *,
+              fresh: bool = True) -> Admission:
+        """The admission of an ACTIVE submission of this participant in a served study, else `Refused`.
+        `fresh=False` only for requests that change nothing (see the module docstring)."""
         pid, sid, sub = (participant_id or "").strip().lower(), (study_id or "").strip().lower(), (session_id or "").strip().lower()
         if not (ID_RE.match(pid) and ID_RE.match(sid) and ID_RE.match(sub)):
             raise Refused("This link is incomplete: please open the study again from Prolific.")
@@ -76,24 +82,33 @@ class ProlificGate:
         if seat is None:
             raise Refused("This study is not served here.")
         now = self.clock()
-        with self._lock:
-            cached = self._ok.get(sub)
-        if cached is not None and cached[0] > now and cached[1].participant_id == pid and cached[1].seat.study_id == sid:
-            return cached[1]
+        if not fresh and self.ttl > 0:
+            with self._lock:
+                cached = self._ok.get(sub)
+            if cached is not None and cached[0] > now and cached[1].participant_id == pid and cached[1].seat.study_id == sid:
+                return cached[1]
         try:
             record = self.api.submission(sub)
         except Exception:  # noqa: BLE001 - unknown or unreachable: nobody gets in on an unconfirmed claim
+            self.forget(sub)
             raise Refused("Prolific could not confirm this session; please try again from Prolific.") from None
         if str(record.get("participant") or record.get("participant_id")) != pid or str(record.get("study_id")) != sid:
+            # Not remembered as refused either: the rightful owner's own requests must still get through.
             raise Refused("This session belongs to someone else.")
         if record.get("status") != "ACTIVE":
+            self.forget(sub)
             raise Refused(f"This session is {str(record.get('status', 'unknown')).lower()}; there is no work left in it.")
         admission = Admission(pid, sub, seat)
-        with self._lock:
-            self._ok[sub] = (now + self.ttl, admission)
+        if self.ttl > 0:
+            with self._lock:
+                self._ok[sub] = (now + self.ttl, admission)
         return admission
 
+    def confirm(self, adm: Admission) -> Admission:
+        """`adm` checked again with the API, before anything is recorded or handed out on it."""
+        return self.admit(adm.participant_id, adm.seat.study_id, adm.submission_id, fresh=True)
+
     def forget(self, session_id: str) -> None:
-        """After the completion redirect: the session must not be used again."""
+        """After the completion redirect or a refusal: nothing remembered of the session."""
         with self._lock:
             self._ok.pop(session_id.lower(), None)

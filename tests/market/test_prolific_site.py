@@ -76,7 +76,7 @@ def site(tmp_path: Path) -> Iterator[Site]:
     em = start_emulator(tmp_path / "prolific", clock, fee_rate=Decimal("0.3"))
     market = start_market(tmp_path / "market", clock=clock)
     api = ProlificClient(em.base_url, em.token, max_retries=0)
-    door = ProlificDoor(market.engine, market.core.site.config, tmp_path / "site", api, ttl=60)
+    door = ProlificDoor(market.engine, market.core.site.config, tmp_path / "site", api)
     market.core.site.prolific = door
     try:
         creds = tmp_path / "credentials"
@@ -128,35 +128,157 @@ def test_a_bundle_of_different_hits_then_the_completion_redirect(site: Site) -> 
     assert end2["status"] == "done"  # only one HIT left for them: the bundle ends short
 
 
+def _market(site: Site) -> tuple[list[tuple[Any, ...]], list[tuple[Any, ...]]]:
+    """Everything a refused request must leave alone: every assignment (status, answer) and HIT counter."""
+    with site.market.engine.db.read() as c:
+        a = [tuple(r) for r in c.execute("SELECT id, hit_id, worker_id, status, answer, submit_time FROM assignments ORDER BY seq")]
+        h = [tuple(r) for r in c.execute("SELECT id, n_accepted, n_submitted, n_approved, n_rejected FROM hits ORDER BY id")]
+    return a, h
+
+
+def _routes(site: Site, session: dict[str, str], aid: str) -> list[tuple[str, int]]:
+    """The door's four ways in with one session: (route, HTTP status)."""
+    base = site.market.endpoint_url
+    q = urllib.parse.urlencode(session)
+    return [("/prolific/start", _http(f"{base}/prolific/start?{q}")[0]),
+            ("/prolific/api/next", site.next(session)[0]),
+            ("/prolific/api/task", _http(f"{base}/prolific/api/task?{q}&" + urllib.parse.urlencode({"assignmentId": aid}))[0]),
+            ("/prolific/api/submit", site.submit(session, aid)[0])]
+
+
 def test_without_an_active_submission_of_their_own_nobody_sees_or_submits_work(site: Site) -> None:
-    alice = add_participant(site.em.root_url, site.em.token)
-    bob = add_participant(site.em.root_url, site.em.token)
-    sub, _ = alice.start(site.study_id)
-    _, task = site.next(site.session(alice, sub))
-    aid = task["AssignmentId"]
-    # Bob with Alice's session id: refused, for reading and for submitting.
-    assert site.next(site.session(bob, sub))[0] == 403
-    assert site.submit(site.session(bob, sub), aid)[0] == 403
-    # Bob with no submission at all (a made-up session), or not an id.
-    assert site.next(site.session(bob, "f" * 24))[0] == 403
-    assert site.next({"PROLIFIC_PID": bob.id, "STUDY_ID": site.study_id, "SESSION_ID": ""})[0] == 403
-    # Bob with his own active session still cannot submit Alice's task.
-    bsub, _ = bob.start(site.study_id)
-    status, out = site.submit(site.session(bob, bsub), aid)
-    assert status == 403 and out["error"] == "NotYourAssignment"
-    # Nor read its HIT through the door.
-    status, _, _ = _http(f"{site.market.endpoint_url}/prolific/api/task?"
-                         + urllib.parse.urlencode({**site.session(bob, bsub), "assignmentId": aid}))
+    """Issue 13's Done-when line, at the HTTP level of the door: every way in, every kind of bad session."""
+    em = site.em
+    alice, bob, carol, dave, erin = (add_participant(em.root_url, em.token) for _ in range(5))
+    a_sub, _ = alice.start(site.study_id)
+    _, a_task = site.next(site.session(alice, a_sub))
+    a_aid = a_task["AssignmentId"]
+    # Bob took a task, then returned his place on Prolific.
+    b_sub, _ = bob.start(site.study_id)
+    _, b_task = site.next(site.session(bob, b_sub))
+    bob.give_back(b_sub)
+    # Carol did her bundle and completed.
+    c_sub, _ = carol.start(site.study_id)
+    step = site.next(site.session(carol, c_sub))[1]
+    while step["status"] == "task":
+        step = site.submit(site.session(carol, c_sub), step["AssignmentId"])[1]
+    carol.complete_from_redirect(c_sub, step["redirect"])
+    # Dave is in a study this site does not serve.
+    api = ProlificClient(em.base_url, em.token, max_retries=0)
+    other = api.create_study({
+        "name": "n2", "description": "d", "external_study_url": "https://elsewhere.example/?p={{%PROLIFIC_PID%}}",
+        "prolific_id_option": "url_parameters", "total_available_places": 2, "estimated_completion_time": 5,
+        "reward": 100, "completion_codes": [{"code": "X", "code_type": "COMPLETED", "actions": [{"action": "MANUALLY_REVIEW"}]}]})["id"]
+    api.transition_study(other, "PUBLISH")
+    d_sub, _ = dave.start(other)
+    # Erin is admitted (her own active session) but names Alice's assignment.
+    e_sub, _ = erin.start(site.study_id)
+
+    cases = {
+        "made-up session": ({"PROLIFIC_PID": bob.id, "STUDY_ID": site.study_id, "SESSION_ID": "f" * 24}, a_aid),
+        "not an id": ({"PROLIFIC_PID": bob.id, "STUDY_ID": site.study_id, "SESSION_ID": "../x"}, a_aid),
+        "no session": ({"PROLIFIC_PID": bob.id, "STUDY_ID": site.study_id, "SESSION_ID": ""}, a_aid),
+        "returned": (site.session(bob, b_sub), b_task["AssignmentId"]),
+        "completed": (site.session(carol, c_sub), a_aid),
+        "another participant's id with a real session": (site.session(bob, a_sub), a_aid),
+        "a study not served": ({"PROLIFIC_PID": dave.id, "STUDY_ID": other, "SESSION_ID": d_sub}, a_aid),
+    }
+    before = _market(site)
+    for name, (session, aid) in cases.items():
+        for route, status in _routes(site, session, aid):
+            assert 400 <= status < 500, f"{name}: {route} answered {status}"
+    # Erin, admitted with her own session, names Alice's assignment: neither its task nor its submit.
+    e_session = site.session(erin, e_sub)
+    status, _, _ = _http(site.market.endpoint_url + "/prolific/api/task?" + urllib.parse.urlencode({**e_session, "assignmentId": a_aid}))
     assert status == 403
-    # A returned submission opens nothing any more (once the gate's memory of it has passed).
-    bob.give_back(bsub)
-    site.market.engine.clock.advance(120)  # type: ignore[attr-defined]
-    assert site.next(site.session(bob, bsub))[0] == 403
-    # The HTML pages refuse the same way.
-    status, _, page = _http(f"{site.market.endpoint_url}/prolific/start?" + urllib.parse.urlencode(site.session(bob, sub)))
+    status, out = site.submit(e_session, a_aid)
+    assert status == 403 and out["error"] == "NotYourAssignment"
+    # Bob's returned place cannot submit his own task on the content origin either, nor open its frame.
+    form = urllib.parse.urlencode({"assignmentId": b_task["AssignmentId"], "score": "1"}).encode()
+    status, _, _ = _http(site.market.content_url + "/mturk/externalSubmit", "POST", form, "application/x-www-form-urlencoded")
+    assert status == 403
+    frame = site.market.core.site.config.frame_src(b_task["HITId"], b_task["AssignmentId"], "AP" + bob.id.upper())
+    assert _http(frame)[0] == 403
+    assert _market(site) == before, "a refused request changed the marketplace"
+    # The HTML page says why, escaped.
+    status, _, page = _http(f"{site.market.endpoint_url}/prolific/start?" + urllib.parse.urlencode(site.session(bob, a_sub)))
     assert status == 403 and b"someone else" in page
     # Alice's own work is untouched: her task is still hers to do.
-    assert site.submit(site.session(alice, sub), aid)[0] == 200
+    assert site.submit(site.session(alice, a_sub), a_aid)[0] == 200
+    assert _market(site) != before
+
+
+def test_a_returned_place_cannot_submit_even_while_its_confirmation_is_remembered(site: Site) -> None:
+    """The gate may remember a confirmation for reads; a submit asks Prolific every time."""
+    site.door.gate.ttl = 600
+    alice = add_participant(site.em.root_url, site.em.token)
+    sub, _ = alice.start(site.study_id)
+    s = site.session(alice, sub)
+    _, task = site.next(s)
+    alice.give_back(sub)  # no clock moves: the remembered confirmation is still young
+    before = _market(site)
+    status, out = site.submit(s, task["AssignmentId"])
+    assert status == 403 and out["error"] == "NotAdmitted" and "returned" in out["message"]
+    form = urllib.parse.urlencode({"assignmentId": task["AssignmentId"], "score": "1"}).encode()
+    status, _, _ = _http(site.market.content_url + "/mturk/externalSubmit", "POST", form, "application/x-www-form-urlencoded")
+    assert status == 403
+    assert site.next(s)[0] == 403  # the refusal dropped the remembered confirmation
+    assert _market(site) == before
+
+
+def test_a_timed_out_place_cannot_submit(site: Site) -> None:
+    site.door.gate.ttl = 600
+    alice = add_participant(site.em.root_url, site.em.token)
+    sub, _ = alice.start(site.study_id)
+    s = site.session(alice, sub)
+    _, task = site.next(s)
+    # The emulator times a place out once maximum_allowed_time has passed (tests/prolific/test_gate.py);
+    # this study has none, so the time-out is written on Prolific's side directly.
+    with site.em.store.transaction() as db:
+        doc = db.get("submission", sub)
+        assert doc is not None
+        doc["status"] = "TIMED-OUT"
+        db.put("submission", doc)
+    before = _market(site)
+    status, out = site.submit(s, task["AssignmentId"])
+    assert status == 403 and "timed-out" in out["message"]
+    assert _market(site) == before
+
+
+def test_never_a_hit_sharing_an_item_with_one_already_given_in_the_stage(site: Site) -> None:
+    items = {site.hit_ids[0]: frozenset({"x1", "x2"}), site.hit_ids[1]: frozenset({"x2", "x3"}),
+             site.hit_ids[2]: frozenset({"x4"})}
+    site.door.items_of = items.__getitem__
+    given: dict[str, list[str]] = {}
+    for _ in range(2):
+        p = add_participant(site.em.root_url, site.em.token)
+        for _round in range(2):
+            sub, _ = p.start(site.study_id)
+            s = site.session(p, sub)
+            step = site.next(s)[1]
+            while step["status"] == "task":
+                given.setdefault(p.id, []).append(step["HITId"])
+                step = site.submit(s, step["AssignmentId"])[1]
+            assert step["status"] in ("done", "wait")
+    for pid, hits in given.items():
+        assert len(hits) == len(set(hits)), "a HIT given twice"
+        seen: set[str] = set()
+        for h in hits:
+            assert not items[h] & seen, f"{pid} was given item(s) {sorted(items[h] & seen)} twice"
+            seen |= items[h]
+        assert site.hit_ids[1] not in hits  # it shares x2 with the first HIT everyone gets
+
+
+def test_a_hit_that_expired_in_a_participants_hands_is_not_given_to_them_again(site: Site) -> None:
+    alice = add_participant(site.em.root_url, site.em.token)
+    sub, _ = alice.start(site.study_id)
+    s = site.session(alice, sub)
+    _, first = site.next(s)
+    site.market.engine.clock.advance(601)  # type: ignore[attr-defined]  # past the assignment's 600 s
+    status, second = site.next(s)
+    assert status == 200 and second["status"] == "task" and second["HITId"] != first["HITId"]
+    _, third = site.submit(s, second["AssignmentId"])
+    assert third.get("HITId") != first["HITId"]
 
 
 def test_the_html_page_frames_the_hit_from_the_content_origin(site: Site) -> None:

@@ -32,7 +32,7 @@ def test_gate_against_the_emulator(tmp_path: Path) -> None:
         calls: list[str] = []
 
         class Counting:
-            def submission(self, sub: str) -> dict:  # type: ignore[type-arg]
+            def submission(self, sub: str) -> dict:
                 calls.append(sub)
                 return api.submission(sub)
 
@@ -41,8 +41,13 @@ def test_gate_against_the_emulator(tmp_path: Path) -> None:
         a_sub, _ = alice.start(sid)
         adm = gate.admit(alice.id, sid, a_sub)
         assert adm.worker_id == "AP" + alice.id.upper() and adm.seat.redirect().endswith("?cc=DONE1")
+        gate.admit(alice.id, sid, a_sub, fresh=False)
+        assert calls == [a_sub]  # a read that changes nothing may reuse a recent confirmation
         gate.admit(alice.id, sid, a_sub)
-        assert calls == [a_sub]  # confirmed once, then remembered
+        assert calls == [a_sub, a_sub]  # anything else is confirmed again
+        clock.advance(61)
+        gate.admit(alice.id, sid, a_sub, fresh=False)
+        assert len(calls) == 3  # an old confirmation is not reused
         with pytest.raises(Refused):
             gate.admit(bob.id, sid, a_sub)  # another participant's id with alice's session
         with pytest.raises(Refused):
@@ -56,9 +61,39 @@ def test_gate_against_the_emulator(tmp_path: Path) -> None:
         with pytest.raises(Refused):
             gate.admit(bob.id, sid, b_sub)  # returned: no work left
         alice.complete(a_sub, "DONE1")
-        gate.forget(a_sub)
         with pytest.raises(Refused):
-            gate.admit(alice.id, sid, a_sub)  # completed: the session is over
+            gate.admit(alice.id, sid, a_sub)  # completed: the session is over, at once
+        with pytest.raises(Refused):
+            gate.admit(alice.id, sid, a_sub, fresh=False)  # and the refusal dropped what was remembered of it
+    finally:
+        em.stop()
+
+
+def test_a_returned_or_timed_out_place_is_refused_at_once(tmp_path: Path) -> None:
+    """A confirmation remembered for reads never lets a returned or timed-out place in where it counts."""
+    clock = ManualClock()
+    em = start_emulator(tmp_path / "p", clock, fee_rate=Decimal("0.3"))
+    try:
+        api = ProlificClient(em.base_url, em.token, max_retries=0)
+        sid = api.create_study({
+            "name": "n", "description": "d", "external_study_url": "https://site.example/p?PID={{%PROLIFIC_PID%}}",
+            "prolific_id_option": "url_parameters", "total_available_places": 3, "estimated_completion_time": 5,
+            "maximum_allowed_time": 20, "reward": 100,
+            "completion_codes": [{"code": "DONE1", "code_type": "COMPLETED", "actions": [{"action": "MANUALLY_REVIEW"}]}]})["id"]
+        api.transition_study(sid, "PUBLISH")
+        seat = StudySeat(sid, "HITTYPE", 5, "DONE1")
+        gate = ProlificGate(api, lambda s: seat if s == sid else None, ttl=300, clock=clock.now)
+        alice, bob = add_participant(em.root_url, em.token), add_participant(em.root_url, em.token)
+        a_sub, _ = alice.start(sid)
+        adm = gate.admit(alice.id, sid, a_sub)
+        alice.give_back(a_sub)
+        with pytest.raises(Refused, match="returned"):
+            gate.confirm(adm)
+        b_sub, _ = bob.start(sid)
+        b_adm = gate.admit(bob.id, sid, b_sub)
+        clock.advance(21 * 60)  # past maximum_allowed_time: Prolific times the place out
+        with pytest.raises(Refused, match="timed-out"):
+            gate.confirm(b_adm)
     finally:
         em.stop()
 
