@@ -161,7 +161,7 @@ def test_gather_reads_a_real_run_and_finds_what_was_done_twice(tmp_path: Path) -
         server.stop()
         door.close()
         em.stop()
-    files = {"emulator_db": tmp_path / "prolific" / "prolific.db", "journal_db": tmp_path / "c" / "prolific" / "prolific-journal.sqlite",
+    files: dict[str, Any] = {"emulator_db": tmp_path / "prolific" / "prolific.db", "journal_db": tmp_path / "c" / "prolific" / "prolific-journal.sqlite",
              "door_db": tmp_path / "prolific-site" / "prolific-site.sqlite", "market_db": tmp_path / "market" / "market.db"}
     before = _digest(tmp_path / "prolific"), _digest(tmp_path / "c"), _digest(tmp_path / "prolific-site"), _digest(tmp_path / "market")
     state = gather(**files, store=store, campaign="c")
