@@ -1,0 +1,142 @@
+"""SIGKILL a Prolific campaign (`marketplace: prolific-local`) between each remote Prolific call and its
+record, and at random instants; a restart then finishes it, and nothing happened twice.
+
+As tests/test_e2e.py does for MTurk: `CAMPAIGN_TEST_CRASH=point:count` kills the daemon (and with it the
+in-process emulator, task site and simulated participants) the count-th time it reaches a crash point of
+`campaign.prolific.studies`. After the restart has finished the campaign, `campaign.prolific.audit`
+reads the emulator, the door, the journal, the task site and the store: no submission decided twice,
+no bonus paid twice, no participant served the same HIT twice, the ledger equal to Prolific's charges
+to the cent, no HIT the task site lacks.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import sqlite3
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from campaign.prolific.audit import audit_run, gather
+from campaign.store import Store
+
+pytestmark = [pytest.mark.prolific, pytest.mark.slow]
+
+ROOT = Path(__file__).resolve().parents[2]
+EXAMPLE = ROOT / "examples" / "ukpconvarg1-water"
+NAME = "kill-prolific"
+
+SPEC = """\
+campaigns:
+  - name: {name}
+    topic: Should plastic water bottles be banned?
+    input:
+      propositions: {props}
+    marketplace: prolific-local
+    prolific:
+      reward: "0.75"
+      currency: GBP
+      bundle: 5
+      estimated_minutes: 5
+      maximum_minutes: 20
+      devices: [desktop]
+      fee_rate: "0.333"
+      vat_rate: "0.2"
+    task_site:
+      public_url: http://127.0.0.1:0
+    stages:
+      - name: likert
+        kind: likert
+        traps:
+          share: 0.2
+          texts: ["This sentence is not important.", "Barack Obama graduated from Harvard Law."]
+    quality:
+      bonus: "0.20"
+    budget: "60.00"
+    crowd:
+      kind: simulated
+      workers: 16
+      mix: {{diligent: 0.7, random_spammer: 0.15, constant_spammer: 0.15}}
+      speed: 3600
+      arrival_span: 30m
+      truth: {truth}
+    schedule:
+      poll_interval: 0.2
+"""
+
+
+def write_spec(tmp: Path) -> Path:
+    p = tmp / "campaigns.yaml"
+    p.write_text(SPEC.format(name=NAME, props=EXAMPLE / "propositions.tsv", truth=EXAMPLE / "truth.tsv"), encoding="utf-8")
+    return p
+
+
+def command(config: Path, state: Path) -> list[str]:
+    return [sys.executable, "-m", "campaign", "run", "--config", str(config), "--state", str(state), "--seed", "5", "--quiet"]
+
+
+def run_cli(config: Path, state: Path, crash: str | None = None, timeout: float = 420) -> subprocess.CompletedProcess[str]:
+    env = {k: v for k, v in os.environ.items() if k not in ("CAMPAIGN_TEST_CRASH", "PROLIFIC_TOKEN")}
+    if crash:
+        env["CAMPAIGN_TEST_CRASH"] = crash
+    return subprocess.run(command(config, state), cwd=ROOT, env=env, capture_output=True, text=True, timeout=timeout)
+
+
+def check_once(state: Path) -> None:
+    """The finished campaign, audited; and the audit had something to look at."""
+    store = Store.open(state, create=False)
+    try:
+        findings = audit_run(state, NAME, store)
+        assert findings == [], "\n".join(f"{f.check} {f.subject}: {f.detail}" for f in findings)
+        facts = gather(emulator_db=state / "prolific" / "prolific.db",
+                       journal_db=state / NAME / "prolific" / "prolific-journal.sqlite",
+                       door_db=state / "prolific-site" / "prolific-site.sqlite", market_db=state / "market" / "market.db",
+                       store=store, campaign=NAME)
+    finally:
+        store.close()
+    approvals = [d for d in facts.decisions if d[1] == "APPROVE"]
+    assert approvals and facts.reward_charges, "no submission was approved: the audit checked nothing"
+    assert facts.served and facts.charged_minor > 0
+    assert any(facts.bonus_payments.values()), "no bonus was paid: the bonus windows were not exercised"
+    # Directly too, not only through the audit: each participant's HITs, from the task site's own records.
+    with sqlite3.connect(f"file:{state / 'market' / 'market.db'}?mode=ro", uri=True) as m:
+        dup = m.execute("SELECT worker_id, hit_id, COUNT(*) FROM assignments WHERE worker_id LIKE 'AP%' "
+                        "GROUP BY worker_id, hit_id HAVING COUNT(*) > 1").fetchall()
+    assert dup == [], f"a participant was served the same HIT twice: {dup}"
+    scores = state / NAME / "scores.jsonl"
+    assert scores.is_file() and [json.loads(line) for line in scores.read_text(encoding="utf-8").splitlines()]
+
+
+POINTS = ["prolific.create.after_call:1", "prolific.publish.after_call:1", "prolific.places.after_call:3",
+          "prolific.decide.after_call:1", "prolific.decide.after_call:5", "prolific.bonus.after_create:1",
+          "prolific.bonus.before_pay:2", "prolific.bonus.after_pay:1", "prolific.stop.after_call:1"]
+
+
+@pytest.mark.parametrize("point", POINTS)
+def test_sigkill_between_a_prolific_call_and_its_record(tmp_path: Path, point: str) -> None:
+    config = write_spec(tmp_path)
+    state = tmp_path / "state"
+    proc = run_cli(config, state, crash=point)
+    assert proc.returncode == -signal.SIGKILL, f"expected a crash at {point}; rc={proc.returncode}\n{proc.stderr[-3000:]}"
+    proc = run_cli(config, state)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    check_once(state)
+
+
+def test_sigkill_at_random_instants(tmp_path: Path) -> None:
+    config = write_spec(tmp_path)
+    state = tmp_path / "state"
+    env = {k: v for k, v in os.environ.items() if k not in ("CAMPAIGN_TEST_CRASH", "PROLIFIC_TOKEN")}
+    for delay in (2.0, 3.5, 5.0, 6.5):
+        p = subprocess.Popen(command(config, state), cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        time.sleep(delay)
+        p.send_signal(signal.SIGKILL)
+        p.wait()
+    proc = run_cli(config, state)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    check_once(state)
