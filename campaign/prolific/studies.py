@@ -82,6 +82,7 @@ class ProlificStudies:
             if row["state"] == "created":
                 if self.api.study(row["study_id"])["status"] == "UNPUBLISHED":
                     self.api.transition_study(row["study_id"], "PUBLISH")
+                    crash_point("prolific.after_publish")
                 self._db.execute("UPDATE studies SET state='published' WHERE key=?", (key,))
             return str(row["study_id"])
 
@@ -106,6 +107,7 @@ class ProlificStudies:
                 return
             if self.api.study(row["study_id"])["status"] in ("ACTIVE", "PAUSED"):
                 self.api.transition_study(row["study_id"], "STOP")
+                crash_point("prolific.after_stop")
             self._db.execute("UPDATE studies SET state='stopped' WHERE key=?", (key,))
 
     def study_ids(self) -> list[tuple[str, str]]:
@@ -157,6 +159,7 @@ class ProlificStudies:
             if row["state"] == "intent":
                 # Creating a batch pays nothing: a batch an interrupted attempt left behind costs nothing.
                 batch = self.api.create_bonus(study_id, [(submission_id, Decimal(cents) / 100)])
+                crash_point("prolific.after_create_bonus")
                 self._db.execute("UPDATE bonuses SET batch_id=?, state='created' WHERE key=?", (batch["id"], key))
                 row = self._row("SELECT * FROM bonuses WHERE key=?", key)
                 assert row is not None

@@ -112,9 +112,12 @@ def check_once(state: Path) -> None:
     assert scores.is_file() and [json.loads(line) for line in scores.read_text(encoding="utf-8").splitlines()]
 
 
-POINTS = ["prolific.create.after_call:1", "prolific.publish.after_call:1", "prolific.places.after_call:3",
-          "prolific.decide.after_call:1", "prolific.decide.after_call:5", "prolific.bonus.after_create:1",
-          "prolific.bonus.before_pay:2", "prolific.bonus.after_pay:1", "prolific.stop.after_call:1"]
+# Each window between a Prolific call and its record (campaign/prolific/studies.py), the one between a
+# decision on the task site and its verdict on Prolific (campaign/marketplaces/prolific.py), at a first
+# and a later passage.
+POINTS = ["prolific.after_create_study:1", "prolific.after_publish:1", "prolific.after_places:3",
+          "prolific.before_verdict:3", "prolific.before_decision:2", "prolific.after_decision:1", "prolific.after_decision:5",
+          "prolific.after_create_bonus:1", "prolific.before_pay:2", "prolific.after_pay:1", "prolific.after_stop:1"]
 
 
 @pytest.mark.parametrize("point", POINTS)
