@@ -20,13 +20,13 @@ from campaign.market.prolific_site import ProlificDoor
 from campaign.market.server import start_market
 from campaign.marketplaces import open_marketplace
 from campaign.marketplaces.base import HitRequest, HitType
-from campaign.marketplaces.prolific import ProlificMarketplace
 from campaign.prolific.audit import AuditState, Finding, check, gather
 from campaign.prolific.client import ProlificClient
 from campaign.prolific.emulator.participant import Participant, add_participant
 from campaign.prolific.emulator.server import start_emulator
+from campaign.prolific.gate import StudySeat
 from campaign.prolific.studies import ProlificStudies
-from campaign.prolific.study import ProlificConfig
+from campaign.prolific.verdict import bundle_verdict
 from campaign.spec import Qualifications
 from campaign.store import HitRow, LedgerRow, Store
 
@@ -122,32 +122,47 @@ def _digest(folder: Path) -> dict[str, str]:
             if f.is_file() and not f.name.endswith("-shm") and not (f.name.endswith("-wal") and f.stat().st_size == 0)}
 
 
+def _body(site: str) -> Callable[[str, str, int], dict[str, Any]]:
+    def body(internal_name: str, code: str, places: int) -> dict[str, Any]:
+        return {"name": "Rate", "description": "Rate statements", "internal_name": internal_name,
+                "external_study_url": f"{site}/prolific/start?PROLIFIC_PID={{{{%PROLIFIC_PID%}}}}&STUDY_ID={{{{%STUDY_ID%}}}}"
+                                      "&SESSION_ID={{%SESSION_ID%}}",
+                "prolific_id_option": "url_parameters", "total_available_places": places, "estimated_completion_time": 5,
+                "reward": 150, "completion_codes": [{"code": code, "code_type": "COMPLETED",
+                                                     "actions": [{"action": "MANUALLY_REVIEW"}]}]}
+    return body
+
+
 def test_gather_reads_a_real_run_and_finds_what_was_done_twice(tmp_path: Path) -> None:
+    """The journal's own calls (study, decisions, a bonus asked twice) through the door and the task site,
+    then gather + check on the files they leave."""
     clock = ManualClock()
     em = start_emulator(tmp_path / "prolific", clock, fee_rate=Decimal("0.3"))
     server = start_market(tmp_path / "market", clock=clock, mode="prod", balance=Decimal("100.00"))
     api = ProlificClient(em.base_url, em.token, max_retries=0)
     door = ProlificDoor(server.engine, server.core.site.config, tmp_path / "prolific-site", api)
     server.core.site.prolific = door
-    cfg = ProlificConfig(public_url=server.endpoint_url, bundle=2, estimated_minutes=10, reward=Decimal("1.50"))
     studies = ProlificStudies(api, tmp_path / "c" / "prolific")
-    m = ProlificMarketplace(open_marketplace("local", server.endpoint_url, credentials=server.credentials), studies, door, cfg,
-                            tmp_path / "c" / "prolific")
+    inner = open_marketplace("local", server.endpoint_url, credentials=server.credentials)
     store = Store.open(tmp_path / "store")
     try:
-        t = m.create_hit_type(HitType(title="Rate", description="Rate", reward=Decimal("0.10"), duration=600,
-                                      auto_approval_delay=86400, keywords="k", qualifications=Qualifications()), sandbox=True)
-        hits = [m.create_hit(t, HitRequest(html=PAGE, max_assignments=2, lifetime=86400, annotation=f"a{i}", token=f"t{i}"))
+        t = inner.create_hit_type(HitType(title="Rate", description="Rate", reward=Decimal("0.00"), duration=600,
+                                          auto_approval_delay=86400, keywords="k", qualifications=Qualifications(locales=())), sandbox=True)
+        hits = [inner.create_hit(t, HitRequest(html=PAGE, max_assignments=2, lifetime=86400, annotation=f"a{i}", token=f"t{i}"))
                 for i in range(2)]
-        sid = studies.study(t)["study_id"]  # type: ignore[index]
+        sid = studies.ensure_study(t, 2, _body(server.endpoint_url))
+        row = studies.study(t)
+        assert row is not None
+        door.add_seat(StudySeat(sid, t, 2, row["completion_code"]), stage=t)
         alice, bob = add_participant(em.root_url, em.token), add_participant(em.root_url, em.token)
         a_sub, a_aids = _bundle(server.endpoint_url, alice, sid)
         b_sub, b_aids = _bundle(server.endpoint_url, bob, sid)
-        for a in a_aids:
-            m.approve(a)
-        for a in b_aids:
-            m.reject(a, "constant answers on every statement")
-        m.bonus("AP" + alice.id.upper(), a_aids[0], Decimal("0.50"), "agreement", "bonus-a")
+        assert len(a_aids) == len(b_aids) == 2
+        assert studies.decide(a_sub, bundle_verdict(["approve", "approve"])) == "APPROVED"
+        assert studies.decide(b_sub, bundle_verdict(["reject", "reject"], ["constant answers"] * 2)) == "REJECTED"
+        studies.decide(a_sub, bundle_verdict(["approve", "approve"]))  # asked again: the journal sends nothing
+        studies.bonus("bonus-a", sid, a_sub, Decimal("0.50"))
+        studies.bonus("bonus-a", sid, a_sub, Decimal("0.50"))  # asked again: paid once
         with store.session() as s:
             for i, h in enumerate(hits):
                 s.add(HitRow(campaign="c", stage="likert", hit_key=f"likert-{i:04d}", item_keys="[]", annotation=f"a{i}",
@@ -156,7 +171,6 @@ def test_gather_reads_a_real_run_and_finds_what_was_done_twice(tmp_path: Path) -
             s.add(LedgerRow(campaign="c", ref=f"charge:{a_sub}", kind="charge", amount="1.95", fee="0.45"))
             s.add(LedgerRow(campaign="c", ref="bonus_charge:bonus-a", kind="bonus_charge", amount="0.65", fee="0.15"))
     finally:
-        m.close()
         studies.close()
         server.stop()
         door.close()
