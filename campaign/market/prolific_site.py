@@ -285,8 +285,9 @@ class ProlificDoor:
                 step = self.submit(adm, str(data.get("assignmentId", "")), fields, confirmed=True)
                 return _json(200, self._step_out(adm, step))
             adm = self._admit(data, fresh=False)
+            asked = self.gate.ttl <= 0  # without a memory of confirmations, the admission just asked Prolific
             if api and method == "GET" and path == "/prolific/api/next":
-                return _json(200, self._step_out(adm, self.next_step(adm)))
+                return _json(200, self._step_out(adm, self.next_step(adm, confirmed=asked)))
             if api and method == "GET" and path == "/prolific/api/task":
                 aid = str(data.get("assignmentId", ""))
                 with self._lock:
@@ -296,7 +297,8 @@ class ProlificDoor:
                 return Reply(200, "text/plain; charset=utf-8", text.encode("utf-8"),
                              {"Content-Security-Policy": "sandbox; default-src 'none'", "Cache-Control": "no-store"})
             if not api and method == "GET" and path == "/prolific/start":
-                return self._page_for(adm, self.next_step(adm), urllib.parse.urlencode({k: q.get(k, "") for k in SESSION_KEYS}))
+                session = urllib.parse.urlencode({k: q.get(k, "") for k in SESSION_KEYS})
+                return self._page_for(adm, self.next_step(adm, confirmed=asked), session)
             raise WorkerError("NotFound", "No such page.", 404)
         except Refused as exc:
             return _refusal(api, 403, "NotAdmitted", str(exc))
