@@ -302,3 +302,6 @@ def test_the_html_page_frames_the_hit_from_the_content_origin(site: Site) -> Non
     status, headers, _ = _http(url)
     assert status == 303 and headers["Location"] == "https://app.prolific.com/submissions/complete?cc=DONE1"
     assert len(site.door.assignments_of(sub)) == 2
+    for aid in site.door.assignments_of(sub):  # the form's answers carry the submission too, as the API's do
+        ans = site.requester.call("get_assignment", AssignmentId=aid)
+        assert ("prolific_submission_id", sub) in parse_answer_xml(ans["Assignment"]["Answer"])
