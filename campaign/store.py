@@ -288,6 +288,18 @@ class Store:
                 current = tuple(str(r[0]) for r in conn.execute(text("SELECT version_num FROM alembic_version")))
             if current == (SCHEMA_HEAD,):
                 return
+            if conn.dialect.name == "sqlite":
+                # pysqlite runs DDL outside any transaction unless one is begun: a process killed mid-way
+                # would leave some tables and no version, which the next open takes for the baseline.
+                # One immediate transaction makes the migration all or nothing; look again once it holds
+                # the lock, another process may have migrated meanwhile.
+                conn.exec_driver_sql("BEGIN IMMEDIATE")
+                tables = set(inspect(conn).get_table_names())
+                current = ()
+                if "alembic_version" in tables:
+                    current = tuple(str(r[0]) for r in conn.execute(text("SELECT version_num FROM alembic_version")))
+                if current == (SCHEMA_HEAD,):
+                    return
             self._migrate(conn, current, "campaigns" in tables)
 
     def _migrate(self, conn: Connection, current: tuple[str, ...], has_tables: bool) -> None:

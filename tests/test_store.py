@@ -194,3 +194,31 @@ def test_an_old_store_is_migrated_through_a_later_revision(tmp_path, monkeypatch
         store.close()
     finally:
         store_module._script.cache_clear()
+
+
+def test_a_first_open_killed_mid_migration_leaves_no_half_built_store(tmp_path, monkeypatch):
+    """SQLite runs CREATE TABLE outside a transaction unless one is begun: a first `campaign run` killed
+    while building its store left some tables and no version, and the next open stamped that as the
+    complete baseline (later: "no such table: ledger"). The migration is one transaction."""
+    from alembic import op
+
+    real, made = op.create_table, []
+
+    def dying(name, *cols, **kw):
+        if len(made) == 3:
+            raise KeyboardInterrupt("killed mid-migration")
+        made.append(name)
+        return real(name, *cols, **kw)
+
+    monkeypatch.setattr(op, "create_table", dying)
+    with pytest.raises(KeyboardInterrupt):
+        Store.open(tmp_path)
+    monkeypatch.setattr(op, "create_table", real)
+    tables = set(inspect(create_engine(f"sqlite:///{tmp_path / 'campaign.db'}")).get_table_names())
+    assert not tables & STORE_TABLES, f"a killed migration left {sorted(tables)}"
+    store = Store.open(tmp_path)
+    try:
+        with store.engine.connect() as conn:
+            assert STORE_TABLES <= set(inspect(conn).get_table_names())
+    finally:
+        store.close()
