@@ -278,7 +278,8 @@ def start_runtime(spec: Spec, opts: RunOptions) -> Runtime:
         on_prolific = [c for c in local if prolific_rt.is_prolific(c)]
         if on_prolific:
             try:
-                rt.prolific = prolific_rt.start_prolific(on_prolific, opts.state_dir, clock, market)
+                rt.prolific = prolific_rt.start_prolific(on_prolific, opts.state_dir, clock, market,
+                                                         items_of=prolific_rt.store_items_of(store))
             except Exception as exc:
                 market.stop()
                 store.close()

@@ -155,10 +155,14 @@ class ProlificDoor:
         return [(str(r[0]), str(r[1]), str(r[2]), str(r[3])) for r in rows]
 
     def _items_in(self, hit_id: str) -> frozenset[str]:
+        """The HIT's items; remembered once known (they never change), asked again while unknown."""
         if self.items_of is None:
             return frozenset()
         if hit_id not in self._items:
-            self._items[hit_id] = frozenset(self.items_of(hit_id))
+            items = frozenset(self.items_of(hit_id))
+            if not items:
+                return items
+            self._items[hit_id] = items
         return self._items[hit_id]
 
     def _stage_types(self, study_id: str) -> set[str]:
@@ -202,8 +206,11 @@ class ProlificDoor:
                 if type_id in types:
                     seen |= self._items_in(hit_id)
             for h in self.engine.worker("available", adm.worker_id, 1000):
-                if h["HITTypeId"] != adm.seat.hit_type_id or h["HITId"] in given or self._items_in(h["HITId"]) & seen:
+                if h["HITTypeId"] != adm.seat.hit_type_id or h["HITId"] in given:
                     continue
+                items = self._items_in(h["HITId"])
+                if self.items_of is not None and (not items or items & seen):
+                    continue  # an item already given in this stage, or items not known yet (not recorded by the daemon)
                 if not confirmed:
                     self.gate.confirm(adm)
                     confirmed = True

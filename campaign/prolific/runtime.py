@@ -20,6 +20,7 @@ from __future__ import annotations
 import dataclasses
 import os
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -90,8 +91,25 @@ class ProlificPieces:
             self.emulator.stop()
 
 
-def start_prolific(campaigns: list[Campaign], state_dir: Path, clock: Clock, market_server: Any) -> ProlificPieces:
-    """The emulator (prolific-local) or the real API client, and the door on the task site."""
+def store_items_of(store: Any) -> Callable[[str], frozenset[str]]:
+    """HIT id -> the items it shows, from the store (trap items left out: every participant sees those
+    again on purpose); empty while the store has not recorded the HIT yet."""
+    from sqlmodel import select
+
+    from campaign.store import HitRow
+    from campaign.tasks.base import TRAP_PREFIX
+
+    def items_of(hit_id: str) -> frozenset[str]:
+        with store.session() as s:
+            row = s.exec(select(HitRow).where(HitRow.hit_id == hit_id)).first()
+        return frozenset(k for k in row.keys() if not k.startswith(TRAP_PREFIX)) if row is not None else frozenset()
+    return items_of
+
+
+def start_prolific(campaigns: list[Campaign], state_dir: Path, clock: Clock, market_server: Any,
+                   items_of: Callable[[str], frozenset[str]] | None = None) -> ProlificPieces:
+    """The emulator (prolific-local) or the real API client, and the door on the task site; `items_of`
+    (`store_items_of`) lets the door keep a participant from seeing an item twice in a stage."""
     from campaign.market.prolific_site import ProlificDoor
     from campaign.prolific.client import ProlificClient
 
@@ -109,7 +127,8 @@ def start_prolific(campaigns: list[Campaign], state_dir: Path, clock: Clock, mar
         pieces.api = ProlificClient(pieces.emulator.base_url, pieces.emulator.token, max_retries=2, timeout=30.0)
     else:
         pieces.api = ProlificClient(max_retries=3, timeout=30.0)  # PROLIFIC_TOKEN / PROLIFIC_BASE_URL from the environment
-    pieces.door = ProlificDoor(market_server.engine, market_server.core.site.config, state_dir / "prolific-site", pieces.api)
+    pieces.door = ProlificDoor(market_server.engine, market_server.core.site.config, state_dir / "prolific-site", pieces.api,
+                               items_of=items_of)
     market_server.core.site.prolific = pieces.door
     return pieces
 

@@ -269,6 +269,37 @@ def test_never_a_hit_sharing_an_item_with_one_already_given_in_the_stage(site: S
         assert site.hit_ids[1] not in hits  # it shares x2 with the first HIT everyone gets
 
 
+def test_a_hit_whose_items_are_not_known_yet_is_not_served(site: Site) -> None:
+    """Between posting a HIT and recording it the daemon's store cannot say what it shows: not served then."""
+    known = {site.hit_ids[0]: frozenset({"x1"})}
+    site.door.items_of = lambda hit_id: known.get(hit_id, frozenset())
+    alice = add_participant(site.em.root_url, site.em.token)
+    sub, _ = alice.start(site.study_id)
+    s = site.session(alice, sub)
+    _, first = site.next(s)
+    assert first["HITId"] == site.hit_ids[0]
+    _, end = site.submit(s, first["AssignmentId"])
+    assert end["status"] == "done"  # the two others are unknown: the bundle ends short
+    known[site.hit_ids[1]] = frozenset({"x2"})  # recorded meanwhile: now it is served
+    sub2, _ = alice.start(site.study_id)
+    assert site.next(site.session(alice, sub2))[1]["HITId"] == site.hit_ids[1]
+
+
+def test_store_items_of_reads_the_hits_items_without_traps(tmp_path: Path) -> None:
+    from campaign.prolific.runtime import store_items_of
+    from campaign.store import HitRow, Store
+
+    store = Store.open(tmp_path / "state")
+    try:
+        with store.session() as sess:
+            sess.add(HitRow(campaign="c", stage="likert", hit_key="likert-0000", item_keys='["p1", "trap:0", "p2"]',
+                            annotation="a", token="t", reward="0.00", assignments=1, hit_id="H1"))
+        items_of = store_items_of(store)
+        assert items_of("H1") == frozenset({"p1", "p2"}) and items_of("H2") == frozenset()
+    finally:
+        store.close()
+
+
 def test_a_hit_that_expired_in_a_participants_hands_is_not_given_to_them_again(site: Site) -> None:
     alice = add_participant(site.em.root_url, site.em.token)
     sub, _ = alice.start(site.study_id)

@@ -43,7 +43,7 @@ campaigns:
       currency: GBP
       bundle: 5
       estimated_minutes: 5
-      maximum_minutes: 20
+      maximum_minutes: 60
       devices: [desktop]
       fee_rate: "0.333"
       vat_rate: "0.2"
@@ -57,12 +57,13 @@ campaigns:
           texts: ["This sentence is not important.", "Barack Obama graduated from Harvard Law."]
     quality:
       bonus: "0.20"
+      max_excluded_share: 0.3
     budget: "60.00"
     crowd:
       kind: simulated
       workers: 16
       mix: {{diligent: 0.7, random_spammer: 0.15, constant_spammer: 0.15}}
-      speed: 3600
+      speed: 600
       arrival_span: 30m
       truth: {truth}
     schedule:
@@ -115,7 +116,7 @@ def check_once(state: Path) -> None:
 # Each window between a Prolific call and its record (campaign/prolific/studies.py), the one between a
 # decision on the task site and its verdict on Prolific (campaign/marketplaces/prolific.py), at a first
 # and a later passage.
-POINTS = ["prolific.after_create_study:1", "prolific.after_publish:1", "prolific.after_places:3",
+POINTS = ["prolific.after_create_study:1", "prolific.after_publish:1", "prolific.after_places:1",
           "prolific.before_verdict:3", "prolific.before_decision:2", "prolific.after_decision:1", "prolific.after_decision:5",
           "prolific.after_create_bonus:1", "prolific.before_pay:2", "prolific.after_pay:1", "prolific.after_stop:1"]
 
