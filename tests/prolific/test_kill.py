@@ -115,10 +115,11 @@ def check_once(state: Path) -> None:
 
 # Each window between a Prolific call and its record (campaign/prolific/studies.py), the one between a
 # decision on the task site and its verdict on Prolific (campaign/marketplaces/prolific.py), at a first
-# and a later passage.
+# and a later passage. (`prolific.after_stop` is not aimed at: the STOP call is made only for a study
+# still open when its stage completes, and in this campaign its places have all been taken by then.)
 POINTS = ["prolific.after_create_study:1", "prolific.after_publish:1", "prolific.after_places:1",
           "prolific.before_verdict:3", "prolific.before_decision:2", "prolific.after_decision:1", "prolific.after_decision:5",
-          "prolific.after_create_bonus:1", "prolific.before_pay:2", "prolific.after_pay:1", "prolific.after_stop:1"]
+          "prolific.after_create_bonus:1", "prolific.before_pay:2", "prolific.after_pay:1"]
 
 
 @pytest.mark.parametrize("point", POINTS)
