@@ -7,10 +7,11 @@ as ACTIVE, this participant's and in a study this site serves can see or submit 
 alone open nothing. Whatever records an answer or hands out a new task is confirmed with Prolific at
 that moment (a place can be returned or time out at any time), including the answer form posted to the
 content origin. The admitted participant works as worker `Admission.worker_id` on HITs of the seat's
-HIT type, one at a time, never a HIT they were ever given before (the built-in marketplace's own
+HIT type, one at a time, never a HIT they hold or answered before (the built-in marketplace's own
 assignments are the record, so a crash between accepting and noting it here changes nothing) and,
-with `items_of`, never a HIT sharing an item with one they were given in the same stage; at most
-`bundle` HITs per submission. After the bundle it redirects to Prolific's completion URL with the
+with `items_of`, never a HIT sharing an item with one of those in the same stage; at most `bundle` HITs
+per submission. A HIT that expired or was returned unanswered in their hands may come back to them:
+they judged nothing in it, and refusing it would let a slow crowd starve a stage's last HITs. After the bundle it redirects to Prolific's completion URL with the
 study's code.
 
 Which assignments belong to which submission is kept here (`served`), written in the same thread that
@@ -43,6 +44,8 @@ from campaign.prolific.gate import Admission, ProlificGate, Refused, StudySeat
 
 SESSION_KEYS = ("PROLIFIC_PID", "STUDY_ID", "SESSION_ID")
 SUBMISSION_FIELD = "prolific_submission_id"
+
+LEFT = ("Abandoned", "Returned")  # a participant's assignments that were never answered
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS seats (study_id TEXT PRIMARY KEY, hit_type_id TEXT NOT NULL, bundle INTEGER NOT NULL,
@@ -199,13 +202,15 @@ class ProlificDoor:
                                     (sub,)).fetchone()[0]
             if done >= adm.seat.bundle:
                 return Step("done", redirect=adm.seat.redirect())
+            available = self.engine.worker("available", adm.worker_id, 1000)  # also commits a due expiry sweep
+            worked = self._worked(adm.worker_id)  # so read again: an expired slot now reads Abandoned
             types = self._stage_types(adm.seat.study_id)
-            given = {w[0] for w in worked}
+            given = {w[0] for w in worked if w[2] not in LEFT}
             seen: set[str] = set()
-            for hit_id, _, _, type_id in worked:
-                if type_id in types:
+            for hit_id, _, status, type_id in worked:
+                if type_id in types and status not in LEFT:
                     seen |= self._items_in(hit_id)
-            for h in self.engine.worker("available", adm.worker_id, 1000):
+            for h in available:
                 if h["HITTypeId"] != adm.seat.hit_type_id or h["HITId"] in given:
                     continue
                 items = self._items_in(h["HITId"])

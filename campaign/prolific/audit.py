@@ -9,8 +9,9 @@ site actually hold:
 - `bonus_paid_twice`: a submission holding more bonus payments than the journal ever meant to pay it
   (its `bonus_payments` against the journal's bonus intents, amount by amount), or a bonus batch paid
   more than once;
-- `served_twice`: a participant given the same HIT twice (the door's table, and the task site's own
-  assignments of Prolific workers, which survive a crash between the two);
+- `served_twice`: a participant given the same HIT twice to work on (the door's table, and the task
+  site's own assignments of Prolific workers, which survive a crash between the two); a slot that
+  expired or was returned unanswered does not count, the door may give that HIT back to them;
 - `ledger_mismatch`: the ledger's spending (charges and bonus charges) differs, to the cent, from what
   the service charged for the campaign's studies;
 - `unknown_hit`: a HIT in the campaign's store that the task site's marketplace does not have.
@@ -55,8 +56,8 @@ class AuditState:
     bonus_payments: dict[str, list[int]] = field(default_factory=dict)  # submission -> amounts paid to it
     batches_paid: dict[str, int] = field(default_factory=dict)  # bonus batch id -> times paid
     bonus_intents: list[tuple[str, int]] = field(default_factory=list)  # journal: (submission, cents) per bonus key
-    served: list[tuple[str, str]] = field(default_factory=list)  # door: (participant, HIT) per assignment served
-    market_assignments: list[tuple[str, str]] = field(default_factory=list)  # task site: (worker, HIT)
+    served: list[tuple[str, str]] = field(default_factory=list)  # door: (participant, HIT), slots not lost
+    market_assignments: list[tuple[str, str]] = field(default_factory=list)  # task site: (worker, HIT), not abandoned/returned
     market_hits: set[str] = field(default_factory=set)
     store_hits: dict[str, str] = field(default_factory=dict)  # HIT key -> HIT id
     ledger_spent: Decimal | None = None  # None: no store was read, the ledger is not compared
@@ -140,11 +141,12 @@ def gather(*, emulator_db: Path, journal_db: Path, door_db: Path, market_db: Pat
                     st.reward_charges.append(str(ref))
     with _ro(door_db) as d:
         st.served = [(str(r[0]), str(r[1])) for r in d.execute(
-            f"SELECT participant_id, hit_id FROM served WHERE study_id IN ({','.join('?' * len(st.studies))})",
+            f"SELECT participant_id, hit_id FROM served WHERE state<>'lost' AND study_id IN ({','.join('?' * len(st.studies))})",
             sorted(st.studies))]
     with _ro(market_db) as m:
         st.market_hits = {str(r[0]) for r in m.execute("SELECT id FROM hits")}
-        st.market_assignments = [(str(r[0]), str(r[1])) for r in m.execute("SELECT worker_id, hit_id FROM assignments")]
+        st.market_assignments = [(str(r[0]), str(r[1])) for r in m.execute(
+            "SELECT worker_id, hit_id FROM assignments WHERE status NOT IN ('Abandoned', 'Returned')")]
     if store is not None and campaign is not None:
         with store.session() as s:
             st.store_hits = {h.hit_key: h.hit_id for h in s.exec(select(HitRow).where(HitRow.campaign == campaign)).all()

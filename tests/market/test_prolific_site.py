@@ -300,16 +300,30 @@ def test_store_items_of_reads_the_hits_items_without_traps(tmp_path: Path) -> No
         store.close()
 
 
-def test_a_hit_that_expired_in_a_participants_hands_is_not_given_to_them_again(site: Site) -> None:
+def test_a_hit_answered_is_never_given_again_one_that_expired_unanswered_may_be(site: Site) -> None:
+    known = {site.hit_ids[0]: frozenset({"x0"})}  # only the first HIT can be served at first
+    site.door.items_of = lambda hit_id: known.get(hit_id, frozenset())
     alice = add_participant(site.em.root_url, site.em.token)
     sub, _ = alice.start(site.study_id)
     s = site.session(alice, sub)
     _, first = site.next(s)
-    site.market.engine.clock.advance(601)  # type: ignore[attr-defined]  # past the assignment's 600 s
+    assert first["HITId"] == site.hit_ids[0]
+    site.market.engine.clock.advance(601)  # type: ignore[attr-defined]  # past the assignment's 600 s: abandoned
     status, second = site.next(s)
-    assert status == 200 and second["status"] == "task" and second["HITId"] != first["HITId"]
+    assert status == 200 and second["status"] == "task" and second["AssignmentId"] != first["AssignmentId"]
+    assert second["HITId"] == first["HITId"]  # nothing was judged in it: it may come back
+    known.update({site.hit_ids[1]: frozenset({"x1"}), site.hit_ids[2]: frozenset({"x2"})})
     _, third = site.submit(s, second["AssignmentId"])
-    assert third.get("HITId") != first["HITId"]
+    _, end = site.submit(s, third["AssignmentId"])
+    assert third["HITId"] != first["HITId"] and end["status"] == "done"
+    sub2, _ = alice.start(site.study_id)
+    s2 = site.session(alice, sub2)
+    _, fourth = site.next(s2)
+    assert fourth["HITId"] not in (first["HITId"], third["HITId"])  # answered ones never again
+    assert site.submit(s2, fourth["AssignmentId"])[1]["status"] == "done"
+    with site.market.engine.db.read() as c:
+        done = c.execute("SELECT hit_id, COUNT(*) FROM assignments WHERE status='Submitted' GROUP BY hit_id").fetchall()
+    assert sorted(n for _, n in done) == [1, 1, 1]
 
 
 def test_the_html_page_frames_the_hit_from_the_content_origin(site: Site) -> None:

@@ -197,7 +197,8 @@ def test_gather_reads_a_real_run_and_finds_what_was_done_twice(tmp_path: Path) -
     finally:
         em.stop()
     with sqlite3.connect(files["door_db"]) as d:
-        d.execute("INSERT INTO served VALUES ('X1', ?, ?, ?, ?, 'lost')", (a_sub, alice.id, sid, hits[0].hit_id))
+        d.execute("INSERT INTO served VALUES ('X0', ?, ?, ?, ?, 'lost')", (a_sub, alice.id, sid, hits[1].hit_id))  # unanswered: fine
+        d.execute("INSERT INTO served VALUES ('X1', ?, ?, ?, ?, 'submitted')", (a_sub, alice.id, sid, hits[0].hit_id))
     with store.session() as s:
         s.add(HitRow(campaign="c", stage="likert", hit_key="likert-0009", item_keys="[]", annotation="a9", token="t9",
                      status="posted", reward="0.00", assignments=2, hit_id="NOSUCHHIT"))

@@ -107,7 +107,7 @@ def check_once(state: Path) -> None:
     # Directly too, not only through the audit: each participant's HITs, from the task site's own records.
     with sqlite3.connect(f"file:{state / 'market' / 'market.db'}?mode=ro", uri=True) as m:
         dup = m.execute("SELECT worker_id, hit_id, COUNT(*) FROM assignments WHERE worker_id LIKE 'AP%' "
-                        "GROUP BY worker_id, hit_id HAVING COUNT(*) > 1").fetchall()
+                        "AND status NOT IN ('Abandoned', 'Returned') GROUP BY worker_id, hit_id HAVING COUNT(*) > 1").fetchall()
     assert dup == [], f"a participant was served the same HIT twice: {dup}"
     scores = state / NAME / "scores.jsonl"
     assert scores.is_file() and [json.loads(line) for line in scores.read_text(encoding="utf-8").splitlines()]
