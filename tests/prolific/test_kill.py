@@ -115,10 +115,13 @@ def check_once(state: Path) -> None:
 
 # Each window between a Prolific call and its record (campaign/prolific/studies.py), the one between a
 # decision on the task site and its verdict on Prolific (campaign/marketplaces/prolific.py), at a first
-# and a later passage. (`prolific.after_stop` is not aimed at: the STOP call is made only for a study
-# still open when its stage completes, and in this campaign its places have all been taken by then.)
-POINTS = ["prolific.after_create_study:1", "prolific.after_publish:1", "prolific.after_places:1",
-          "prolific.before_verdict:3", "prolific.before_decision:2", "prolific.after_decision:1", "prolific.after_decision:5",
+# and a later passage. Two windows are not aimed at because this campaign does not reliably pass them:
+# `prolific.after_stop` (STOP is called only for a study still open when its stage completes; here its
+# places have all been taken by then) and `prolific.after_places` (places are raised only when work runs
+# short of places, which depends on how many participants time out); tests/prolific/test_studies.py
+# crashes the journal after both calls in-process, and the random instants may fall anywhere.
+POINTS = ["prolific.after_create_study:1", "prolific.after_publish:1", "prolific.before_verdict:3",
+          "prolific.before_decision:2", "prolific.after_decision:1", "prolific.after_decision:5",
           "prolific.after_create_bonus:1", "prolific.before_pay:2", "prolific.after_pay:1"]
 
 
