@@ -257,6 +257,14 @@ class ProlificMarketplace:
                 rows = {r[0]: (r[1], r[2]) for r in self._db.execute(
                     f"SELECT assignment_id, decision, reason FROM verdicts WHERE assignment_id IN ({','.join('?' * len(aids))})",
                     aids)} if aids else {}
+            for a in aids:
+                if a not in rows:  # decided on the task site but killed before noted here: its status says
+                    status = self.inner.get_assignment(a).status
+                    if status in ("approved", "rejected"):
+                        rows[a] = ("approve" if status == "approved" else "reject", "" if status == "approved"
+                                   else "rejected by the quality policy on the task site")
+                        with self._lock:
+                            self._db.execute("INSERT OR IGNORE INTO verdicts VALUES (?,?,?)", (a, *rows[a]))
             verdict = bundle_verdict([rows[a][0] if a in rows else None for a in aids], [rows[a][1] for a in aids if a in rows])
             if verdict.action != "wait":
                 out[sub] = self.studies.decide(sub, verdict)

@@ -195,3 +195,39 @@ def test_a_decision_cut_off_between_the_task_site_and_prolific_is_sent_by_the_ne
         server.stop()
         door.close()
         em.stop()
+
+
+def test_a_decision_killed_before_the_adapter_noted_it_is_read_back_from_the_task_site(tmp_path: Path) -> None:
+    """SIGKILL between the task site's approval and the adapter's note of it: the restarted review sees the
+    assignment approved and never asks again, so the sweep reads the verdict from the task site itself
+    (found by tests/prolific/test_kill.py's random instants: the campaign waited for that submission forever)."""
+    clock = ManualClock()
+    em = start_emulator(tmp_path / "em", clock, fee_rate=Decimal("0.3"))
+    server = start_market(tmp_path / "market", clock=clock, mode="prod", balance=Decimal("100.00"))
+    api = ProlificClient(em.base_url, em.token, max_retries=0)
+    door = ProlificDoor(server.engine, server.core.site.config, tmp_path / "site", api, ttl=0)
+    server.core.site.prolific = door
+    cfg = ProlificConfig(public_url=server.endpoint_url, bundle=2, estimated_minutes=10, reward=Decimal("1.50"),
+                         fee_rate=Decimal("0.3"))
+    studies = ProlificStudies(api, tmp_path / "journal")
+    inner = open_marketplace("local", server.endpoint_url, credentials=server.credentials)
+    m = ProlificMarketplace(inner, studies, door, cfg, tmp_path / "adapter")
+    try:
+        t = m.create_hit_type(HitType(title="Rate", description="Rate statements", reward=Decimal("0.10"), duration=600,
+                                      auto_approval_delay=86400, keywords="k", qualifications=Qualifications()), sandbox=True)
+        for i in range(2):
+            m.create_hit(t, HitRequest(html=PAGE, max_assignments=1, lifetime=86400, annotation=f"k{i}", token=f"k{i}"))
+        m.refill(t, 1)
+        sid = studies.study(t)["study_id"]  # type: ignore[index]
+        alice = add_participant(em.root_url, em.token)
+        sub, aids = _do_bundle(server.endpoint_url, alice, sid, "careful")
+        inner.approve(aids[0])  # the task site's approval, then the process died: the adapter never heard of it
+        m.approve(aids[1])
+        assert api.submission(sub)["status"] == "APPROVED"
+        assert {s.submission_id: s.status for s in m.settle()} == {sub: "approved"}
+    finally:
+        m.close()
+        studies.close()
+        server.stop()
+        door.close()
+        em.stop()
