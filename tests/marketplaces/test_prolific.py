@@ -6,24 +6,19 @@ from __future__ import annotations
 import json
 import urllib.parse
 import urllib.request
+from collections.abc import Callable
 from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from campaign.clock import ManualClock
-from campaign.market.prolific_site import ProlificDoor
-from campaign.market.server import start_market
-from campaign.marketplaces import open_marketplace
 from campaign.marketplaces.base import HitRequest, HitType, Marketplace, Studies
-from campaign.marketplaces.prolific import ProlificMarketplace
 from campaign.prolific.client import ProlificClient
 from campaign.prolific.emulator.participant import Participant, add_participant
-from campaign.prolific.emulator.server import start_emulator
-from campaign.prolific.studies import ProlificStudies
 from campaign.prolific.study import ProlificConfig
 from campaign.spec import Qualifications
+from tests.prolific.support import adapter_stack
 
 pytestmark = pytest.mark.prolific
 
@@ -37,6 +32,12 @@ def _call(url: str, body: dict[str, Any] | None = None) -> dict[str, Any]:
                                  headers={"Content-Type": "application/json"} if data else {})
     with urllib.request.urlopen(req, timeout=30) as resp:
         return dict(json.loads(resp.read()))
+
+
+def _config(bundle: int, **more: Any) -> Callable[[str, ProlificClient], ProlificConfig]:
+    """A study paying 1.50 per submission of `bundle` HITs, at a 30% fee."""
+    return lambda url, _api: ProlificConfig(public_url=url, bundle=bundle, estimated_minutes=10, reward=Decimal("1.50"),
+                                            fee_rate=Decimal("0.3"), **more)
 
 
 def _do_bundle(site: str, p: Participant, study_id: str, answer: str) -> tuple[str, list[str]]:
@@ -53,18 +54,8 @@ def _do_bundle(site: str, p: Participant, study_id: str, answer: str) -> tuple[s
 
 
 def test_studies_places_and_bundle_verdicts(tmp_path: Path) -> None:
-    clock = ManualClock()
-    em = start_emulator(tmp_path / "em", clock, fee_rate=Decimal("0.3"))
-    server = start_market(tmp_path / "market", clock=clock, mode="prod", balance=Decimal("100.00"))
-    api = ProlificClient(em.base_url, em.token, max_retries=0)
-    door = ProlificDoor(server.engine, server.core.site.config, tmp_path / "site", api, ttl=0)
-    server.core.site.prolific = door
-    cfg = ProlificConfig(public_url=server.endpoint_url, bundle=2, estimated_minutes=10, reward=Decimal("1.50"),
-                         fee_rate=Decimal("0.3"))
-    studies = ProlificStudies(api, tmp_path / "journal")
-    inner = open_marketplace("local", server.endpoint_url, credentials=server.credentials)
-    m = ProlificMarketplace(inner, studies, door, cfg, tmp_path / "adapter")
-    try:
+    with adapter_stack(tmp_path, _config(bundle=2)) as st:
+        em, server, api, studies, m = st.em, st.server, st.api, st.studies, st.market
         assert isinstance(m, Marketplace) and isinstance(m, Studies)
         t = m.create_hit_type(HitType(title="Rate", description="Rate statements", reward=Decimal("0.10"), duration=600,
                                       auto_approval_delay=86400, keywords="k", qualifications=Qualifications()), sandbox=True)
@@ -110,28 +101,16 @@ def test_studies_places_and_bundle_verdicts(tmp_path: Path) -> None:
         assert api.submission(a_sub)["bonus_payments"] == [50]
         assert m.stop(t) is True  # nobody is still working on it: nothing more can be paid
         assert api.study(sid)["status"] != "ACTIVE"
-    finally:
-        m.close()
-        studies.close()
-        server.stop()
-        door.close()
-        em.stop()
 
 
 def test_a_blocked_participant_joins_the_block_list_group_and_no_longer_sees_the_study(tmp_path: Path) -> None:
-    clock = ManualClock()
-    em = start_emulator(tmp_path / "em", clock, fee_rate=Decimal("0.3"))
-    server = start_market(tmp_path / "market", clock=clock, mode="prod", balance=Decimal("100.00"))
-    api = ProlificClient(em.base_url, em.token, max_retries=0)
-    door = ProlificDoor(server.engine, server.core.site.config, tmp_path / "site", api, ttl=0)
-    server.core.site.prolific = door
-    group = api.create_group("blocked", api.workspaces()[0]["id"])["id"]
-    cfg = ProlificConfig(public_url=server.endpoint_url, bundle=1, estimated_minutes=10, reward=Decimal("1.50"),
-                         fee_rate=Decimal("0.3"), block_list=group)
-    studies = ProlificStudies(api, tmp_path / "journal")
-    inner = open_marketplace("local", server.endpoint_url, credentials=server.credentials)
-    m = ProlificMarketplace(inner, studies, door, cfg, tmp_path / "adapter")
-    try:
+    def configure(url: str, api: ProlificClient) -> ProlificConfig:
+        group = api.create_group("blocked", api.workspaces()[0]["id"])["id"]
+        return _config(bundle=1, block_list=group)(url, api)
+
+    with adapter_stack(tmp_path, configure) as st:
+        em, server, api, studies, m = st.em, st.server, st.api, st.studies, st.market
+        group = st.cfg.block_list
         t = m.create_hit_type(HitType(title="Rate", description="Rate statements", reward=Decimal("0.10"), duration=600,
                                       auto_approval_delay=86400, keywords="k", qualifications=Qualifications()), sandbox=True)
         for i in range(3):
@@ -146,12 +125,6 @@ def test_a_blocked_participant_joins_the_block_list_group_and_no_longer_sees_the
         assert api.group_members(group) == [mallory.id]
         assert sid not in {s["id"] for s in mallory.studies()}  # Prolific no longer offers it to them
         assert sid in {s["id"] for s in bob.studies()}
-    finally:
-        m.close()
-        studies.close()
-        server.stop()
-        door.close()
-        em.stop()
 
 
 
@@ -159,18 +132,8 @@ def test_a_decision_cut_off_between_the_task_site_and_prolific_is_sent_by_the_ne
                                                                                         monkeypatch: pytest.MonkeyPatch) -> None:
     from campaign.prolific.client import ProlificError
 
-    clock = ManualClock()
-    em = start_emulator(tmp_path / "em", clock, fee_rate=Decimal("0.3"))
-    server = start_market(tmp_path / "market", clock=clock, mode="prod", balance=Decimal("100.00"))
-    api = ProlificClient(em.base_url, em.token, max_retries=0)
-    door = ProlificDoor(server.engine, server.core.site.config, tmp_path / "site", api, ttl=0)
-    server.core.site.prolific = door
-    cfg = ProlificConfig(public_url=server.endpoint_url, bundle=1, estimated_minutes=10, reward=Decimal("1.50"),
-                         fee_rate=Decimal("0.3"))
-    studies = ProlificStudies(api, tmp_path / "journal")
-    inner = open_marketplace("local", server.endpoint_url, credentials=server.credentials)
-    m = ProlificMarketplace(inner, studies, door, cfg, tmp_path / "adapter")
-    try:
+    with adapter_stack(tmp_path, _config(bundle=1)) as st:
+        em, server, api, studies, m = st.em, st.server, st.api, st.studies, st.market
         t = m.create_hit_type(HitType(title="Rate", description="Rate statements", reward=Decimal("0.10"), duration=600,
                                       auto_approval_delay=86400, keywords="k", qualifications=Qualifications()), sandbox=True)
         m.create_hit(t, HitRequest(html=PAGE, max_assignments=1, lifetime=86400, annotation="c0", token="v0"))
@@ -189,30 +152,14 @@ def test_a_decision_cut_off_between_the_task_site_and_prolific_is_sent_by_the_ne
         monkeypatch.setattr(studies.api, "approve", real)
         assert {s.submission_id: s.status for s in m.settle()} == {sub: "approved"}  # the sweep sends it
         assert api.submission(sub)["status"] == "APPROVED"
-    finally:
-        m.close()
-        studies.close()
-        server.stop()
-        door.close()
-        em.stop()
 
 
 def test_a_decision_killed_before_the_adapter_noted_it_is_read_back_from_the_task_site(tmp_path: Path) -> None:
     """SIGKILL between the task site's approval and the adapter's note of it: the restarted review sees the
     assignment approved and never asks again, so the sweep reads the verdict from the task site itself
     (found by tests/prolific/test_kill.py's random instants: the campaign waited for that submission forever)."""
-    clock = ManualClock()
-    em = start_emulator(tmp_path / "em", clock, fee_rate=Decimal("0.3"))
-    server = start_market(tmp_path / "market", clock=clock, mode="prod", balance=Decimal("100.00"))
-    api = ProlificClient(em.base_url, em.token, max_retries=0)
-    door = ProlificDoor(server.engine, server.core.site.config, tmp_path / "site", api, ttl=0)
-    server.core.site.prolific = door
-    cfg = ProlificConfig(public_url=server.endpoint_url, bundle=2, estimated_minutes=10, reward=Decimal("1.50"),
-                         fee_rate=Decimal("0.3"))
-    studies = ProlificStudies(api, tmp_path / "journal")
-    inner = open_marketplace("local", server.endpoint_url, credentials=server.credentials)
-    m = ProlificMarketplace(inner, studies, door, cfg, tmp_path / "adapter")
-    try:
+    with adapter_stack(tmp_path, _config(bundle=2)) as st:
+        em, server, api, studies, m = st.em, st.server, st.api, st.studies, st.market
         t = m.create_hit_type(HitType(title="Rate", description="Rate statements", reward=Decimal("0.10"), duration=600,
                                       auto_approval_delay=86400, keywords="k", qualifications=Qualifications()), sandbox=True)
         for i in range(2):
@@ -221,13 +168,7 @@ def test_a_decision_killed_before_the_adapter_noted_it_is_read_back_from_the_tas
         sid = studies.study(t)["study_id"]  # type: ignore[index]
         alice = add_participant(em.root_url, em.token)
         sub, aids = _do_bundle(server.endpoint_url, alice, sid, "careful")
-        inner.approve(aids[0])  # the task site's approval, then the process died: the adapter never heard of it
+        m.inner.approve(aids[0])  # the task site's approval, then the process died: the adapter never heard of it
         m.approve(aids[1])
         assert api.submission(sub)["status"] == "APPROVED"
         assert {s.submission_id: s.status for s in m.settle()} == {sub: "approved"}
-    finally:
-        m.close()
-        studies.close()
-        server.stop()
-        door.close()
-        em.stop()
