@@ -278,7 +278,7 @@ def test_two_crowds_with_the_same_worker_ids_keep_apart(world: World) -> None:
     a.start()
     b.start()
     try:
-        _until(lambda: a.stats.completed == len(workers))
+        _until(lambda: a.stats.completed >= len(workers))  # each may go on to more bundles
         time.sleep(0.2)
     finally:
         a.stop()
