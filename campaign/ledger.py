@@ -183,21 +183,15 @@ def reserve_hit(session: Session, campaign: str, budget: Decimal, hit_key: str, 
 def charge_assignment(session: Session, campaign: str, hit_key: str, assignment_id: str, reward: Decimal, assignments: int,
                       fees: FeeSchedule | MTurkFees = MTURK_FEES) -> bool:
     """Book an approved assignment (reward + fee), exactly once."""
-    cost = fees.assignment(reward, assignments)
-    if cost.total <= 0:
-        return False
-    return _book(session, LedgerRow(campaign=campaign, ref=f"charge:{assignment_id}", kind="charge", amount=fmt(cost.total),
-                                    fee=fmt(cost.fee), hit_key=hit_key, assignment_id=assignment_id))
+    row = charge_row(campaign, hit_key, assignment_id, reward, assignments, fees)
+    return row is not None and _book(session, row)
 
 
 def release_assignment(session: Session, campaign: str, hit_key: str, assignment_id: str, reward: Decimal, assignments: int,
                        fees: FeeSchedule | MTurkFees = MTURK_FEES) -> bool:
     """A rejected assignment will never be paid: release its share of the reservation."""
-    cost = fees.assignment(reward, assignments)
-    if cost.total <= 0:
-        return False
-    return _book(session, LedgerRow(campaign=campaign, ref=f"release:{assignment_id}", kind="release", amount=fmt(cost.total),
-                                    hit_key=hit_key, assignment_id=assignment_id))
+    row = release_row(campaign, hit_key, assignment_id, reward, assignments, fees)
+    return row is not None and _book(session, row)
 
 
 def release_hit_rest(session: Session, campaign: str, hit_key: str) -> Decimal:

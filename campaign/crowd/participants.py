@@ -38,6 +38,7 @@ from campaign.crowd.forms import Form, parse_form
 from campaign.crowd.models import SimWorker
 from campaign.crowd.runner import Answerer, CrowdStats
 from campaign.prolific.emulator.participant import Participant, ParticipantError, add_participant
+from campaign.prolific.gate import site_worker_id
 from campaign.rng import rng_for, stable_seed
 
 log = logging.getLogger(__name__)
@@ -160,7 +161,7 @@ class ParticipantCrowd:
 
     def task_site_worker_id(self, sim_worker_id: str) -> str:
         """The worker id this person has on the task site (what the door and the gate call them)."""
-        return "AP" + self.participants[sim_worker_id].id.upper()
+        return site_worker_id(self.participants[sim_worker_id].id)
 
     def _loop(self) -> None:
         idle = self.poll

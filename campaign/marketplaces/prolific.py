@@ -39,7 +39,7 @@ from campaign.marketplaces.base import (
 )
 from campaign.money import Cost
 from campaign.prolific.client import ProlificError
-from campaign.prolific.gate import StudySeat
+from campaign.prolific.gate import StudySeat, site_worker_id
 from campaign.prolific.studies import ProlificStudies
 from campaign.prolific.study import ProlificConfig, bonus_cost, place_cost, reward_per_submission, study_body
 from campaign.prolific.verdict import bundle_verdict, places_needed
@@ -187,7 +187,7 @@ class ProlificMarketplace:
         out = []
         for key, study_id in self.studies.study_ids():
             for s in self.studies.api.submissions(study_id):
-                out.append(StudySubmission(key, str(s["id"]), "AP" + str(s.get("participant_id", "")).upper(),
+                out.append(StudySubmission(key, str(s["id"]), site_worker_id(str(s.get("participant_id", ""))),
                                            STATUS.get(str(s.get("status")), "pending")))
         return out
 

@@ -51,10 +51,14 @@ class Admission:
 
     @property
     def worker_id(self) -> str:
-        """The task site's worker id for this participant: stable across studies, so blocks and
-        "never the same HIT twice" follow the person. `AP...`: the built-in marketplace takes MTurk-shaped
-        ids (`^A[A-Z0-9]+$`), and the `P` keeps them apart from the simulated MTurk crowd's."""
-        return "AP" + self.participant_id.upper()
+        return site_worker_id(self.participant_id)
+
+
+def site_worker_id(participant_id: str) -> str:
+    """The task site's worker id for a Prolific participant: stable across studies, so blocks and "never
+    the same HIT twice" follow the person. `AP...`: the built-in marketplace takes MTurk-shaped ids
+    (`^A[A-Z0-9]+$`), and the `P` keeps them apart from the simulated MTurk crowd's."""
+    return "AP" + participant_id.upper()
 
 
 class Refused(Exception):
