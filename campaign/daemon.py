@@ -1,5 +1,5 @@
-"""The daemon: starts what a run needs (store, marketplace client, in-process marketplace, and the
-simulated crowds in a child process, where the spec asks for them) and schedules each campaign's short
+"""The daemon: starts what a run needs (store, marketplace client, the built-in marketplace and the
+simulated crowds in child processes, where the spec asks for them) and schedules each campaign's short
 idempotent jobs on APScheduler.
 
 Each job reads the store, acts, writes the store; jobs of one campaign share a lock so they never
@@ -85,7 +85,7 @@ def _clock_file(state_dir: Path) -> Path:
 
 
 def make_clock(spec_campaigns: list[Campaign], state_dir: Path) -> Clock:
-    """Simulated crowds share an accelerated clock with the in-process marketplace; real runs use the wall.
+    """Simulated crowds share an accelerated clock with the built-in marketplace; real runs use the wall.
 
     The simulated time survives a restart (saved under state/market/clock.json), so a resumed simulation
     does not jump back to the wall clock and find its HITs posted in the future.
@@ -257,18 +257,27 @@ def start_runtime(spec: Spec, opts: RunOptions) -> Runtime:
     # the built-in marketplace: the whole marketplace for `local`, the task site for Prolific campaigns
     local = [c for c in chosen if (c.marketplace == "local" and not c.endpoint_url) or prolific_rt.is_prolific(c)]
     endpoint = None
-    own = None  # the in-process marketplace's own account: AWS keys in the environment are not for it
+    own = None  # the built-in marketplace's own account: AWS keys in the environment are not for it
     if local:
+        from campaign.market.child import MarketConfig, MarketProcess, MarketStartError
         from campaign.market.server import start_market
 
         public, content_port = prolific_rt.site_addresses(local, opts.market_port)
+        market: Any  # a RunningMarket here, or a MarketProcess: endpoint_url, content_url, credentials, stop()
         try:
-            rt.market_server = market = start_market(opts.state_dir / "market", clock=clock, mode="prod",
-                                                     balance=opts.market_balance, port=opts.market_port,
-                                                     public_url=public, content_port=content_port)
-        except OSError as exc:
+            if any(prolific_rt.is_prolific(c) for c in local):  # the Prolific door mounts on the worker site here
+                rt.market_server = market = start_market(opts.state_dir / "market", clock=clock, mode="prod",
+                                                         balance=opts.market_balance, port=opts.market_port,
+                                                         public_url=public, content_port=content_port)
+            else:  # its own process, on its own core (`campaign.market.child`)
+                rt.market_server = market = MarketProcess(MarketConfig(
+                    state_dir=opts.state_dir / "market", clock=clock.shared() if isinstance(clock, ScaledClock) else None,
+                    balance=opts.market_balance, port=opts.market_port, content_port=content_port, public_url=public,
+                    parent=os.getpid()))
+        except (OSError, MarketStartError) as exc:
             store.close()
-            raise RunError(f"the built-in marketplace cannot listen on 127.0.0.1:{opts.market_port}: {exc.strerror or exc}; "
+            reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
+            raise RunError(f"the built-in marketplace cannot start on 127.0.0.1:{opts.market_port}: {reason}; "
                            "choose another --market-port") from exc
         endpoint, own = market.endpoint_url, market.credentials
         real = [c.name for c in local if c.crowd.kind == "none" and c.marketplace == "local"]
@@ -335,7 +344,7 @@ def _start_crowds(contexts: list[Context], endpoint: str, opts: RunOptions) -> A
     same; with several, each pool's seed comes from the run's seed and the campaign's name.
 
     The crowds run in a child process (`campaign.crowd.child`) on the same simulated clock, so the
-    daemon and its marketplace have this process's core to themselves."""
+    daemon has this process's core to itself (the built-in marketplace runs in its own child too)."""
     from campaign.crowd.child import ChildConfig, CrowdJob, CrowdProcess, InProcessCrowds, child_can_run
     from campaign.rng import stable_seed
 

@@ -46,6 +46,7 @@ CAMPAIGN = """\
       kind: likert
       reward: "0.06"
       auto_approval_delay: 30d
+      duration: 8h
       traps:
         share: 0.25
         texts: ["This sentence is not important.", "Barack Obama graduated from Harvard Law."]
@@ -62,7 +63,10 @@ CAMPAIGN = """\
 
 
 # Workers arrive over 40 simulated hours (40 s at SPEED), so each campaign runs long enough for the two
-# daemons to divide them and for one to be killed while it works its share.
+# daemons to divide them and for one to be killed while it works its share. An assignment may take 8
+# simulated hours (8 s): the default 30 minutes are half a second at SPEED, and a simulated worker
+# stalled that long by a loaded machine abandoned its HIT in one run and not in the other, so another
+# worker answered it and the scores differed for a reason that has nothing to do with the daemons.
 
 
 def write_spec(path: Path, endpoint: str) -> Path:
@@ -87,24 +91,29 @@ def _campaign(*args: str, market_state: Path | None = None, **kw) -> subprocess.
 
 @contextmanager
 def shared_market(tmp: Path, seed: int) -> Iterator[tuple[str, Path]]:
-    """`campaign market serve` and `campaign crowd run` as their own processes; yields (endpoint, spec)."""
-    market = _campaign("market", "serve", "--port", "0", "--state", str(tmp / "market"), "--mode", "prod",
-                       "--balance", str(BALANCE), "--speed", str(SPEED), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    crowd = None
-    try:
-        assert market.stdout is not None
-        endpoint = market.stdout.readline().strip()
-        assert endpoint.startswith("http://127.0.0.1:"), market.stderr.read() if market.stderr else endpoint
-        spec = write_spec(tmp / "campaigns.yaml", endpoint)
-        crowd = _campaign("crowd", "run", "--config", str(spec), "--endpoint", endpoint, "--seed", str(seed),
-                          "--market-state", str(tmp / "market"),
-                          stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
-        yield endpoint, spec
-    finally:
-        for p in (crowd, market):
-            if p is not None and p.poll() is None:
-                p.send_signal(signal.SIGTERM)
-                p.wait(timeout=30)
+    """`campaign market serve` and `campaign crowd run` as their own processes; yields (endpoint, spec).
+    Their messages go to files in `tmp` (a pipe nobody reads fills up and stalls the writer)."""
+    tmp.mkdir(parents=True, exist_ok=True)
+    with (tmp / "market.log").open("w") as market_log, (tmp / "crowd.log").open("w") as crowd_log:
+        market = _campaign("market", "serve", "--port", "0", "--state", str(tmp / "market"), "--mode", "prod",
+                           "--balance", str(BALANCE), "--speed", str(SPEED), stdout=subprocess.PIPE, stderr=market_log,
+                           text=True)
+        crowd = None
+        try:
+            assert market.stdout is not None
+            endpoint = market.stdout.readline().strip()
+            assert endpoint.startswith("http://127.0.0.1:"), (tmp / "market.log").read_text() or endpoint
+            spec = write_spec(tmp / "campaigns.yaml", endpoint)
+            crowd = _campaign("crowd", "run", "--config", str(spec), "--endpoint", endpoint, "--seed", str(seed),
+                              "--market-state", str(tmp / "market"), stdout=subprocess.DEVNULL, stderr=crowd_log, text=True)
+            yield endpoint, spec
+        finally:
+            for p in (crowd, market):
+                if p is not None and p.poll() is None:
+                    p.send_signal(signal.SIGTERM)
+                    p.wait(timeout=30)
+            if market.stdout is not None:
+                market.stdout.close()
 
 
 def daemon(spec: Path, state: Path, db: str, seed: int, ttl: str = "5") -> subprocess.Popen:
@@ -202,7 +211,12 @@ def test_two_daemons_one_killed_the_other_finishes_all_four(tmp_path: Path, pg_s
                     break
                 time.sleep(0.2)
             else:
-                pytest.fail(f"the daemons did not divide the campaigns: {holders}")
+                said = {}
+                for name, p in (("a", a), ("b", b)):
+                    if p.poll() is None:
+                        p.kill()
+                    said[name] = f"exit {p.wait()}: " + (p.communicate()[1] or "")[-2000:]
+                pytest.fail(f"the daemons did not divide the campaigns: {holders}; a {said['a']}; b {said['b']}")
             assert b.poll() is None and a.poll() is None
             b.send_signal(signal.SIGKILL)  # mid-run: b's campaigns have answers, none is finished
             b.wait()

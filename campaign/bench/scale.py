@@ -3,7 +3,7 @@
 user runs it, in a child process, with nothing but `--config`, `--state` and `--quiet`.
 
 It prints what decides whether a lab can run the seed's own scale (seed 000: about 47,000 propositions,
-9,400 HITs, 47,000 assignments) on one machine: wall seconds, the child's peak RSS, requests made to
+9,400 HITs, 47,000 assignments) on one machine: wall seconds, the peak resident memory of the run's processes together (daemon, marketplace, crowd), requests made to
 the marketplace, the sizes of the store and of the marketplace's database, the daemon's tick time
 (p50/p99, from the run statistics the daemon leaves in `<state>/run-stats.json`), and how many
 assignments the marketplace approved by itself before the daemon decided on them (work that was paid
@@ -22,6 +22,7 @@ import statistics
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from pathlib import Path
 from typing import Any
@@ -66,6 +67,7 @@ def store_figures(db: Path) -> dict[str, int]:
 
         return {"hits": one("SELECT COUNT(*) FROM hits WHERE status != 'draft'"),
                 "assignments": one("SELECT COUNT(*) FROM assignments"),
+                "slots": one("SELECT COALESCE(SUM(assignments), 0) FROM hits WHERE status != 'draft'"),
                 "auto_approved_before_review": one("SELECT COUNT(*) FROM events WHERE kind = 'auto_approved'")}
     finally:
         con.close()
@@ -83,6 +85,60 @@ def market_auto_approved(db: Path) -> int:
                                "AND approval_time = auto_approval_time").fetchone()[0])
     finally:
         con.close()
+
+
+def _children(pid: int) -> list[int]:
+    out: list[int] = []
+    try:
+        for task in os.listdir(f"/proc/{pid}/task"):
+            with open(f"/proc/{pid}/task/{task}/children") as fh:
+                out.extend(int(c) for c in fh.read().split())
+    except OSError:
+        pass
+    return out
+
+
+def _rss_kib(pid: int) -> int:
+    try:
+        with open(f"/proc/{pid}/status") as fh:
+            for line in fh:
+                if line.startswith("VmRSS:"):
+                    return int(line.split()[1])
+    except OSError:
+        pass
+    return 0
+
+
+class TreeMemory:
+    """The peak of a process tree's resident memory added up (the daemon and the processes it starts:
+    its marketplace and its crowd), sampled every 0.2 s from /proc (Linux; elsewhere 0, and the
+    largest single process's peak stands in). Shared pages are counted once per process, so this is
+    an upper bound of what the run holds."""
+
+    def __init__(self, pid: int, every: float = 0.2) -> None:
+        self.pid, self.every, self.peak_kib = pid, every, 0
+        self._done = threading.Event()
+        self._thread = threading.Thread(target=self._run, name="tree-memory", daemon=True)
+        self._thread.start()
+
+    def sample(self) -> int:
+        seen, todo, total = set(), [self.pid], 0
+        while todo:
+            pid = todo.pop()
+            if pid in seen:
+                continue
+            seen.add(pid)
+            total += _rss_kib(pid)
+            todo.extend(_children(pid))
+        return total
+
+    def _run(self) -> None:
+        while not self._done.wait(self.every):
+            self.peak_kib = max(self.peak_kib, self.sample())
+
+    def stop(self) -> None:
+        self._done.set()
+        self._thread.join()
 
 
 def percentile(values: list[float], q: float) -> float | None:
@@ -104,11 +160,23 @@ def run_scale(n: int, seed: int = 0, keep: Path | None = None, timeout: float = 
         cmd = [sys.executable, "-m", "campaign", "run", "--config", str(spec), "--state", str(state),
                "--seed", str(seed), "--quiet"]
         started = time.monotonic()
-        proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, env=dict(os.environ))
-        seconds = time.monotonic() - started
-        if proc.returncode != 0:
-            raise RuntimeError(f"campaign run exited {proc.returncode}: {proc.stderr[-2000:]}")
-        peak_kib = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss  # the largest child: the daemon
+        with tempfile.TemporaryFile() as err:
+            proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=err, env=dict(os.environ))
+            sampler = TreeMemory(proc.pid)
+            try:
+                proc.wait(timeout=timeout)
+            finally:
+                sampler.stop()
+                if proc.poll() is None:
+                    proc.kill()
+                    proc.wait()
+            seconds = time.monotonic() - started
+            if proc.returncode != 0:
+                err.seek(0)
+                raise RuntimeError(f"campaign run exited {proc.returncode}: {err.read().decode('utf-8', 'replace')[-2000:]}")
+        # the run's processes together (daemon, marketplace, crowd); the largest one alone as a floor,
+        # in case a peak fell between two samples
+        peak_kib = max(sampler.peak_kib, resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss)
         stats_file = state / "run-stats.json"
         stats = json.loads(stats_file.read_text()) if stats_file.is_file() else {}
         ticks = [float(t) for per in (stats.get("tick_ms") or {}).values() for t in per]
@@ -117,6 +185,8 @@ def run_scale(n: int, seed: int = 0, keep: Path | None = None, timeout: float = 
             "propositions": n,
             "hits": figures["hits"],
             "assignments": figures["assignments"],
+            # slots of posted HITs that got no answer (expired first): the crowd fell behind the posting
+            "unfilled_slots": max(0, figures["slots"] - figures["assignments"]),
             "seconds": round(seconds, 1),
             "peak_rss_mib": round(peak_kib / 1024, 1),
             "requests": stats.get("requests"),
@@ -148,4 +218,7 @@ def main(argv: list[str] | None = None) -> int:
     print(f"  store {out['store_mib']:.1f} MiB, marketplace {out['market_mib']:.1f} MiB")
     print(f"  tick p50 {tick['p50']} ms, p99 {tick['p99']} ms")
     print(f"  approved by the marketplace before review: {out['auto_approved_before_review']}")
+    if out["unfilled_slots"]:
+        print(f"  warning: {out['unfilled_slots']:,} assignment slots expired unanswered (the crowd fell behind): "
+              "this run did less than the campaign asked for")
     return 0

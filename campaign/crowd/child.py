@@ -49,7 +49,7 @@ class CrowdJob:
 
 @dataclass(frozen=True)
 class ChildConfig:
-    endpoint: str  # the marketplace's URL (the daemon's in-process marketplace)
+    endpoint: str  # the marketplace's URL (the daemon's built-in marketplace)
     market_state: Path  # the marketplace's state directory: its operator signs the workers up
     clock: dict[str, float] | None  # `ScaledClock.shared()`; None: the wall clock
     jobs: tuple[CrowdJob, ...]

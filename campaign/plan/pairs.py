@@ -28,7 +28,6 @@ import math
 from collections.abc import Hashable, Iterable, Sequence
 
 import numpy as np
-from scipy.special import ndtr
 
 DEFAULT_BATCH_PAIRS = 50
 Floats = Sequence[float] | np.ndarray  # per-item means or sigmas
@@ -68,6 +67,9 @@ def membership_probability(means: Floats, sigmas: Floats, keep: int) -> np.ndarr
     b = boundary(mu, keep)
     if math.isinf(b):
         return np.full(len(mu), 1.0 if b < 0 else 0.0)
+    # imported on use: the crowd's and the marketplace's processes import this module, and need no SciPy
+    from scipy.special import ndtr
+
     return ndtr((mu - b) / sd)
 
 
@@ -94,6 +96,8 @@ def pair_scores(
     p = membership_probability(mu, sd, keep)
     straddle = p[:, None] * (1 - p[None, :]) + p[None, :] * (1 - p[:, None])
     spread = np.sqrt(sd[:, None] ** 2 + sd[None, :] ** 2)
+    from scipy.special import ndtr
+
     wrong = ndtr(-np.abs(mu[:, None] - mu[None, :]) / np.maximum(spread, 1e-12))
     value = wrong * (straddle + explore)
     if counts is not None:

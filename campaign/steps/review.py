@@ -47,6 +47,13 @@ def decide(ctx: Context, rows: list[AssignmentRow], results: dict[str, ReviewRes
     held (not decided) until their evidence is in, the stage is fully collected, or half of the
     auto-approval delay has passed, so spam is not paid for just because it arrived early.
 
+    A rejection waits for the stage's final evidence (fully collected), or, if the work would otherwise
+    reach its auto-approval, half the delay: evidence that calls a worker a spammer part-way may clear
+    them later, and a rejection cannot be taken back. It also makes the outcome independent of when the
+    daemon happened to look: a label counts exactly when its worker is not excluded on the final
+    evidence (approved work of a worker excluded at the end is paid but left out), whichever daemon
+    decided it and however late (a killed daemon's campaign taken over by another scores the same).
+
     `results` are the policed stages' latest reviews by stage name; each stage's work is judged by its
     own stage's evidence. A batch is "fully collected" once its HITs are, so holding never stalls the
     next batch for long.
@@ -62,14 +69,15 @@ def decide(ctx: Context, rows: list[AssignmentRow], results: dict[str, ReviewRes
         if result is None:
             out[r.assignment_id] = ("approve", None)
             continue
-        if r.worker_id in result.workers("reject"):
-            out[r.assignment_id] = ("reject", feedback(result.reason(r.worker_id) or "clear spam"))
-            continue
-        e = result.evidence.get(r.worker_id)
-        settled = e is not None and (e.shared_items >= 2 * ctx.campaign.quality.min_shared or e.traps_seen >= 2)
         if r.stage not in collected:
             collected[r.stage] = stage_collected(ctx, r.stage)
         late = r.submit_time is not None and now - r.submit_time > ctx.campaign.stage(r.stage).auto_approval_delay / 2
+        if r.worker_id in result.workers("reject"):
+            if collected[r.stage] or late:  # on the final evidence, or the last evidence there is time for
+                out[r.assignment_id] = ("reject", feedback(result.reason(r.worker_id) or "clear spam"))
+            continue
+        e = result.evidence.get(r.worker_id)
+        settled = e is not None and (e.shared_items >= 2 * ctx.campaign.quality.min_shared or e.traps_seen >= 2)
         if settled or collected[r.stage] or late:
             out[r.assignment_id] = ("approve", None)
     return out

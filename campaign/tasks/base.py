@@ -129,6 +129,7 @@ def summarise(values_by_item: Mapping[str, Sequence[float]]) -> list[dict]:
     for key, values in values_by_item.items():
         if key.startswith(TRAP_PREFIX) or not values:
             continue
+        values = sorted(values)  # the same sums whatever order the store returned them in (floats)
         n = len(values)
         mean = sum(values) / n
         sd = math.sqrt(sum((v - mean) ** 2 for v in values) / (n - 1)) if n > 1 else 0.0

@@ -16,7 +16,6 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, cast
 
 from campaign.aggregate.gold_nuggets import SpanVote, gold_nuggets
-from campaign.aggregate.mace import MACE
 from campaign.tasks.base import (
     HitDraft,
     InvalidAnswer,
@@ -154,6 +153,9 @@ def gold(counted: Sequence[CountedJudgment], texts: Mapping[str, str], min_worke
         labels.extend(((j.item_key, t), j.worker_id, int(t in marked)) for t in range(n_tokens))
     competence: dict[str, float] = {}
     if labels and len({w for _, w, _ in labels}) > 1:
+        # SciPy: imported where it is used, not by every process that knows the task kinds
+        from campaign.aggregate.mace import MACE
+
         competence = MACE(seed=seed, n_restarts=5).fit(labels).competence_
     weights: dict[tuple[Any, int, int], set[Any]] = {}
     for v in votes:

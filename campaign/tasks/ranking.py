@@ -11,7 +11,6 @@ from collections.abc import Callable, Mapping, Sequence
 from itertools import combinations
 from typing import TYPE_CHECKING, Any
 
-from campaign.aggregate.bradley_terry import fit_bradley_terry
 from campaign.aggregate.trueskill_online import OnlineRanker
 from campaign.plan.pack import pack_pairs
 from campaign.plan.pairs import count_matrix, pair_budget, select_pairs, should_stop
@@ -259,6 +258,8 @@ class RankingKind(TaskKind):
         for r in orders(answers_by_assignment(data.counted(stage.name))):
             kept = [i for i in r if i in known]
             comparisons.extend(pairs([Judgment(item_key=k, value=float(p)) for p, k in enumerate(kept)]))
+        from campaign.aggregate.bradley_terry import fit_bradley_terry  # SciPy: only where scores are made
+
         fit = fit_bradley_terry(items, comparisons) if items else None
         source_stage = self._source(stage, data.campaign.stages)
         source = {r["item"]: r for r in data.scores(source_stage.name)} if source_stage is not None else {}

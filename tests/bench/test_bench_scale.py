@@ -4,18 +4,23 @@ process) and every key of the JSON contract, with figures that could be wrong.""
 from __future__ import annotations
 
 import json
+import os
+import signal
+import subprocess
+import sys
+import time
 
-from campaign.bench.scale import main, run_scale
+from campaign.bench.scale import TreeMemory, main, run_scale
 
 KEYS = {"propositions", "hits", "assignments", "seconds", "peak_rss_mib", "requests", "store_mib", "market_mib",
-        "tick_ms", "auto_approved_before_review"}
+        "tick_ms", "auto_approved_before_review", "unfilled_slots"}
 
 
 def test_a_small_scale_run_reports_every_figure(tmp_path):
     out = run_scale(50, seed=1, keep=tmp_path / "kept")
     assert set(out) == KEYS
     assert (out["propositions"], out["hits"], out["assignments"]) == (50, 10, 50)  # 5 per HIT, 5 workers each
-    assert out["auto_approved_before_review"] == 0
+    assert out["auto_approved_before_review"] == 0 and out["unfilled_slots"] == 0
     assert out["requests"] >= out["hits"] + out["assignments"]  # a post per HIT, a decision per assignment at least
     assert out["seconds"] > 0 and out["peak_rss_mib"] > 50 and out["store_mib"] > 0 and out["market_mib"] > 0
     assert 0 < out["tick_ms"]["p50"] <= out["tick_ms"]["p99"]
@@ -28,3 +33,20 @@ def test_json_flag_prints_the_contract(capsys, monkeypatch):
     monkeypatch.setattr("campaign.bench.scale.run_scale", lambda *a, **k: fake)
     assert main(["--propositions", "10", "--json"]) == 0
     assert json.loads(capsys.readouterr().out) == fake
+
+
+def test_tree_memory_adds_up_the_processes_a_run_starts():
+    """The daemon starts its marketplace and its crowd as child processes: memory they hold counts."""
+    grandchild = "import time; b = bytearray(80 * 2**20); b[::4096] = b'x' * len(b[::4096]); print('ok', flush=True); time.sleep(30)"
+    parent = subprocess.Popen([sys.executable, "-c", f"import subprocess, sys; p = subprocess.Popen([sys.executable, '-c', {grandchild!r}]); p.wait()"],
+                              start_new_session=True)
+    try:
+        watch = TreeMemory(parent.pid, every=0.05)
+        deadline = time.monotonic() + 20
+        while watch.peak_kib < 80 * 1024 and time.monotonic() < deadline:
+            time.sleep(0.1)
+        watch.stop()
+        assert watch.peak_kib >= 80 * 1024  # the grandchild's 80 MiB, seen from the parent's pid
+    finally:
+        os.killpg(parent.pid, signal.SIGKILL)  # the grandchild too
+        parent.wait()

@@ -1,0 +1,156 @@
+"""The built-in marketplace of `campaign run` in a child process of the daemon.
+
+The daemon and the marketplace it started were one Python process: every request the daemon and the
+simulated crowd made was served on threads that took turns with the daemon's own work under one GIL,
+so at the seed's scale (9,400 HITs, about 250,000 requests) one core did both while the other core
+idled but for the crowd. Here the marketplace runs beside the daemon as its own process: the same
+server (`start_market`), the same folder, the same account and the same simulated clock
+(`ScaledClock.shared`, read from the machine's monotonic clock in both processes), so nothing the
+daemon or a worker sees changes but the process serving it.
+
+The child prints one JSON line with its addresses when it listens and serves until SIGTERM. It dies
+with the daemon (PR_SET_PDEATHSIG, and a check of its parent every half second), as the in-process
+marketplace did: a marketplace left behind by a killed daemon must not take work for the next one.
+The requester credentials are not sent over the pipe: the parent reads them from the marketplace's
+folder, where they live anyway.
+
+The Prolific door is mounted on the marketplace's worker site in the daemon's process, so runs with a
+Prolific campaign keep the marketplace in-process (`campaign.daemon.start_runtime` decides).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import pickle
+import signal
+import subprocess
+import sys
+import threading
+from dataclasses import dataclass
+from decimal import Decimal
+from pathlib import Path
+from typing import Any
+
+from campaign.clock import Clock, ScaledClock, WallClock
+from campaign.crowd.child import _die_with_parent, _readline
+from campaign.market.accounts import DEFAULT_ACCOUNT, Accounts, Credentials
+from campaign.market.operator import offline, register_in_process, unregister_in_process
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class MarketConfig:
+    state_dir: Path
+    clock: dict[str, float] | None  # `ScaledClock.shared()`; None: the wall clock
+    balance: Decimal
+    port: int
+    content_port: int
+    public_url: str | None
+    parent: int  # the daemon's pid
+
+
+class MarketStartError(RuntimeError):
+    """The child did not come up; `errno_text` carries the reason when it could not listen."""
+
+
+class MarketProcess:
+    """The daemon's handle on its marketplace's child process, with what the daemon reads of a running
+    marketplace (`endpoint_url`, `content_url`, `port`, `credentials`); `stop()` ends it.
+
+    While it runs, an operator on the marketplace's folder is registered for its URL in this process,
+    so a worker client here can sign workers up exactly as with an in-process marketplace."""
+
+    def __init__(self, config: MarketConfig, timeout: float = 60.0) -> None:
+        import campaign
+
+        root = str(Path(campaign.__file__).resolve().parent.parent)
+        env = dict(os.environ)
+        env["PYTHONPATH"] = root + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
+        self.proc = subprocess.Popen([sys.executable, "-m", "campaign.market.child"], stdin=subprocess.PIPE,
+                                     stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env,
+                                     preexec_fn=_die_with_parent if sys.platform == "linux" else None)
+        assert self.proc.stdin is not None and self.proc.stdout is not None
+        try:
+            self.proc.stdin.write(pickle.dumps(config))
+            self.proc.stdin.close()
+        except BrokenPipeError:
+            pass
+        line = _readline(self.proc.stdout, timeout)
+        try:
+            ready = json.loads(line) if line.strip() else {}
+        except json.JSONDecodeError:
+            ready = {}
+        if "endpoint" not in ready:
+            self._end()
+            err = self.proc.stderr.read().decode("utf-8", "replace") if self.proc.stderr is not None else ""
+            raise MarketStartError(err.strip().splitlines()[-1] if err.strip() else
+                                   f"the marketplace's process did not start (exit {self.proc.returncode})")
+        self._pump = threading.Thread(target=self._forward_stderr, name="market-child-stderr", daemon=True)
+        self._pump.start()
+        self.endpoint_url: str = ready["endpoint"]
+        self.content_url: str = ready["content_url"]
+        self.port: int = int(ready["port"])
+        accounts = Accounts(config.state_dir)
+        try:
+            self.credentials: Credentials = accounts.ensure_account(DEFAULT_ACCOUNT)
+        finally:
+            accounts.close()
+        self._operator, self._close_operator = offline(config.state_dir, self.endpoint_url)
+        register_in_process(self.endpoint_url, self._operator)
+
+    def _forward_stderr(self) -> None:
+        """The child's warnings, on this process's log (its stderr is a pipe so a failed start can be read)."""
+        assert self.proc.stderr is not None
+        for raw in self.proc.stderr:
+            text = raw.decode("utf-8", "replace").rstrip()
+            if text:
+                log.warning("%s", text)
+
+    def _end(self) -> None:
+        if self.proc.poll() is None:
+            self.proc.terminate()
+            try:
+                self.proc.wait(timeout=15)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+
+    def stop(self) -> None:
+        unregister_in_process(self.endpoint_url)
+        self._end()
+        self._close_operator()
+        if self.proc.stdout is not None:
+            self.proc.stdout.close()
+
+
+def main() -> int:
+    logging.basicConfig(level=logging.WARNING, format="marketplace: %(levelname)s %(message)s")
+    config: MarketConfig = pickle.load(sys.stdin.buffer)
+    from campaign.market.server import start_market
+
+    clock: Clock = ScaledClock.from_shared(config.clock) if config.clock is not None else WallClock()
+    done = threading.Event()
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(sig, lambda *_: done.set())
+    try:
+        market: Any = start_market(config.state_dir, clock=clock, mode="prod", balance=config.balance, port=config.port,
+                                   public_url=config.public_url, content_port=config.content_port)
+    except OSError as exc:
+        print(f"cannot listen on 127.0.0.1:{config.port}: {exc.strerror or exc}", file=sys.stderr, flush=True)
+        return 1
+    try:
+        print(json.dumps({"endpoint": market.endpoint_url, "content_url": market.content_url, "port": market.port}),
+              flush=True)
+        while not done.wait(0.5):
+            if os.getppid() != config.parent:  # the daemon is gone
+                break
+    finally:
+        market.stop()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

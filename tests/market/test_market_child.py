@@ -1,0 +1,100 @@
+"""The built-in marketplace of `campaign run` in a child process: serving on the daemon's simulated
+clock with the folder's own account, reachable by a worker client of the daemon's process, refusing a
+port that is taken with the reason, and gone as soon as the daemon is (a marketplace left behind by a
+SIGKILLed daemon must not take work for the next one)."""
+
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import subprocess
+import sys
+import textwrap
+import time
+from decimal import Decimal
+from pathlib import Path
+
+import pytest
+
+from campaign.clock import ScaledClock
+from campaign.market.child import MarketConfig, MarketProcess, MarketStartError
+from campaign.market.client import make_client
+from campaign.market.worker_client import WorkerClient
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def _config(tmp_path: Path, clock: ScaledClock | None = None, port: int = 0) -> MarketConfig:
+    return MarketConfig(state_dir=tmp_path / "market", clock=clock.shared() if clock else None, balance=Decimal("123.45"),
+                        port=port, content_port=0, public_url=None, parent=os.getpid())
+
+
+def test_the_child_serves_the_folder_account_on_the_daemon_clock(tmp_path):
+    clock = ScaledClock(speed=3600.0, start=2_000_000_000.0)
+    market = MarketProcess(_config(tmp_path, clock))
+    try:
+        assert market.endpoint_url.startswith("http://127.0.0.1:") and market.content_url != market.endpoint_url
+        client = make_client("local", market.endpoint_url, credentials=market.credentials)
+        assert client.call("get_account_balance")["AvailableBalance"] == "123.45"
+        hit_type = client.call("create_hit_type", Title="t", Description="d", Reward="0.05",
+                               AssignmentDurationInSeconds=600)["HITTypeId"]
+        question = ("<HTMLQuestion xmlns='http://mechanicalturk.amazonaws.com/AWSMechanicalTurkDataSchemas/"
+                    "2011-11-11/HTMLQuestion.xsd'><HTMLContent><![CDATA[<p>x</p>]]></HTMLContent>"
+                    "<FrameHeight>400</FrameHeight></HTMLQuestion>")
+        hit = client.call("create_hit_with_hit_type", HITTypeId=hit_type, MaxAssignments=1,
+                          LifetimeInSeconds=3600, Question=question)["HIT"]
+        created = hit["CreationTime"].timestamp()
+        assert abs(created - clock.now()) < 3600 * 5  # the simulated clock (2033), not the wall's (a few s of slack x 3600)
+        worker = WorkerClient(market.endpoint_url)
+        worker.register("AW1")  # through the operator registered for the child's URL in this process
+        assert [h["HITId"] for h in worker.available("AW1")] == [hit["HITId"]]
+    finally:
+        market.stop()
+    assert market.proc.returncode == 0
+
+
+def test_a_taken_port_is_refused_with_the_reason(tmp_path):
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        with pytest.raises(MarketStartError, match="cannot listen on 127.0.0.1"):
+            MarketProcess(_config(tmp_path, port=taken.getsockname()[1]))
+
+
+DAEMON = textwrap.dedent("""
+    import os, sys, time
+    from decimal import Decimal
+    from pathlib import Path
+    from campaign.market.child import MarketConfig, MarketProcess
+
+    market = MarketProcess(MarketConfig(state_dir=Path(sys.argv[1]), clock=None, balance=Decimal("10"), port=0,
+                                        content_port=0, public_url=None, parent=os.getpid()))
+    print(market.proc.pid, flush=True)
+    time.sleep(60)
+""")
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    try:  # a zombie is dead for our purposes
+        return Path(f"/proc/{pid}/stat").read_text().split(") ", 1)[1][0] != "Z"
+    except (FileNotFoundError, IndexError):
+        return False
+
+
+def test_the_marketplace_dies_with_a_killed_daemon(tmp_path):
+    daemon = subprocess.Popen([sys.executable, "-c", DAEMON, str(tmp_path / "market")], cwd=ROOT,
+                              stdout=subprocess.PIPE, text=True)
+    assert daemon.stdout is not None
+    pid = int(daemon.stdout.readline())
+    assert _alive(pid)
+    daemon.send_signal(signal.SIGKILL)
+    daemon.wait(timeout=10)
+    deadline = time.monotonic() + 5
+    while _alive(pid) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert not _alive(pid)
