@@ -18,6 +18,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from campaign.money import shown
 from campaign.spec import SpecError, load_spec
 
 
@@ -196,9 +197,10 @@ def cmd_validate(args: argparse.Namespace) -> int:
 
             p = c.prolific
             stages = (", ".join(f"{s.name} ({s.kind}, {s.assignments} judgments per HIT)" for s in c.stages)
-                      + f"; {reward_per_submission(p)} {p.currency} per submission of {p.bundle} HITs, {place_cost(p)} a place "
-                      "with fee and VAT")
-        print(f"{args.file}: campaign {c.name}: {stages}; budget ${c.budget}; marketplace {c.marketplace}; crowd {c.crowd.kind}")
+                      + f"; {shown(reward_per_submission(p), p.currency)} per submission of {p.bundle} HITs, "
+                      f"{shown(place_cost(p), p.currency)} a place with fee and VAT")
+        print(f"{args.file}: campaign {c.name}: {stages}; budget {shown(c.budget, c.currency)}; marketplace {c.marketplace}; "
+              f"crowd {c.crowd.kind}")
     print("ok")
     return 0
 

@@ -28,7 +28,7 @@ from apscheduler.schedulers.background import BackgroundScheduler
 from sqlalchemy.exc import IntegrityError
 
 from campaign.clock import Clock, ScaledClock, WallClock
-from campaign.money import fmt
+from campaign.money import fmt, shown
 from campaign.spec import SIMULATED_OK, Campaign, Spec
 from campaign.steps.budget import EXHAUSTED, SET_KEY
 from campaign.steps.context import Context
@@ -143,7 +143,7 @@ def ensure_campaign_row(store: Store, c: Campaign, seed: int) -> str:
             spec["instance"] = instance
             s.add(CampaignRow(name=c.name, fingerprint=c.fingerprint(), spec_json=json.dumps(spec, default=str),
                               seed=seed, budget=fmt(c.budget)))
-            store.event(c.name, "created", f"campaign created (seed {seed}, budget ${fmt(c.budget)})", session=s)
+            store.event(c.name, "created", f"campaign created (seed {seed}, budget {shown(c.budget, c.currency)})", session=s)
             return instance
         if row.fingerprint != c.fingerprint():
             raise RunError(

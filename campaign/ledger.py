@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING
 from sqlalchemy.exc import IntegrityError
 from sqlmodel import Session, col, func, select
 
-from campaign.money import MTURK_FEES, Cost, MTurkFees, fmt
+from campaign.money import MTURK_FEES, Cost, MTurkFees, fmt, shown
 from campaign.store import LedgerRow
 
 if TYPE_CHECKING:
@@ -153,7 +153,8 @@ def reserve_hits(session: Session, campaign: str, budget: Decimal, hits: list[tu
             if used + amount > budget:
                 book_many(session, rows)
                 return out, BudgetExceeded(
-                    f"posting {key} needs ${fmt(amount)} but only ${fmt(budget - used)} of the ${fmt(budget)} budget is left")
+                    f"posting {key} needs {shown(amount, fees.currency)} but only {shown(budget - used, fees.currency)} "
+                    f"of the {shown(budget, fees.currency)} budget is left")
             used += amount
             booked.add(ref)
             rows.append(LedgerRow(campaign=campaign, ref=ref, kind="reserve", amount=fmt(amount), hit_key=key))
@@ -174,7 +175,8 @@ def reserve_hit(session: Session, campaign: str, budget: Decimal, hit_key: str, 
     t = totals(session, campaign, budget)
     if t.spent + t.reserved + amount > budget:
         raise BudgetExceeded(
-            f"posting {hit_key} needs ${fmt(amount)} but only ${fmt(t.remaining)} of the ${fmt(budget)} budget is left"
+            f"posting {hit_key} needs {shown(amount, fees.currency)} but only {shown(t.remaining, fees.currency)} "
+            f"of the {shown(budget, fees.currency)} budget is left"
         )
     _book(session, LedgerRow(campaign=campaign, ref=ref, kind="reserve", amount=fmt(amount), hit_key=hit_key))
     return amount
@@ -217,7 +219,8 @@ def reserve_bonus(session: Session, campaign: str, budget: Decimal, ref: str, am
         return total
     t = totals(session, campaign, budget)
     if t.spent + t.reserved + total > budget:
-        raise BudgetExceeded(f"a ${fmt(amount)} bonus needs ${fmt(total)} with fees; only ${fmt(t.remaining)} left")
+        c = fees.currency
+        raise BudgetExceeded(f"a {shown(amount, c)} bonus needs {shown(total, c)} with fees; only {shown(t.remaining, c)} left")
     _book(session, LedgerRow(campaign=campaign, ref=f"bonus_reserve:{ref}", kind="bonus_reserve", amount=fmt(total), assignment_id=assignment_id))
     return total
 

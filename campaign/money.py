@@ -48,6 +48,16 @@ def fmt(amount: Decimal) -> str:
     return str(Decimal(amount).quantize(CENT, rounding=ROUND_HALF_UP))
 
 
+CURRENCY_SIGNS = {"USD": "$", "GBP": "\u00a3"}  # the currencies a campaign can pay in (MTurk: USD; Prolific: GBP, USD)
+
+
+def shown(amount: Decimal | str, currency: str = "USD") -> str:
+    """An amount as a person reads it, in the campaign's currency: "$1.20", "\u00a31.20" (a currency
+    without a sign here: "1.20 EUR"). A Prolific campaign paying in pounds must not show dollars."""
+    sign = CURRENCY_SIGNS.get(currency)
+    return f"{sign}{fmt(Decimal(amount))}" if sign else f"{fmt(Decimal(amount))} {currency}"
+
+
 def round_cents(amount: Decimal) -> Decimal:
     return Decimal(amount).quantize(CENT, rounding=ROUND_HALF_UP)
 
@@ -94,6 +104,8 @@ class MTurkFees:
 
     The steps and the ledger ask a schedule rather than calling the functions above, so a marketplace
     that pays differently (Prolific: per place, with its own fee and VAT) brings its own rules."""
+
+    currency = "USD"
 
     def hit_reserve(self, reward: Decimal, assignments: int) -> Decimal:
         """What posting one HIT reserves: its worst case."""

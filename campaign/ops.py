@@ -111,7 +111,7 @@ def extend(args: argparse.Namespace) -> int:
 def register(sub: argparse._SubParsersAction, common: Callable[[argparse.ArgumentParser], None]) -> None:
     b = sub.add_parser("budget", help="set a campaign's budget (raise it to go on after budget_exhausted)")
     b.add_argument("name", help="the campaign's name, as in its spec")
-    b.add_argument("--set", dest="amount", required=True, metavar="AMOUNT", help="the new budget in dollars, e.g. 50.00")
+    b.add_argument("--set", dest="amount", required=True, metavar="AMOUNT", help="the new budget in the campaign's currency (dollars; Prolific: its prolific.currency), e.g. 50.00")
     common(b)
     b.set_defaults(func=budget)
 
@@ -119,7 +119,8 @@ def register(sub: argparse._SubParsersAction, common: Callable[[argparse.Argumen
 def budget(args: argparse.Namespace) -> int:
     """Write the new budget as an intent; the daemon's next tick adopts it (`campaign.steps.budget`)."""
     from campaign.ledger import totals
-    from campaign.money import MoneyError, fmt, parse_amount
+    from campaign.money import MoneyError, fmt, parse_amount, shown
+    from campaign.spec import currency_of
 
     try:
         amount = parse_amount(args.amount)
@@ -137,15 +138,16 @@ def budget(args: argparse.Namespace) -> int:
             return 2
         t = totals(s, args.name, Decimal(row.budget))
         committed = t.spent + t.reserved
+        cur = currency_of(json.loads(row.spec_json or "{}"))
         if amount < committed:
-            print(f"campaign budget: ${fmt(amount)} is below the ${fmt(committed)} already committed (spent or reserved) "
+            print(f"campaign budget: {shown(amount, cur)} is below the {shown(committed, cur)} already committed (spent or reserved) "
                   f"by {args.name}", file=sys.stderr)
             return 2
         store.set_kv(args.name, "budget_set", fmt(amount), session=s)
-        store.event(args.name, "budget", f"budget ${row.budget} -> ${fmt(amount)} requested", session=s)
+        store.event(args.name, "budget", f"budget {shown(row.budget, cur)} -> {shown(amount, cur)} requested", session=s)
         status = row.status
     again = " and posting resumes" if status == "budget_exhausted" else ""
-    print(f"{args.name}: budget ${fmt(amount)} (was ${row.budget}); the daemon adopts it on its next tick{again}")
+    print(f"{args.name}: budget {shown(amount, cur)} (was {shown(row.budget, cur)}); the daemon adopts it on its next tick{again}")
     return 0
 
 

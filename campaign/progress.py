@@ -9,13 +9,14 @@ if TYPE_CHECKING:
     from rich.progress import TaskID
 
 from campaign.dashboard.figures import campaign_figures
+from campaign.money import shown
 
 
 def _line(f: dict[str, Any]) -> str:
-    a, m, h = f["assignments"], f["money"], f["hits"]
+    a, m, h, cur = f["assignments"], f["money"], f["hits"], f["currency"]
     return (f"{f['name']}: {f['status']}; HITs {h['posted']}/{h['planned']} posted, {h['completed']} done; "
             f"answers {a['submitted']}/{a['expected']} ({a['approved']} approved, {a['rejected']} rejected); "
-            f"spent ${m['spent']}, reserved ${m['reserved']} of ${m['budget']}")
+            f"spent {shown(m['spent'], cur)}, reserved {shown(m['reserved'], cur)} of {shown(m['budget'], cur)}")
 
 
 class PlainProgress:
@@ -69,7 +70,8 @@ class LiveProgress:
         for ctx in rt.contexts:
             f = campaign_figures(rt.store, ctx.name)
             a, m = f["assignments"], f["money"]
-            money = f"${m['spent']} spent, ${m['reserved']} reserved / ${m['budget']}"
+            cur = f["currency"]
+            money = f"{shown(m['spent'], cur)} spent, {shown(m['reserved'], cur)} reserved / {shown(m['budget'], cur)}"
             if ctx.name not in self.tasks:
                 self.tasks[ctx.name] = self.progress.add_task(ctx.name, total=max(a["expected"], 1), money=money)
             self.progress.update(self.tasks[ctx.name], total=max(a["expected"], 1), completed=a["approved"] + a["rejected"],

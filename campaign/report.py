@@ -34,6 +34,8 @@ from campaign import report_svg as svg
 from campaign.ledger import totals
 from campaign.metrics import agreement as _agreement_metrics
 from campaign.metrics.agreement import fleiss
+from campaign.money import CURRENCY_SIGNS, shown
+from campaign.spec import currency_of
 from campaign.steps.repeat import retest_figures
 from campaign.store import AssignmentRow, CampaignRow, HitRow, JudgmentRow, KVRow, LedgerRow, Store, WorkerRow
 from campaign.tasks.base import TRAP_PREFIX
@@ -240,8 +242,8 @@ def _time_unit(span: float) -> tuple[float, str]:
     return 1.0, "seconds"
 
 
-def _money(d: Decimal) -> str:
-    return f"${d.quantize(Decimal('0.01'))}"
+def _money(d: Decimal, currency: str = "USD") -> str:
+    return shown(d, currency)
 
 
 def build_context(store: Store, name: str, export_dir: Path | None = None) -> dict[str, Any]:
@@ -269,6 +271,7 @@ def build_context(store: Store, name: str, export_dir: Path | None = None) -> di
                          .order_by(KVRow.key)).all()
         money = totals(s, name, Decimal(camp.budget))
     spec = json.loads(camp.spec_json)
+    cur = currency_of(spec)
     stages_spec = spec.get("stages", [])
     evidence = {w.worker_id: (json.loads(w.evidence) if w.evidence else {}) for w in workers}
     by_worker = {w.worker_id: w for w in workers}
@@ -280,8 +283,13 @@ def build_context(store: Store, name: str, export_dir: Path | None = None) -> di
         final = export_dir / "scores.jsonl" if export_dir is not None and last and camp.status == "finished" else None
         rows, source = _stage_rows(store, name, st, final)
         view = StageView(name=st["name"], kind=st.get("kind", ""), rows=rows, source=source)
-        if st.get("assignments") and st.get("reward"):
-            view.design = f"{st['assignments']} workers per HIT at ${st['reward']} each"
+        prolific = spec.get("prolific") if isinstance(spec.get("prolific"), dict) else None
+        if st.get("assignments") and prolific is not None:  # paid per submission (a bundle of HITs), not per HIT
+            per = (f"{_money(Decimal(str(prolific['reward'])), cur)} per submission" if prolific.get("reward")
+                   else f"{_money(Decimal(str(prolific['reward_per_hour'])), cur)} an hour")
+            view.design = f"{st['assignments']} workers per HIT; Prolific pays {per} of {prolific.get('bundle')} HITs"
+        elif st.get("assignments") and st.get("reward"):
+            view.design = f"{st['assignments']} workers per HIT at {_money(Decimal(str(st['reward'])), cur)} each"
         keys = list(rows[0].keys()) if rows else []
         view.columns = ([c for c in ("rank", "item") if c in keys] + [c for c in keys if c not in ("rank", "item", "text")]
                         + [c for c in ("text",) if c in keys])
@@ -326,13 +334,13 @@ def build_context(store: Store, name: str, export_dir: Path | None = None) -> di
         [(label, color, [(t / unit, float(v)) for t, v in series[key]])
          for key, label, color in (("total", "total", svg.PURPLE), ("rewards", "rewards", svg.BLUE),
                                    ("fees", "marketplace fees", svg.ORANGE), ("bonuses", "bonuses", svg.GREEN))],
-        xlabel=f"{unit_name} since the campaign started", ylabel="spent so far (dollars)", title="spend over time",
-        y_prefix="$")
+        xlabel=f"{unit_name} since the campaign started", ylabel=f"spent so far ({cur})", title="spend over time",
+        y_prefix=CURRENCY_SIGNS.get(cur, ""))
     final_spend = {k: (v[-1][1] if v else Decimal("0.00")) for k, v in series.items()}
-    spend_table = [("rewards", _money(final_spend["rewards"])), ("marketplace fees", _money(final_spend["fees"])),
-                   ("bonuses", _money(final_spend["bonuses"])), ("total spent", _money(money.spent)),
-                   ("still reserved", _money(money.reserved)), ("budget", _money(money.budget)),
-                   ("left", _money(money.remaining))]
+    spend_table = [("rewards", _money(final_spend["rewards"], cur)), ("marketplace fees", _money(final_spend["fees"], cur)),
+                   ("bonuses", _money(final_spend["bonuses"], cur)), ("total spent", _money(money.spent, cur)),
+                   ("still reserved", _money(money.reserved, cur)), ("budget", _money(money.budget, cur)),
+                   ("left", _money(money.remaining, cur))]
 
     all_workers = {j.worker for j in judgments}
     return {
@@ -343,13 +351,13 @@ def build_context(store: Store, name: str, export_dir: Path | None = None) -> di
                     ("items scored", ", ".join(f"{sum(1 for r in v.rows if r.get('score') is not None)} in {v.name}" for v in stages)),
                     ("answers", sum(sum(n for st, n in v.counts.items() if st != "invalid") for v in stages)),
                     ("labels", f"{sum(v.labels for v in stages)} ({sum(v.labels_excluded for v in stages)} excluded)"),
-                    ("workers", len(all_workers)), ("spent", f"{_money(money.spent)} of {_money(money.budget)}")],
+                    ("workers", len(all_workers)), ("spent", f"{_money(money.spent, cur)} of {_money(money.budget, cur)}")],
         "qc_stages": [{"stage": v.name, "approved": v.counts.get("approved", 0), "rejected": v.counts.get("rejected", 0),
                        "pending": sum(n for st, n in v.counts.items() if st not in ("approved", "rejected", "invalid")),
                        "invalid": v.counts.get("invalid", 0), "labels": v.labels, "labels_excluded": v.labels_excluded,
                        "workers_excluded": sum(1 for e in excluded if e["stage"] == v.name)} for v in stages],
         "excluded": excluded, "blocked": blocked, "rejections": [{"worker": w, "stage": stg, "reason": why, "answers": n} for (w, stg, why), n in reasons.most_common()],
-        "bonuses": {"count": len(bonuses), "total": _money(sum((Decimal(a) - Decimal(f) for _, _, a, f in bonuses), Decimal("0.00")))},
+        "bonuses": {"count": len(bonuses), "total": _money(sum((Decimal(a) - Decimal(f) for _, _, a, f in bonuses), Decimal("0.00")), cur)},
         "spend_chart": Markup(spend_chart), "spend_table": spend_table,
         "generated": _when(time.time()), "headings": HEADINGS, "top_rows": TOP_ROWS, "cell": _cell,
     }

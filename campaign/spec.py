@@ -399,11 +399,23 @@ class Campaign:
         blob = json.dumps(data, default=str, sort_keys=True).encode("utf-8")
         return hashlib.sha256(blob).hexdigest()[:16]
 
+    @property
+    def currency(self) -> str:
+        """What the campaign pays in: MTurk and the built-in marketplace pay dollars, Prolific the
+        `prolific.currency` of the spec."""
+        return self.prolific.currency if self.prolific is not None else "USD"
+
     def stage(self, name: str) -> Stage:
         for s in self.stages:
             if s.name == name:
                 return s
         raise KeyError(name)
+
+
+def currency_of(spec: dict[str, Any]) -> str:
+    """A stored campaign's currency, from its spec as the store keeps it (`CampaignRow.spec_json`)."""
+    prolific = spec.get("prolific")
+    return str(prolific.get("currency") or "GBP") if isinstance(prolific, dict) else "USD"
 
 
 def _legacy_stage_fields() -> dict[str, Any]:

@@ -35,3 +35,11 @@ def test_parse_amount_refuses_bad_money(bad):
         return
     with pytest.raises(MoneyError):
         parse_amount(bad)
+
+
+def test_amounts_are_shown_in_their_currency():
+    from campaign.money import shown
+
+    assert shown(Decimal("1.2")) == "$1.20"
+    assert shown("0.905", "GBP") == "\u00a30.91"  # half up, to the cent
+    assert shown(Decimal("3"), "EUR") == "3.00 EUR"  # no sign known: the code, never a wrong sign

@@ -138,7 +138,8 @@ def test_validate_exits_2_and_run_refuses_prolific_without_a_token(tmp_path, cap
             .replace("http://127.0.0.1:0", "https://tasks.example.org"))
     spec = write(tmp_path, real)
     assert commands_main(["validate", str(spec)]) == 0  # validate does not need the token
-    assert "1.50 GBP per submission of 5 HITs, 2.10 a place with fee and VAT" in capsys.readouterr().out
+    out = capsys.readouterr().out
+    assert "\u00a31.50 per submission of 5 HITs, \u00a32.10 a place with fee and VAT" in out and "$" not in out
     state = tmp_path / "state"
     env = {k: v for k, v in __import__("os").environ.items() if k != "PROLIFIC_TOKEN"}
     out = subprocess.run([sys.executable, "-m", "campaign", "run", "--config", str(spec), "--state", str(state)],

@@ -18,6 +18,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from decimal import Decimal
 
+from campaign.money import shown
+
 DROP = 0.25
 RECENT = 6
 MIN_ANSWERS = 10
@@ -43,6 +45,7 @@ class AlertInput:
     clock_now: float = 0.0
     agreement: dict[str, Sequence[float | None]] = field(default_factory=dict)  # stage -> per-period series
     answers: dict[str, Sequence[int]] = field(default_factory=dict)  # stage -> answers per period
+    currency: str = "USD"
     error_times: Sequence[float] = ()  # wall times of marketplace/step error events
     wall_now: float = 0.0
     clock_speed: float = 1.0
@@ -53,9 +56,9 @@ def compute_alerts(x: AlertInput) -> list[Alert]:
     if x.budget > 0 and x.status not in ("finished", "cancelled"):
         share = x.committed / x.budget
         if share >= 1:
-            out.append(Alert("budget100", "error", f"budget fully committed: ${x.committed} of ${x.budget} spent or reserved"))
+            out.append(Alert("budget100", "error", f"budget fully committed: {shown(x.committed, x.currency)} of {shown(x.budget, x.currency)} spent or reserved"))
         elif share >= Decimal("0.8"):
-            out.append(Alert("budget80", "warning", f"{share:.0%} of the budget committed (${x.committed} of ${x.budget})"))
+            out.append(Alert("budget80", "warning", f"{share:.0%} of the budget committed ({shown(x.committed, x.currency)} of {shown(x.budget, x.currency)})"))
     if x.status in ("running", "paused", "cancelling"):
         for stage, due, delay in x.review_deadlines:
             if due is None or delay <= 0:

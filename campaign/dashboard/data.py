@@ -32,6 +32,7 @@ from campaign.dashboard.series import (
     weighted_series_np,
 )
 from campaign.ledger import totals
+from campaign.spec import currency_of
 from campaign.store import AssignmentRow, CampaignRow, EventRow, HitRow, JudgmentRow, KVRow, LedgerRow, Store, WorkerRow
 
 N_BUCKETS = 48
@@ -93,6 +94,7 @@ class CampaignView:
     live: Liveness
     acknowledged: dict[str, Any] | None  # the heartbeat's status, when the daemon writes one
     alerts: list[Alert]
+    currency: str = "USD"  # what its amounts are in (Prolific campaigns may pay in GBP)
 
     @property
     def committed(self) -> Decimal:
@@ -104,6 +106,14 @@ class Snapshot:
     taken_at: float
     campaigns: list[CampaignView]
     store_url: str
+
+    def money_by_currency(self) -> dict[str, tuple[Decimal, Decimal, Decimal]]:
+        """(spent, reserved, budget) added up per currency: pounds and dollars are never summed."""
+        out: dict[str, tuple[Decimal, Decimal, Decimal]] = {}
+        for c in self.campaigns:
+            s, r, b = out.get(c.currency, (Decimal("0.00"), Decimal("0.00"), Decimal("0.00")))
+            out[c.currency] = (s + c.spent, r + c.reserved, b + c.budget)
+        return out
 
     @property
     def spent(self) -> Decimal:
@@ -205,6 +215,7 @@ class Reader:
         if live.last_seen is not None and fix is not None and not live.live:
             clock_now = fix.at(live.last_seen, running=True)  # the clock stopped with the daemon
         view = self._work(name, camp.status, spec_stages, kv, t, clock_now, fix.speed if fix else 1.0)
+        view.currency = currency_of(spec)
         view.live = live
         view.acknowledged = beat
         view.events = self._events(name)
@@ -331,6 +342,8 @@ class Reader:
         # cost per decided answer so far, times the answers still to come; before the first decision,
         # the reserved worst case (reward and fee of every assignment posted)
         projected = t.spent + charged_each * max(slots - approved_like, 0) if approved_like else t.spent + t.reserved
+        if status in ("finished", "cancelled"):  # no answer is still to come: slots never answered cost nothing
+            projected = t.spent + t.reserved
         weighted = [(e["correlation"], e.get("labels", 0)) for e in evidence.values() if e.get("correlation") is not None]
         wsum = sum(n for _, n in weighted)
         seen = sum(e.get("traps_seen", 0) for e in evidence.values())
@@ -484,7 +497,7 @@ def _worker_values(evidence: dict[str, dict[str, Any]], excluded: set[str], stag
 def alert_input(view: CampaignView, wall_now: float) -> AlertInput:
     errors = [e["ts"] for e in view.events if e["kind"] in ERROR_KINDS]
     return AlertInput(
-        campaign=view.name, status=view.status, budget=view.budget, committed=view.committed,
+        currency=view.currency, campaign=view.name, status=view.status, budget=view.budget, committed=view.committed,
         review_deadlines=[(st.name, st.earliest_auto_approval, st.auto_approval_delay) for st in view.stages
                           if st.earliest_auto_approval is not None],
         clock_now=view.clock_now,

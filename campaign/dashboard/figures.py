@@ -16,6 +16,7 @@ from sqlmodel import col, select
 
 from campaign.ledger import totals
 from campaign.money import fmt
+from campaign.spec import currency_of
 from campaign.steps.repeat import retest_figures
 from campaign.store import AssignmentRow, CampaignRow, EventRow, HitRow, JudgmentRow, Store, WorkerRow
 
@@ -79,9 +80,11 @@ def campaign_figures(store: Store, name: str, now: float | None = None) -> dict[
                         "pending_review": submitted - approved - rejected, "invalid": int(invalid)},
         "progress": {"fraction": round(min(done_fraction, 1.0), 4), "recent_per_minute": round(recent / 10.0, 2),
                      "eta_seconds": (round((int(slots) - submitted) / (recent / 600.0)) if recent and int(slots) > submitted else None)},
+        "currency": currency_of(json.loads(camp.spec_json or "{}")),  # what "money" is in (its values stay decimal strings)
         "money": {"spent": fmt(t.spent), "reserved": fmt(t.reserved), "fees": fmt(t.fees), "budget": fmt(t.budget),
                   "remaining": fmt(t.remaining),
-                  "projected": fmt(t.spent + charged_each * max(int(slots) - approved - rejected, 0))},
+                  "projected": fmt(t.spent + t.reserved if camp.status in ("finished", "cancelled")  # nothing more to come
+                                   else t.spent + charged_each * max(int(slots) - approved - rejected, 0))},
         "quality": {"agreement": None if agreement is None else round(agreement, 4),
                     "trap_pass_rate": round(traps_passed / traps_seen, 4) if traps_seen else None,
                     "workers": int(w_total), "workers_excluded": int(w_excluded), "workers_blocked": int(w_blocked),

@@ -22,6 +22,7 @@ from rich.text import Text
 
 from campaign.dashboard.data import CampaignView, Snapshot, StageView
 from campaign.dashboard.series import fraction, human_seconds, sparkline
+from campaign.money import CURRENCY_SIGNS
 
 WIDE = 140
 LEVEL_STYLE = {"info": "", "warning": "bold yellow", "error": "bold red"}
@@ -52,8 +53,10 @@ def bar(part: float | Decimal, whole: float | Decimal, width: int, style: str = 
     return t
 
 
-def money(x: Decimal) -> str:
-    return f"${x:,.2f}"
+def money(x: Decimal, currency: str = "USD") -> str:
+    """An amount with thousands separators, in its campaign's currency ("$1,234.50", "\u00a312.00")."""
+    sign = CURRENCY_SIGNS.get(currency)
+    return f"{sign}{x:,.2f}" if sign else f"{x:,.2f} {currency}"
 
 
 def clock_time(ts: float | None) -> str:
@@ -78,11 +81,14 @@ def header(snap: Snapshot, width: int) -> Text:
     else:
         t.append("all done", style="cyan")
     t.append("\n")
-    committed = snap.spent + snap.reserved
-    t.append(f"spent {money(snap.spent)} + reserved {money(snap.reserved)} / budget {money(snap.budget)}",
-             style="bold red" if snap.budget and committed >= snap.budget else "")
-    if snap.budget:
-        t.append(f" ({fraction(committed, snap.budget):.0%} committed)")
+    for i, (cur, (spent, reserved, budget)) in enumerate(sorted(snap.money_by_currency().items())):
+        if i:  # campaigns paying in another currency: their own line, never added to the first
+            t.append("\n")
+        committed = spent + reserved
+        t.append(f"spent {money(spent, cur)} + reserved {money(reserved, cur)} / budget {money(budget, cur)}",
+                 style="bold red" if budget and committed >= budget else "")
+        if budget:
+            t.append(f" ({fraction(committed, budget):.0%} committed)")
     return t
 
 
@@ -108,7 +114,7 @@ def campaign_list(snap: Snapshot, ui: UIState, width: int, max_rows: int = 1000)
             t.append(" (no daemon)", style="red")
         t.append("  ")
         t.append_text(bar(c.committed, c.budget, gauge, "red" if c.budget and c.committed >= c.budget * Decimal("0.8") else "green"))
-        t.append(f" {money(c.spent)}+{money(c.reserved)}/{money(c.budget)}")
+        t.append(f" {money(c.spent, c.currency)}+{money(c.reserved, c.currency)}/{money(c.budget, c.currency)}")
         lines += 1
         if i < hi - 1:
             t.append("\n")
@@ -159,16 +165,16 @@ def campaign_summary(c: CampaignView, width: int) -> Text:
     t.append(f"{c.name}: ", style="bold")
     t.append(c.status, style=STATUS_STYLE.get(c.status, ""))
     if c.status in ("running", "paused", "cancelling"):
-        t.append(f"  spend ${c.spend_per_hour}/h · {c.answers_per_hour:,.0f} answers/h")
+        t.append(f"  spend {money(c.spend_per_hour, c.currency)}/h · {c.answers_per_hour:,.0f} answers/h")
     if c.finish_at is not None and c.finish_at <= c.clock_now:
-        t.append(f" · all answers in; final cost {money(c.projected_cost)}")
+        t.append(f" · all answers in; final cost {money(c.projected_cost, c.currency)}")
     elif c.finish_at is not None:
         left = human_seconds(c.finish_at - c.clock_now)
         # a simulated clock runs ahead of the wall: its time of day would mislead, its durations do not
         when = f"in {left} of simulated time" if c.clock_speed != 1 else f"{clock_time(c.finish_at)}, in {left}"
-        t.append(f" · finish {when} at {money(c.projected_cost)}")
+        t.append(f" · finish {when} at {money(c.projected_cost, c.currency)}")
     else:
-        t.append(f" · final cost {money(c.projected_cost)}")
+        t.append(f" · final cost {money(c.projected_cost, c.currency)}")
     t.append("\n")
     t.append(c.live.message, style="green" if c.live.live else ("red" if c.status not in ("finished", "cancelled") else "cyan"))
     if c.agreement is not None or c.trap_pass_rate is not None:

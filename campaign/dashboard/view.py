@@ -12,6 +12,7 @@ from rich.table import Table
 from rich.text import Text
 
 from campaign.dashboard.figures import collect_figures
+from campaign.money import shown
 from campaign.store import Store
 
 WIDE = 150
@@ -31,7 +32,7 @@ def build(figures: dict, width: int = WIDE) -> Group:
             bar = "#" * int(p["fraction"] * 20)
             overview.add_row(escape(c["name"]), c["status"], f"{h['posted']}/{h['assignable']}/{h['completed']}",
                              f"{a['submitted']}/{a['approved']}/{a['rejected']}", escape(f"[{bar:<20}] {p['fraction']:.0%}"),
-                             f"${m['spent']}", f"${m['reserved']}", f"${m['fees']}", f"${m['budget']}", f"${m['projected']}")
+                             *(shown(m[k], c["currency"]) for k in ("spent", "reserved", "fees", "budget", "projected")))
         parts.append(overview)
     else:
         parts.append(Text("campaigns", style="bold"))
@@ -44,8 +45,9 @@ def build(figures: dict, width: int = WIDE) -> Group:
             t.append(f"[{bar:<20}] {p['fraction']:.0%}\n")
             t.append(f"  HITs {h['posted']}/{h['assignable']}/{h['completed']} posted/assignable/done · "
                      f"answers {a['submitted']}/{a['approved']}/{a['rejected']} sub/appr/rej\n")
-            t.append(f"  spent ${m['spent']} · reserved ${m['reserved']} · fees ${m['fees']} · budget ${m['budget']} · "
-                     f"projected ${m['projected']}")
+            cur = c["currency"]
+            t.append(f"  spent {shown(m['spent'], cur)} · reserved {shown(m['reserved'], cur)} · fees {shown(m['fees'], cur)} · "
+                     f"budget {shown(m['budget'], cur)} · projected {shown(m['projected'], cur)}")
             parts.append(t)
     for c in figures["campaigns"]:
         q = c["quality"]

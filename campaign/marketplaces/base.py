@@ -205,6 +205,11 @@ class FeeSchedule(Protocol):
 
     def bonus(self, amount: Decimal) -> Cost: ...
 
+    @property
+    def currency(self) -> str:
+        """What the amounts are in (ISO code), for the messages that show them."""
+        ...
+
 
 def fees_of(market: object) -> FeeSchedule:
     fees = getattr(market, "fees", None)

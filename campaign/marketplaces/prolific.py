@@ -80,6 +80,10 @@ class ProlificFees:
     def __init__(self, cfg: ProlificConfig) -> None:
         self.cfg = cfg
 
+    @property
+    def currency(self) -> str:
+        return self.cfg.currency
+
     def hit_reserve(self, reward: Decimal, assignments: int) -> Decimal:
         return Decimal("0.00")
 

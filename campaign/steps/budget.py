@@ -20,7 +20,7 @@ from sqlmodel import Session, col, func, select
 
 from campaign.ledger import totals
 from campaign.marketplaces.base import fees_of
-from campaign.money import fmt
+from campaign.money import fmt, shown
 from campaign.steps.context import Context, get_row
 from campaign.steps.scores import atomic_write, write_scores
 from campaign.steps.study_state import studies_over
@@ -55,8 +55,8 @@ def sync_budget(ctx: Context) -> None:
                 amount = Decimal(row.budget)
             committed = _committed(ctx, s, amount)
             if amount < committed:
-                ctx.store.event(ctx.name, "budget_refused", f"budget ${fmt(amount)} is below the ${fmt(committed)} "
-                                f"already spent or reserved; kept ${row.budget}", level="warning", session=s)
+                ctx.store.event(ctx.name, "budget_refused", f"budget {shown(amount, ctx.campaign.currency)} is below the {shown(committed, ctx.campaign.currency)} "
+                                f"already spent or reserved; kept {shown(row.budget, ctx.campaign.currency)}", level="warning", session=s)
             else:
                 before = row.budget
                 row.budget = fmt(amount)
@@ -64,7 +64,7 @@ def sync_budget(ctx: Context) -> None:
                     row.status = "running"
                 s.add(row)
                 ctx.store.event(ctx.name, "budget_raised" if amount >= Decimal(before) else "budget_lowered",
-                                f"budget ${before} -> ${fmt(amount)}", session=s)
+                                f"budget {shown(before, ctx.campaign.currency)} -> {shown(amount, ctx.campaign.currency)}", session=s)
         budget = Decimal(row.budget)
     if wanted:
         ctx.store.set_kv(ctx.name, SET_KEY, "")
@@ -116,7 +116,7 @@ def exhaust_if_drained(ctx: Context) -> bool:
         camp.status = EXHAUSTED
         camp.finished_at = ctx.clock.now()
         s.add(camp)
-        ctx.store.event(ctx.name, EXHAUSTED, f"budget ${fmt(ctx.campaign.budget)} exhausted: ${fmt(t.spent)} spent, "
+        ctx.store.event(ctx.name, EXHAUSTED, f"budget {shown(ctx.campaign.budget, ctx.campaign.currency)} exhausted: {shown(t.spent, ctx.campaign.currency)} spent, "
                         f"no HIT left open{written}. Raise it with `campaign budget {ctx.name} --set AMOUNT`.",
                         level="warning", session=s)
     log.warning("campaign %s: budget exhausted (%d items scored)", ctx.name, n_rows)

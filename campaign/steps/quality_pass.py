@@ -23,7 +23,7 @@ from sqlmodel import col, func, select, update
 
 from campaign.ledger import BudgetExceeded, charge_bonus, release_bonus, reserve_bonus
 from campaign.marketplaces.base import AlreadyDone, MarketError, TransientError, fees_of
-from campaign.money import fmt
+from campaign.money import shown
 from campaign.quality.evidence import WorkerEvidence
 from campaign.quality.review import Decision, PolicyConfig, ReviewResult, review
 from campaign.spec import Stage
@@ -343,4 +343,4 @@ def pay_bonuses(ctx: Context, result: ReviewResult) -> None:
         with ctx.store.session() as s:
             charge_bonus(s, ctx.name, w, amount, aid, fees_of(ctx.market))
             ctx.store.set_kv(ctx.name, key, "paid", session=s)
-            ctx.store.event(ctx.name, "bonus", f"{w}: ${fmt(amount)} bonus ({result.reason(w)})", subject=w, session=s)
+            ctx.store.event(ctx.name, "bonus", f"{w}: {shown(amount, ctx.campaign.currency)} bonus ({result.reason(w)})", subject=w, session=s)

@@ -62,3 +62,16 @@ def test_a_long_campaign_list_is_windowed_around_the_selection():
     text = "\n".join(lines)
     assert "▶ c12 running" in text and "c00 " not in text
     assert "above" in text and "below" in text
+
+
+def test_amounts_show_each_campaign_currency_and_are_never_added_across_currencies():
+    pounds = view("on-prolific")
+    pounds.currency = "GBP"
+    snap = Snapshot(taken_at=time.time(), campaigns=[view("on-mturk"), pounds], store_url="sqlite://")
+    text = "\n".join(render(snap, UIState(selected=1), 200, 50))
+    # the header: one line per currency with that currency's own totals (not $6.00 + ... / $60.00)
+    assert "spent $3.00 + reserved $4.00 / budget $30.00" in text
+    assert "spent \u00a33.00 + reserved \u00a34.00 / budget \u00a330.00" in text
+    assert "$60.00" not in text and "\u00a360.00" not in text
+    assert "on-prolific running" in text and "\u00a33.00+\u00a34.00/\u00a330.00" in text
+    assert "spend \u00a31.20/h" in text and "final cost \u00a39.00" in text  # the selected campaign's detail

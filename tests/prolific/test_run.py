@@ -30,7 +30,7 @@ from campaign.crowd.models import make_pool
 from campaign.ledger import totals
 from campaign.prolific.emulator.store import DocStore
 from campaign.spec import load_spec
-from campaign.store import AssignmentRow, LedgerRow, Store, WorkerRow
+from campaign.store import AssignmentRow, EventRow, LedgerRow, Store, WorkerRow
 
 pytestmark = pytest.mark.prolific
 
@@ -65,6 +65,8 @@ def test_example_runs_on_prolific_local_with_spam_excluded_and_the_ledger_equal_
     took = time.monotonic() - started
     assert out.returncode == 0, out.stderr[-3000:]
     assert "water-prolific: scores written to" in out.stdout
+    # the study pays in pounds: the progress lines show pounds and not one amount in dollars
+    assert "\u00a3" in out.stdout and "$" not in out.stdout, out.stdout[-2000:]
     campaign = load_spec(EXAMPLE).campaigns[0]
     with (state / campaign.name / "scores.csv").open(encoding="utf-8") as f:
         rows = list(csv.DictReader(f))
@@ -79,8 +81,10 @@ def test_example_runs_on_prolific_local_with_spam_excluded_and_the_ledger_equal_
             ledger = s.exec(select(LedgerRow).where(LedgerRow.campaign == campaign.name)).all()
             workers = {w.worker_id: w for w in s.exec(select(WorkerRow).where(WorkerRow.campaign == campaign.name)).all()}
             worked = Counter(a.worker_id for a in s.exec(select(AssignmentRow).where(AssignmentRow.campaign == campaign.name)).all())
+            messages = [e.message for e in s.exec(select(EventRow).where(EventRow.campaign == campaign.name)).all()]
     finally:
         store.close()
+    assert not [m for m in messages if "$" in m] and any("budget \u00a360.00" in m for m in messages)
     # money: the ledger is what Prolific charged, to the cent; nothing left reserved
     assert t.spent == charged and t.reserved == Decimal("0.00"), (t, charged)
     assert t.spent <= campaign.budget
