@@ -18,18 +18,15 @@ killed daemon must not work the HITs of the next one.
 from __future__ import annotations
 
 import logging
-import os
-import pickle
-import signal
-import subprocess
 import sys
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import IO, Any
+from typing import Any
 
-from campaign.clock import Clock, ScaledClock, WallClock
+from campaign.child_process import begin, end, first_line, spawn, wait_for_stop
+from campaign.clock import Clock
 from campaign.spec import Campaign
 
 log = logging.getLogger(__name__)
@@ -124,72 +121,29 @@ class InProcessCrowds:
             crowd.stop()
 
 
-def _die_with_parent() -> None:
-    """In the child before exec: SIGKILL when the daemon dies (Linux; elsewhere the parent check does it)."""
-    try:
-        import ctypes
-
-        libc = ctypes.CDLL(None, use_errno=True)
-        libc.prctl(1, int(signal.SIGKILL), 0, 0, 0)  # PR_SET_PDEATHSIG
-    except (OSError, AttributeError):
-        pass
-
-
 class CrowdProcess:
     """The daemon's handle on its crowds' child process; `stop()` ends it."""
 
     def __init__(self, config: ChildConfig, timeout: float = 120.0) -> None:
-        import campaign
-
-        root = str(Path(campaign.__file__).resolve().parent.parent)
-        env = dict(os.environ)
-        env["PYTHONPATH"] = root + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
-        self.proc = subprocess.Popen([sys.executable, "-m", "campaign.crowd.child"], stdin=subprocess.PIPE,
-                                     stdout=subprocess.PIPE, env=env, preexec_fn=_die_with_parent if sys.platform == "linux" else None)
-        assert self.proc.stdin is not None and self.proc.stdout is not None
-        try:
-            self.proc.stdin.write(pickle.dumps(config))
-            self.proc.stdin.close()
-        except BrokenPipeError:
-            pass
-        line = _readline(self.proc.stdout, timeout)
+        self.proc = spawn("campaign.crowd.child", config)
+        assert self.proc.stdout is not None
+        line = first_line(self.proc.stdout, timeout)
         if line.strip() != READY:
             self.stop()
             raise RuntimeError(f"the simulated crowd's process did not start (exit {self.proc.returncode}); "
                                "its messages are above")
 
     def stop(self) -> None:
-        if self.proc.poll() is None:
-            self.proc.terminate()
-            try:
-                self.proc.wait(timeout=15)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait()
-        if self.proc.stdout is not None:
-            self.proc.stdout.close()
-
-
-def _readline(stream: IO[bytes], timeout: float) -> str:
-    """The child's first line, or "" if it says nothing for `timeout` seconds (or exits)."""
-    got: list[bytes] = []
-    t = threading.Thread(target=lambda: got.append(stream.readline()), daemon=True)
-    t.start()
-    t.join(timeout)
-    return got[0].decode("utf-8", "replace") if got else ""
+        end(self.proc)
 
 
 def main() -> int:
-    logging.basicConfig(level=logging.WARNING, format="crowd: %(levelname)s %(message)s")
-    config: ChildConfig = pickle.load(sys.stdin.buffer)
+    config: ChildConfig
+    config, clock, done = begin("crowd")
     from campaign.market.operator import offline
     from campaign.market.worker_client import WorkerClient
     from campaign.store import Store
 
-    clock: Clock = ScaledClock.from_shared(config.clock) if config.clock is not None else WallClock()
-    done = threading.Event()
-    for sig in (signal.SIGINT, signal.SIGTERM):
-        signal.signal(sig, lambda *_: done.set())
     store = Store.open(config.state_dir, config.db)
     operator, close_operator = offline(config.market_state)
     crowds = []
@@ -200,9 +154,7 @@ def main() -> int:
             crowd.start()
             crowds.append(crowd)
         print(READY, flush=True)
-        while not done.wait(0.5):
-            if os.getppid() != config.parent:  # the daemon is gone
-                break
+        wait_for_stop(done, config.parent)
     finally:
         for crowd in crowds:
             crowd.stop()

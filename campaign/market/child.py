@@ -22,9 +22,6 @@ from __future__ import annotations
 
 import json
 import logging
-import os
-import pickle
-import signal
 import subprocess
 import sys
 import threading
@@ -33,8 +30,7 @@ from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
-from campaign.clock import Clock, ScaledClock, WallClock
-from campaign.crowd.child import _die_with_parent, _readline
+from campaign.child_process import begin, end, first_line, spawn, wait_for_stop
 from campaign.market.accounts import DEFAULT_ACCOUNT, Accounts, Credentials
 from campaign.market.operator import offline, register_in_process, unregister_in_process
 
@@ -64,27 +60,15 @@ class MarketProcess:
     so a worker client here can sign workers up exactly as with an in-process marketplace."""
 
     def __init__(self, config: MarketConfig, timeout: float = 60.0) -> None:
-        import campaign
-
-        root = str(Path(campaign.__file__).resolve().parent.parent)
-        env = dict(os.environ)
-        env["PYTHONPATH"] = root + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
-        self.proc = subprocess.Popen([sys.executable, "-m", "campaign.market.child"], stdin=subprocess.PIPE,
-                                     stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env,
-                                     preexec_fn=_die_with_parent if sys.platform == "linux" else None)
-        assert self.proc.stdin is not None and self.proc.stdout is not None
-        try:
-            self.proc.stdin.write(pickle.dumps(config))
-            self.proc.stdin.close()
-        except BrokenPipeError:
-            pass
-        line = _readline(self.proc.stdout, timeout)
+        self.proc = spawn("campaign.market.child", config, stderr=subprocess.PIPE)
+        assert self.proc.stdout is not None
+        line = first_line(self.proc.stdout, timeout)
         try:
             ready = json.loads(line) if line.strip() else {}
         except json.JSONDecodeError:
             ready = {}
         if "endpoint" not in ready:
-            self._end()
+            end(self.proc)
             err = self.proc.stderr.read().decode("utf-8", "replace") if self.proc.stderr is not None else ""
             raise MarketStartError(err.strip().splitlines()[-1] if err.strip() else
                                    f"the marketplace's process did not start (exit {self.proc.returncode})")
@@ -109,32 +93,17 @@ class MarketProcess:
             if text:
                 log.warning("%s", text)
 
-    def _end(self) -> None:
-        if self.proc.poll() is None:
-            self.proc.terminate()
-            try:
-                self.proc.wait(timeout=15)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait()
-
     def stop(self) -> None:
         unregister_in_process(self.endpoint_url)
-        self._end()
+        end(self.proc)
         self._close_operator()
-        if self.proc.stdout is not None:
-            self.proc.stdout.close()
 
 
 def main() -> int:
-    logging.basicConfig(level=logging.WARNING, format="marketplace: %(levelname)s %(message)s")
-    config: MarketConfig = pickle.load(sys.stdin.buffer)
+    config: MarketConfig
+    config, clock, done = begin("marketplace")
     from campaign.market.server import start_market
 
-    clock: Clock = ScaledClock.from_shared(config.clock) if config.clock is not None else WallClock()
-    done = threading.Event()
-    for sig in (signal.SIGINT, signal.SIGTERM):
-        signal.signal(sig, lambda *_: done.set())
     try:
         market: Any = start_market(config.state_dir, clock=clock, mode="prod", balance=config.balance, port=config.port,
                                    public_url=config.public_url, content_port=config.content_port)
@@ -144,9 +113,7 @@ def main() -> int:
     try:
         print(json.dumps({"endpoint": market.endpoint_url, "content_url": market.content_url, "port": market.port}),
               flush=True)
-        while not done.wait(0.5):
-            if os.getppid() != config.parent:  # the daemon is gone
-                break
+        wait_for_stop(done, config.parent)
     finally:
         market.stop()
     return 0

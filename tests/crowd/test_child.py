@@ -4,13 +4,12 @@ work the next daemon's HITs)."""
 
 from __future__ import annotations
 
-import os
-import signal
 import subprocess
 import sys
 import textwrap
-import time
 from pathlib import Path
+
+from tests.processes import alive, child_dies_with
 
 ROOT = Path(__file__).resolve().parents[2]
 EXAMPLE = ROOT / "examples" / "ukpconvarg1-water"
@@ -56,17 +55,6 @@ DAEMON = textwrap.dedent("""
 """)
 
 
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    try:  # a zombie is dead for our purposes (its parent is gone, init reaps it)
-        return Path(f"/proc/{pid}/stat").read_text().split(") ", 1)[1][0] != "Z"
-    except (FileNotFoundError, IndexError):
-        return False
-
-
 def _start(tmp_path: Path, mode: str) -> subprocess.Popen:
     spec = tmp_path / "spec.yaml"
     spec.write_text(SPEC, encoding="utf-8")
@@ -79,7 +67,7 @@ def test_the_crowd_registers_its_workers_and_stops_when_asked(tmp_path):
     out, _ = daemon.communicate(timeout=120)
     pid, code = out.split()
     assert daemon.returncode == 0 and int(code) == 0  # ready, then a clean stop on SIGTERM
-    assert not _alive(int(pid))
+    assert not alive(int(pid))
     from campaign.market.db import Database
 
     db = Database(tmp_path / "state" / "market")
@@ -92,15 +80,7 @@ def test_the_crowd_registers_its_workers_and_stops_when_asked(tmp_path):
 
 def test_the_crowd_dies_with_a_killed_daemon(tmp_path):
     daemon = _start(tmp_path, "sleep")
-    assert daemon.stdout is not None
-    pid = int(daemon.stdout.readline())
-    assert _alive(pid)
-    daemon.send_signal(signal.SIGKILL)
-    daemon.wait(timeout=10)
-    deadline = time.monotonic() + 5
-    while _alive(pid) and time.monotonic() < deadline:
-        time.sleep(0.05)
-    assert not _alive(pid)
+    assert child_dies_with(daemon)
 
 
 def test_only_campaigns_of_built_in_kinds_go_to_a_child(tmp_path):

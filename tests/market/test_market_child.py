@@ -6,12 +6,10 @@ SIGKILLed daemon must not take work for the next one)."""
 from __future__ import annotations
 
 import os
-import signal
 import socket
 import subprocess
 import sys
 import textwrap
-import time
 from decimal import Decimal
 from pathlib import Path
 
@@ -21,6 +19,7 @@ from campaign.clock import ScaledClock
 from campaign.market.child import MarketConfig, MarketProcess, MarketStartError
 from campaign.market.client import make_client
 from campaign.market.worker_client import WorkerClient
+from tests.processes import child_dies_with
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -75,26 +74,7 @@ DAEMON = textwrap.dedent("""
 """)
 
 
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    try:  # a zombie is dead for our purposes
-        return Path(f"/proc/{pid}/stat").read_text().split(") ", 1)[1][0] != "Z"
-    except (FileNotFoundError, IndexError):
-        return False
-
-
 def test_the_marketplace_dies_with_a_killed_daemon(tmp_path):
     daemon = subprocess.Popen([sys.executable, "-c", DAEMON, str(tmp_path / "market")], cwd=ROOT,
                               stdout=subprocess.PIPE, text=True)
-    assert daemon.stdout is not None
-    pid = int(daemon.stdout.readline())
-    assert _alive(pid)
-    daemon.send_signal(signal.SIGKILL)
-    daemon.wait(timeout=10)
-    deadline = time.monotonic() + 5
-    while _alive(pid) and time.monotonic() < deadline:
-        time.sleep(0.05)
-    assert not _alive(pid)
+    assert child_dies_with(daemon)
