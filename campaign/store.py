@@ -32,6 +32,8 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
+MIGRATION_LOCK = 0x63616D70  # "camp": the PostgreSQL advisory lock key that serialises opening (and migrating) a store
+
 # The version the previous releases' `create_all` stores are at (they carry no version table): opening
 # one stamps it with this and migrates it on from there.
 BASELINE = "0001"
@@ -277,6 +279,12 @@ class Store:
 
     def _check_and_migrate(self) -> None:
         with self.engine.begin() as conn:
+            if conn.dialect.name == "postgresql":
+                # several daemons started at once on a fresh server database would all create the tables
+                # (the losers die on "already exists"): one migrates at a time, the others then find it
+                # done. A transaction-level advisory lock: released with the commit, or when a killed
+                # process's connection goes.
+                conn.exec_driver_sql(f"SELECT pg_advisory_xact_lock({MIGRATION_LOCK})")
             if conn.dialect.name == "sqlite":
                 problems = [line.strip() for r in conn.execute(text("PRAGMA quick_check")).fetchall()
                             for line in str(r[0]).splitlines() if line.strip() and not line.startswith("***")]

@@ -151,6 +151,37 @@ def test_pg_url_fixture_gives_an_empty_database(pg_url):
     engine.dispose()
 
 
+OPEN_AT = """
+import sys, time
+from campaign.store import Store
+at = float(sys.argv[2])
+time.sleep(max(0.0, at - time.time()))  # every process opens the store at the same instant
+store = Store.open(sys.argv[3], sys.argv[1])
+print(store.schema_version())
+store.close()
+"""
+
+
+@pytest.mark.postgres
+def test_daemons_opening_a_fresh_server_database_at_once_all_start(pg_server_session, tmp_path):
+    """Several daemons started together on an empty PostgreSQL database: one creates the tables, the others
+    wait for it and find them (without the lock the losers died on "relation already exists")."""
+    import subprocess
+    import sys
+    import time
+
+    from campaign.store import SCHEMA_HEAD
+
+    for attempt in range(3):
+        url = pg_server_session.create_database()
+        at = time.time() + 2.0
+        procs = [subprocess.Popen([sys.executable, "-c", OPEN_AT, url, str(at), str(tmp_path / f"s{attempt}-{i}")],
+                                  stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) for i in range(4)]
+        outs = [p.communicate(timeout=120) for p in procs]
+        assert [p.returncode for p in procs] == [0] * 4, [err[-1500:] for _, err in outs]
+        assert [out.strip() for out, _ in outs] == [SCHEMA_HEAD] * 4
+
+
 def test_the_known_head_is_the_newest_migration():
     from campaign.store import SCHEMA_HEAD, _script
 
