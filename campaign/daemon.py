@@ -67,13 +67,21 @@ class Runtime:
     prolific: Any = None  # campaign.prolific.runtime.ProlificPieces, when a campaign recruits on Prolific
     stop_event: threading.Event = field(default_factory=threading.Event)
     tick_ms: dict[str, list[float]] = field(default_factory=dict)  # each campaign's pass durations
+    step_ms: dict[str, dict[str, list[float]]] = field(default_factory=dict)  # campaign -> step -> durations
+
+    def timed_tick(self, name: str) -> Callable[[Context], None]:
+        """`tick` recording each step's duration for `name` in `step_ms`."""
+        per_step = self.step_ms.setdefault(name, {})
+        return lambda ctx: tick(ctx, per_step)
 
 
 def write_run_stats(rt: Runtime, state_dir: Path) -> None:
     """`<state>/run-stats.json`: each campaign's pass durations (ms) and the requests made to the
     marketplaces this run, which `campaign bench scale` reads."""
     requests = sum(int(getattr(ctx.market, "requests", 0) or 0) for ctx in rt.contexts)
-    data = {"tick_ms": {name: [round(t, 2) for t in ms] for name, ms in list(rt.tick_ms.items())}, "requests": requests}
+    data = {"tick_ms": {name: [round(t, 2) for t in ms] for name, ms in list(rt.tick_ms.items())}, "requests": requests,
+            "step_ms": {name: {step: [round(t, 2) for t in ms] for step, ms in list(steps.items())}
+                        for name, steps in list(rt.step_ms.items())}}
     f = state_dir / "run-stats.json"
     tmp = f.with_name(f"run-stats.{os.getpid()}.tmp")
     tmp.write_text(json.dumps(data))
@@ -156,7 +164,7 @@ def ensure_campaign_row(store: Store, c: Campaign, seed: int) -> str:
         return json.loads(row.spec_json)["instance"]
 
 
-def tick(ctx: Context) -> None:
+def tick(ctx: Context, step_ms: dict[str, list[float]] | None = None) -> None:
     """One pass over a campaign: the steps of `campaign.steps.pipeline.PIPELINE` its status calls for."""
     with ctx.lock:
         with ctx.store.session() as s:
@@ -164,7 +172,7 @@ def tick(ctx: Context) -> None:
             status = row.status if row is not None else "missing"
         if status in DONE_STATUSES or status == "missing":
             return
-        run_pass(ctx, status)
+        run_pass(ctx, status, step_ms=step_ms)
 
 
 def _safe(ctx: Context, fn: Callable[[Context], None], state_dir: Path,
@@ -417,7 +425,7 @@ def _run(spec: Spec, opts: RunOptions, progress: Callable[[Runtime], None] | Non
     scheduler = BackgroundScheduler(executors={"default": ThreadPoolExecutor(max_workers=4)}, timezone="UTC")
     leases = _Leases(rt, opts) if shared_store(opts.db) else None
     for ctx in rt.contexts:
-        job = (_safe(ctx, tick, opts.state_dir, rt.tick_ms.setdefault(ctx.name, [])) if leases is None
+        job = (_safe(ctx, rt.timed_tick(ctx.name), opts.state_dir, rt.tick_ms.setdefault(ctx.name, [])) if leases is None
                else leases.job(ctx.name))
         scheduler.add_job(job, "interval", seconds=ctx.campaign.poll_interval,
                           id=f"tick:{ctx.name}", max_instances=1, coalesce=True, next_run_time=None)
@@ -511,7 +519,7 @@ class _Leases:
                     old = self.rt.contexts[i]
                     self.rt.contexts[i] = Context(store=old.store, market=old.market, campaign=old.campaign, seed=old.seed,
                                                   state_dir=old.state_dir, clock=old.clock, instance=old.instance)
-                _safe(self.rt.contexts[i], tick, self.opts.state_dir, self.rt.tick_ms.setdefault(name, []))()
+                _safe(self.rt.contexts[i], self.rt.timed_tick(name), self.opts.state_dir, self.rt.tick_ms.setdefault(name, []))()
 
         return run_if_held
 

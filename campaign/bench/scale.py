@@ -5,7 +5,8 @@ user runs it, in a child process, with nothing but `--config`, `--state` and `--
 It prints what decides whether a lab can run the seed's own scale (seed 000: about 47,000 propositions,
 9,400 HITs, 47,000 assignments) on one machine: wall seconds, the peak resident memory of the run's processes together (daemon, marketplace, crowd), requests made to
 the marketplace, the sizes of the store and of the marketplace's database, the daemon's tick time
-(p50/p99, from the run statistics the daemon leaves in `<state>/run-stats.json`), and how many
+(p50/p99, from the run statistics the daemon leaves in `<state>/run-stats.json`, and each step's
+share of it), and how many
 assignments the marketplace approved by itself before the daemon decided on them (work that was paid
 without being reviewed: `auto_approved` events in the store, checked against the marketplace's own
 record of the approvals it made by itself).
@@ -193,9 +194,23 @@ def run_scale(n: int, seed: int = 0, keep: Path | None = None, timeout: float = 
             "store_mib": round(dir_mib(state) - dir_mib(state / "market") - dir_mib(state / "scale"), 1),
             "market_mib": round(dir_mib(state / "market"), 1),
             "tick_ms": {"p50": percentile(ticks, 50), "p99": percentile(ticks, 99)},
+            # where a pass's time goes: each step's p50/p99 and its total over the run (s), slowest first
+            "step_ms": step_figures(stats.get("step_ms") or {}),
             "auto_approved_before_review": max(figures["auto_approved_before_review"],
                                                market_auto_approved(state / "market" / "market.db")),
         }
+
+
+def step_figures(step_ms: dict[str, dict[str, list[float]]]) -> dict[str, dict[str, float]]:
+    """Each step's durations over every campaign's passes, the steps that took time first: whether a
+    pass grows with the new work (collect, review, post) or with the campaign (what should stay flat)."""
+    merged: dict[str, list[float]] = {}
+    for per in step_ms.values():
+        for step, ms in per.items():
+            merged.setdefault(step, []).extend(float(t) for t in ms)
+    rows = {step: {"p50": percentile(ms, 50) or 0.0, "p99": percentile(ms, 99) or 0.0, "total_s": round(sum(ms) / 1000, 2)}
+            for step, ms in merged.items() if ms}
+    return dict(sorted(rows.items(), key=lambda kv: (-kv[1]["total_s"], kv[0])))
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -217,6 +232,8 @@ def main(argv: list[str] | None = None) -> int:
     print(f"  wall {out['seconds']:.1f} s, peak RSS {out['peak_rss_mib']:.1f} MiB, requests {out['requests']}")
     print(f"  store {out['store_mib']:.1f} MiB, marketplace {out['market_mib']:.1f} MiB")
     print(f"  tick p50 {tick['p50']} ms, p99 {tick['p99']} ms")
+    for step, fig in list(out.get("step_ms", {}).items())[:5]:
+        print(f"    {step:<10} p50 {fig['p50']} ms, p99 {fig['p99']} ms, {fig['total_s']} s in all")
     print(f"  approved by the marketplace before review: {out['auto_approved_before_review']}")
     if out["unfilled_slots"]:
         print(f"  warning: {out['unfilled_slots']:,} assignment slots expired unanswered (the crowd fell behind): "

@@ -147,7 +147,12 @@ def _spam_reasons(e: WorkerEvidence, c: PolicyConfig, median: float | None, gap:
 def review(labels: Sequence[Label], traps: Sequence[TrapResult], config: PolicyConfig,
            competence: Mapping[str, float] | None = None) -> ReviewResult:
     """Decide, for every worker, from all labels so far. Deterministic: ties broken by worker id."""
-    ev = gather(labels, traps, config.min_shared, competence)
+    return judge(gather(labels, traps, config.min_shared, competence), config)
+
+
+def judge(ev: dict[str, WorkerEvidence], config: PolicyConfig) -> ReviewResult:
+    """Decide, for every worker, from the evidence about all of them (`gather`, or kept up to date by
+    `campaign.quality.running.RunningEvidence`)."""
     rs = [e.correlation for e in ev.values() if e.correlation is not None]
     median = statistics.median(rs) if rs else None
     gap = {w: below_median_se(e, median) for w, e in ev.items()}

@@ -29,7 +29,7 @@ log = logging.getLogger(__name__)
 
 SWEEP = 20  # open HITs looked at per pass besides the reviewable ones (partly done HITs; each is a request)
 CURSOR_KEY = "collect_cursor"
-COLLECT_SECONDS = 5.0  # wall seconds one pass may spend fetching (what is left is listed again next pass)
+COLLECT_SECONDS = 2.0  # wall seconds one pass may spend fetching (what is left is listed again next pass)
 _PAGE = 200  # HITs read from the store at a time while looking for the sweep's next open HITs
 _IN = 500  # ids per IN (...) list
 

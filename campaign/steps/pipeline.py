@@ -11,6 +11,7 @@ plan a stage's repeat once its first pass is over, pay bonuses, finish (or end o
 from __future__ import annotations
 
 import logging
+import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -91,11 +92,16 @@ def steps_for(status: str, pipeline: tuple[Step, ...] = PIPELINE) -> list[Step]:
     return [s for s in pipeline if status in s.statuses]
 
 
-def run_pass(ctx: Context, status: str, pipeline: tuple[Step, ...] = PIPELINE) -> list[str]:
-    """Run every step declared for `status`, in order; returns the names of the steps run."""
+def run_pass(ctx: Context, status: str, pipeline: tuple[Step, ...] = PIPELINE,
+             step_ms: dict[str, list[float]] | None = None) -> list[str]:
+    """Run every step declared for `status`, in order; returns the names of the steps run. `step_ms`
+    collects each step's duration, so a slow pass can be traced to the step that grew."""
     ran = []
     for step in steps_for(status, pipeline):
         log.debug("campaign %s: step %s", ctx.name, step.name)
+        started = time.perf_counter()
         step(ctx)
+        if step_ms is not None:
+            step_ms.setdefault(step.name, []).append((time.perf_counter() - started) * 1000)
         ran.append(step.name)
     return ran

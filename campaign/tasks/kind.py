@@ -188,7 +188,11 @@ class TaskKind(ABC):
 
     # -- quality control -------------------------------------------------------------------------------
     def evidence(self, stage: Stage, rows: Sequence[ReviewedJudgment]) -> tuple[list[Label], list[TrapResult]] | None:
-        """Labels and trap results for the review policy; None when this kind is not policed."""
+        """Labels and trap results for the review policy; None when this kind is not policed.
+
+        Row by row: what a row gives must not depend on the other rows passed with it (`shown` carries
+        what a row needs of its assignment). Quality control passes only the rows stored since its last
+        run and keeps what it was given (`campaign.steps.quality_pass.running_evidence`)."""
         return None
 
     # -- the simulated crowd ---------------------------------------------------------------------------

@@ -13,7 +13,7 @@ import time
 from campaign.bench.scale import TreeMemory, main, run_scale
 
 KEYS = {"propositions", "hits", "assignments", "seconds", "peak_rss_mib", "requests", "store_mib", "market_mib",
-        "tick_ms", "auto_approved_before_review", "unfilled_slots"}
+        "tick_ms", "auto_approved_before_review", "unfilled_slots", "step_ms"}
 
 
 def test_a_small_scale_run_reports_every_figure(tmp_path):
@@ -26,13 +26,29 @@ def test_a_small_scale_run_reports_every_figure(tmp_path):
     assert 0 < out["tick_ms"]["p50"] <= out["tick_ms"]["p99"]
     stats = json.loads((tmp_path / "kept" / "state" / "run-stats.json").read_text())
     assert sum(len(v) for v in stats["tick_ms"].values()) >= 1
+    steps = out["step_ms"]
+    assert {"collect", "review", "post", "quality"} <= set(steps)
+    # every pass runs its steps one after another: the steps' time is within the passes' time
+    assert sum(f["total_s"] for f in steps.values()) <= sum(sum(v) for v in stats["tick_ms"].values()) / 1000 + 0.05
+    assert list(steps) == sorted(steps, key=lambda s: (-steps[s]["total_s"], s))
 
 
 def test_json_flag_prints_the_contract(capsys, monkeypatch):
-    fake = dict.fromkeys(KEYS, 0) | {"tick_ms": {"p50": 1.0, "p99": 2.0}}
+    fake = dict.fromkeys(KEYS, 0) | {"tick_ms": {"p50": 1.0, "p99": 2.0}, "step_ms": {"collect": {"p50": 1.0, "p99": 2.0, "total_s": 3.0}}}
     monkeypatch.setattr("campaign.bench.scale.run_scale", lambda *a, **k: fake)
     assert main(["--propositions", "10", "--json"]) == 0
     assert json.loads(capsys.readouterr().out) == fake
+
+
+def test_the_text_report_names_the_slowest_steps(capsys, monkeypatch):
+    fake = dict.fromkeys(KEYS, 0) | {"tick_ms": {"p50": 1.0, "p99": 2.0},
+                                     "step_ms": {"collect": {"p50": 1.0, "p99": 2.0, "total_s": 3.0},
+                                                 "review": {"p50": 0.5, "p99": 1.5, "total_s": 2.0}}}
+    monkeypatch.setattr("campaign.bench.scale.run_scale", lambda *a, **k: fake)
+    assert main(["--propositions", "10"]) == 0
+    out = capsys.readouterr().out
+    assert "collect    p50 1.0 ms, p99 2.0 ms, 3.0 s in all" in out
+    assert out.index("collect") < out.index("review")
 
 
 def test_tree_memory_adds_up_the_processes_a_run_starts():

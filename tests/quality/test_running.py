@@ -1,0 +1,103 @@
+"""The running evidence equals `gather` over the same labels, however they are split and ordered."""
+
+from __future__ import annotations
+
+import random
+
+from campaign.quality.evidence import Label, TrapResult, gather
+from campaign.quality.running import RunningEvidence
+
+
+def crowd_labels(rng: random.Random, items: int, per_item: int, workers: int, spammers: int,
+                 values: list[float]) -> list[Label]:
+    """Honest workers rate near each item's truth, spammers at random; now and then a worker rates an
+    item twice (a repeat HIT)."""
+    out = []
+    for i in range(items):
+        truth = rng.choice(values)
+        for k in range(per_item):
+            w = rng.randrange(workers)
+            v = rng.choice(values) if w < spammers else min(values, key=lambda x: abs(x - truth - rng.gauss(0, 0.7)))
+            out.append(Label(item=f"i{i}", worker=f"W{w}", assignment=f"a{i}-{k}", value=v))
+    return out
+
+
+def assert_same(got: dict, want: dict) -> None:
+    assert list(got) == list(want)
+    for w, e in want.items():
+        g = got[w]
+        assert (g.labels, g.shared_items, g.traps_seen, g.traps_passed, g.constant) == \
+            (e.labels, e.shared_items, e.traps_seen, e.traps_passed, e.constant), w
+        if e.correlation is None:
+            assert g.correlation is None, w
+        else:
+            assert g.correlation is not None and abs(g.correlation - e.correlation) < 1e-12, (w, g.correlation, e.correlation)
+
+
+def chunks(xs: list, sizes: list[int]) -> list[list]:
+    out, i = [], 0
+    for n in sizes:
+        out.append(xs[i:i + n])
+        i += n
+    out.append(xs[i:])
+    return out
+
+
+def test_equals_gather_on_a_crowd_added_in_passes() -> None:
+    rng = random.Random(7)
+    labels = crowd_labels(rng, items=300, per_item=5, workers=25, spammers=5, values=[1, 2, 3, 4, 5])
+    traps = [TrapResult(worker=f"W{rng.randrange(25)}", assignment=f"t{n}", item=f"trap{n}", value=5.0, passed=rng.random() < 0.8)
+             for n in range(60)]
+    book = RunningEvidence()
+    for part in chunks(labels, [1, 7, 100, 500]):
+        book.add(part, [])
+    book.add([], traps)
+    for min_shared in (0, 1, 5, 40):
+        assert_same(book.evidence(min_shared), gather(labels, traps, min_shared))
+
+
+def test_the_split_and_order_change_nothing_exactly() -> None:
+    rng = random.Random(3)
+    labels = crowd_labels(rng, items=120, per_item=4, workers=12, spammers=3, values=[1, 2, 3, 4, 5])
+    one = RunningEvidence()
+    one.add(labels)
+    many = RunningEvidence()
+    shuffled = labels[:]
+    rng.shuffle(shuffled)
+    for part in chunks(shuffled, [3, 50, 1, 200]):
+        many.add(part)
+    assert one.evidence(5) == many.evidence(5)  # dataclass equality: the very same floats
+
+
+def test_values_that_are_not_whole_numbers_stay_exact() -> None:
+    rng = random.Random(11)
+    labels = crowd_labels(rng, items=80, per_item=5, workers=10, spammers=2, values=[-0.5, 0.1, 0.25, 1.75, 3.3])
+    book = RunningEvidence()
+    for part in chunks(labels, [10, 10, 100]):
+        book.add(part)
+    assert_same(book.evidence(5), gather(labels, [], 5))
+
+
+def test_a_constant_worker_has_no_variance_and_counts_zero() -> None:
+    labels = [Label(item=f"i{i}", worker="C", assignment=f"c{i}", value=3.0) for i in range(8)]
+    labels += [Label(item=f"i{i}", worker="H", assignment=f"h{i}", value=float(i % 5 + 1)) for i in range(8)]
+    book = RunningEvidence()
+    book.add(labels)
+    got = book.evidence(5)
+    assert got["C"].constant and got["C"].correlation == 0.0
+    assert not got["H"].constant
+    assert_same(got, gather(labels, [], 5))
+
+
+def test_any_labels_any_split() -> None:
+    """Small random crowds (few items and workers, so shared items, repeats and lone labels are common)."""
+    rng = random.Random(2026)
+    for _ in range(300):
+        labels = [Label(item=f"i{rng.randrange(7)}", worker=f"W{rng.randrange(5)}", assignment=f"a{n}",
+                        value=float(rng.randint(1, 5))) for n in range(rng.randrange(80))]
+        sizes = [rng.randrange(30) for _ in range(rng.randrange(5))]
+        book = RunningEvidence()
+        for part in chunks(labels, sizes):
+            book.add(part)
+        min_shared = rng.randrange(7)
+        assert_same(book.evidence(min_shared), gather(labels, [], min_shared))
