@@ -52,6 +52,10 @@ campaigns:
     stages:
       - name: likert
         kind: likert
+        # A held rejection goes out at half this delay, and until it does the last slots can wait for a
+        # place (a place held by a participant with nothing left to do counts as capacity in
+        # `ProlificMarketplace._places_wanted`): at speed 600 the default 3 days held a run 3.6 minutes.
+        auto_approval_delay: 1d
         traps:
           share: 0.2
           texts: ["This sentence is not important.", "Barack Obama graduated from Harvard Law."]
