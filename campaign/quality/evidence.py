@@ -116,6 +116,11 @@ def meta_worker_agreement(labels: Iterable[Label], k: int = 5) -> float | None:
     return sum(rs) / len(rs) if rs else None
 
 
+def constant_answers(labels: int, distinct: int, min_shared: int) -> bool:
+    """Every label the same value, over enough labels to mean something."""
+    return labels >= max(min_shared, 2) and distinct == 1
+
+
 def gather(labels: Sequence[Label], traps: Sequence[TrapResult], min_shared: int,
            competence: Mapping[str, float] | None = None) -> dict[str, WorkerEvidence]:
     """Everything known about each worker who left a label or met a trap."""
@@ -133,6 +138,6 @@ def gather(labels: Sequence[Label], traps: Sequence[TrapResult], min_shared: int
         values = by_worker.get(w, [])
         r, shared = rest.get(w, (None, 0))
         out[w] = WorkerEvidence(worker=w, labels=len(values), shared_items=shared, correlation=r, traps_seen=seen[w],
-                                traps_passed=passed[w], constant=len(values) >= max(min_shared, 2) and len(set(values)) == 1,
+                                traps_passed=passed[w], constant=constant_answers(len(values), len(set(values)), min_shared),
                                 competence=(competence or {}).get(w))
     return out

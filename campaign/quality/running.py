@@ -22,7 +22,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from fractions import Fraction
 
-from campaign.quality.evidence import Label, TrapResult, WorkerEvidence
+from campaign.quality.evidence import Label, TrapResult, WorkerEvidence, constant_answers
 
 Number = int | Fraction
 
@@ -145,5 +145,5 @@ class RunningEvidence:
                 r = 0.0 if got is None else got  # no variance: no information about the order of items
             out[w] = WorkerEvidence(worker=w, labels=n_labels, shared_items=shared, correlation=r,
                                     traps_seen=self.traps_seen.get(w, 0), traps_passed=self.traps_passed.get(w, 0),
-                                    constant=n_labels >= max(min_shared, 2) and len(self.values.get(w, ())) == 1)
+                                    constant=constant_answers(n_labels, len(self.values.get(w, ())), min_shared))
         return out
