@@ -24,3 +24,14 @@ def test_unreadable_json_is_a_400_in_prolifics_error_shape(tmp_path: Path, body:
             urllib.request.urlopen(req, timeout=10)
         assert err.value.code == 400
         assert json.loads(err.value.read())["error"]["status"] == 400
+
+
+def test_a_number_too_large_for_a_float_is_a_400_not_a_dropped_connection(tmp_path: Path) -> None:
+    """`approval_rate: 10**4000` reached float() and raised OverflowError: the emulator closed the connection."""
+    with start_emulator(tmp_path / "em") as em:
+        body = b'{"approval_rate": 1' + b"0" * 4000 + b"}"
+        req = urllib.request.Request(f"{em.root_url}/emulator/participants", data=body, method="POST",
+                                     headers={"Authorization": f"Token {em.token}", "Content-Type": "application/json"})
+        with pytest.raises(urllib.error.HTTPError) as err:
+            urllib.request.urlopen(req, timeout=10)
+        assert err.value.code == 400 and json.loads(err.value.read())["error"]["status"] == 400

@@ -176,7 +176,7 @@ class Handler(BaseHTTPRequestHandler):
             status, payload = self._route(req)
         except ApiError as exc:
             status, payload = exc.status, exc.body()
-        except (ValueError, TypeError, KeyError, AttributeError) as exc:
+        except (ValueError, TypeError, KeyError, AttributeError, OverflowError) as exc:  # OverflowError: float(10**4000)
             status, payload = 400, ApiError(400, f"Malformed request ({type(exc).__name__}).").body()
         except (BrokenPipeError, ConnectionResetError):
             return
