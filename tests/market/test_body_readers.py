@@ -166,3 +166,16 @@ def test_the_requester_api_answers_unreadable_json_with_a_400_not_a_service_faul
                                 creds.access_key_id, creds.secret_access_key)
     status, payload, _ = _post(url, body, headers)
     assert status == 400 and "SerializationException" in payload["__type"] and problem in payload["Message"], payload
+
+
+@pytest.mark.parametrize("path, body", [("/worker/api/accept", b'{"HITId": "\\ud800"}'),
+                                        ("/worker/api/return", b'{"AssignmentId": "\\udc00x"}'),
+                                        ("/worker/api/accept", b'{"HITId": 1' + b"0" * 5000 + b"}"),
+                                        ("/worker/api/accept", DEEP_BODY)])
+def test_the_worker_json_api_answers_unreadable_json_with_a_400(market, path: str, body: bytes) -> None:
+    """A lone surrogate reached SQLite (UnicodeEncodeError) and a 5,000-digit number int() (ValueError): 500s."""
+    market.workers.register("AJSON01")
+    token, csrf = market.workers._sessions["AJSON01"]
+    status, payload, _ = _post(market.server.endpoint_url + path, body, {"Content-Type": "application/json",
+                                                                         "Cookie": f"mkt_session={token}", "X-CSRF-Token": csrf})
+    assert status == 400 and payload["error"] == "MalformedRequest", payload
