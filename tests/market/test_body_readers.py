@@ -98,7 +98,7 @@ def test_the_prolific_door_and_emulator_bodies_are_json_or_a_400(raw: bytes) -> 
 
 @settings(SETTINGS, max_examples=60)
 @given(fields=st.lists(st.tuples(TEXT, TEXT), max_size=4), raw=st.binary(max_size=200))
-@example(fields=[("comment", "é" * (1 << 20))], raw=b"c=" + b"%00" * (1 << 18))  # 1 MB strings
+@example(fields=[("comment", "x" * (1 << 20) + "é")], raw=b"c=" + b"%00" * (1 << 16))  # 1 MB strings
 @example(fields=[("comment", "x" * (1 << 20) + "\x00")], raw=b"c=" + b"\xff" * (1 << 20))
 @example(fields=[("rating-0", "4\x00")], raw=b"")
 @example(fields=[], raw=b"assignmentId=A1&rating-0=4%00")
