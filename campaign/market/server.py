@@ -167,6 +167,7 @@ class Core:
         self.accounts = accounts
         self.site = site
         self.content = content
+        self.signing = auth.Signing(())  # the Host names it answers to: set once the sockets are bound
 
 
 class _Base(BaseHTTPRequestHandler):
@@ -333,7 +334,8 @@ class Handler(_Base):
         rid = P.new_request_id()
         market = self.server.market
         try:
-            requester = auth.verify("POST", url.path, url.query, self.headers, body, market.accounts.lookup_key, time.time())
+            requester = auth.verify("POST", url.path, url.query, self.headers, body, market.accounts.lookup_key, time.time(),
+                                    market.signing)
             verdict = market.faults.decide()
             if verdict == "throttle":
                 raise P.throttling()
@@ -348,6 +350,7 @@ class Handler(_Base):
         except Exception:  # noqa: BLE001 - unexpected: MTurk's answer for its own bugs is a ServiceFault
             err = P.service_fault()
             status, payload = err.status, err.body
+        market.signing.settle(status, payload)
         headers = {"x-amzn-RequestId": rid}
         if status == 403:
             headers["x-amzn-ErrorType"] = str(payload.get("__type", ""))
@@ -488,6 +491,7 @@ def start_market(state_dir: Path, clock: Clock | None = None, mode: str = "sandb
         public = urllib.parse.urlsplit(site_cfg.worker_origin)
         content_url = _url(public.hostname or host, content_httpd.server_address[1], public.scheme)
     site_cfg.content_origin = _origin(content_url)
+    core.signing = auth.Signing.for_urls(endpoint, site_cfg.worker_origin)
     if site_cfg.worker_origin == site_cfg.content_origin:
         raise ValueError("the content origin must differ from the worker site's origin")
     return RunningMarket(core, httpd, content_httpd, db, credentials, endpoint, site_cfg.content_origin)
