@@ -20,6 +20,8 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+from campaign.filemodes import private_db, private_dir
+
 ACCOUNT_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
 KEY_ALPHABET = "ABCDEFGHIJKLMNOPQRSTUVWXYZ234567"
 SECRET_ALPHABET = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/"
@@ -71,21 +73,13 @@ def new_credentials() -> Credentials:
 
 class Accounts:
     def __init__(self, state_dir: Path) -> None:
-        state_dir = Path(state_dir)
-        state_dir.mkdir(parents=True, exist_ok=True)
-        self.path = state_dir / "auth.db"
-        if not self.path.exists():
-            os.close(os.open(self.path, os.O_CREAT | os.O_WRONLY, 0o600))
-        os.chmod(self.path, 0o600)
+        state_dir = private_dir(state_dir)
+        self.path = private_db(state_dir / "auth.db")
         self._lock = threading.Lock()
         self._keys: dict[str, tuple[str, str]] = {}
         self._conn = sqlite3.connect(str(self.path), check_same_thread=False, isolation_level=None, timeout=10)
         self._conn.execute("PRAGMA journal_mode=WAL")
         self._conn.executescript(SCHEMA)
-        for extra in ("-wal", "-shm"):
-            side = self.path.with_name(self.path.name + extra)
-            if side.exists():
-                os.chmod(side, 0o600)
 
     def close(self) -> None:
         with self._lock:
