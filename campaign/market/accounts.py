@@ -37,6 +37,8 @@ CREATE TABLE IF NOT EXISTS worker_codes (
   code_hash TEXT PRIMARY KEY, worker_id TEXT NOT NULL, expires REAL NOT NULL);
 CREATE TABLE IF NOT EXISTS sessions (
   token_hash TEXT PRIMARY KEY, worker_id TEXT NOT NULL, csrf TEXT NOT NULL, expires REAL NOT NULL);
+CREATE INDEX IF NOT EXISTS sessions_worker ON sessions (worker_id);
+CREATE INDEX IF NOT EXISTS codes_worker ON worker_codes (worker_id);
 """
 
 
@@ -130,10 +132,15 @@ class Accounts:
 
     # -- workers --------------------------------------------------------------------------------------
     def issue_code(self, worker_id: str, ttl: float = CODE_TTL) -> str:
-        """A new sign-in code for the worker; earlier codes of that worker stop working."""
-        code = secrets.token_urlsafe(24)
+        """A new sign-in code for the worker; earlier codes of that worker stop working and the worker's
+        open sessions end (a code is re-issued when the old one may have leaked).
+
+        The code starts with the worker id (`AWORKER-...`): it names whom a wrong guess was aimed at, so
+        sign-in attempts can be limited per worker as well as per address (`SignInLimiter`)."""
+        code = f"{worker_id}-{secrets.token_urlsafe(24)}"
         with self._lock:
             self._conn.execute("DELETE FROM worker_codes WHERE worker_id=?", (worker_id,))
+            self._conn.execute("DELETE FROM sessions WHERE worker_id=?", (worker_id,))
             self._conn.execute("INSERT INTO worker_codes (code_hash, worker_id, expires) VALUES (?,?,?)",
                                (_digest(code), worker_id, time.time() + ttl))
         return code
@@ -146,6 +153,16 @@ class Accounts:
         if row is None or row[1] < time.time():
             return None
         return str(row[0])
+
+    def revoke_worker(self, worker_id: str) -> int:
+        """Ends every session of the worker and voids their sign-in code; returns how many sessions ended."""
+        with self._lock:
+            self._conn.execute("DELETE FROM worker_codes WHERE worker_id=?", (worker_id,))
+            return int(self._conn.execute("DELETE FROM sessions WHERE worker_id=?", (worker_id,)).rowcount)
+
+    def has_session(self, worker_id: str) -> bool:
+        """Whether the worker has a session that has not ended or expired (frame links need one)."""
+        return self._one("SELECT 1 FROM sessions WHERE worker_id=? AND expires>=? LIMIT 1", (worker_id, time.time())) is not None
 
     def open_session(self, worker_id: str, ttl: float = SESSION_TTL) -> tuple[str, Session]:
         """Returns the session token (for the cookie, never stored) and the session."""

@@ -323,7 +323,7 @@ class Handler(_Base):
             if url.path == "/health":
                 return self._send(200, "application/json", b'{"ok": true}')
             query = dict(urllib.parse.parse_qsl(url.query, keep_blank_values=True))
-            reply = market.site.route(method, url.path, query, body, dict(self.headers.items()))
+            reply = market.site.route(method, url.path, query, body, dict(self.headers.items()), self.client_address[0])
         except Exception as exc:  # noqa: BLE001 - one bad request must never take the server down
             return self._send(500, "application/json", json.dumps({"error": "InternalError", "message": type(exc).__name__}).encode())
         if reply is None:
@@ -600,6 +600,9 @@ def _admin_parser() -> argparse.ArgumentParser:
     wadd.add_argument("--approved", type=int, default=0, help="prior number of HITs approved")
     wadd.add_argument("--masters", action="store_true")
     wadd.add_argument("--json", action="store_true")
+    wrev = wrk.add_parser("revoke", help="end every session of a worker and void their sign-in code")
+    wrev.add_argument("worker_id")
+    wrev.add_argument("--state", type=Path, default=Path("state/market"))
     return ap
 
 
@@ -626,6 +629,10 @@ def admin_main(argv: list[str]) -> int:
             path = Path(args.state) / "credentials"
             write_credentials_file(path, args.name, creds)
             print(f"account {args.name!r}: access key {creds.access_key_id}; secret written to {path} (profile {args.name})")
+            return 0
+        if args.action == "revoke":
+            ended = op.revoke_worker(args.worker_id)
+            print(f"worker {args.worker_id}: {ended} session(s) ended; sign-in code voided (worker add issues a new one)")
             return 0
         try:
             code = op.add_worker(args.worker_id, WorkerProfile(country=args.country, subdivision=args.subdivision,
