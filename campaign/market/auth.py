@@ -181,7 +181,7 @@ class ReplayCache:
         seen = self._seen
         while seen:  # nearly in time order: drop the expired ones at the front
             entry = next(iter(seen.values()))
-            if entry.until > now or entry.answer is None:
+            if entry.until > now:  # an entry never settled (its request died) goes when its window ends too
                 break
             self._drop(next(iter(seen)))
 
@@ -201,13 +201,13 @@ class ReplayCache:
                 if entry is None:
                     break
                 if entry.answer is not None:
-                    raise Replayed(entry.answer[0], entry.answer[1])
+                    raise Replayed(entry.answer[0], json.loads(entry.answer[1]))
                 left = deadline - time.monotonic()
                 if left <= 0:
                     raise replayed()
                 self._cond.wait(left)
             if len(self._seen) >= self.capacity or self._bytes >= self.max_bytes:
-                for k in [k for k, e in self._seen.items() if e.until <= now and e.answer is not None]:
+                for k in [k for k, e in self._seen.items() if e.until <= now]:
                     self._drop(k)
                 if len(self._seen) >= self.capacity or self._bytes >= self.max_bytes:
                     raise replay_cache_full()
@@ -221,8 +221,9 @@ class ReplayCache:
             if entry is None or entry.answer is not None:
                 return
             if status == 200:
-                entry.answer = (status, body)
-                entry.size = len(json.dumps(body)) + 200
+                kept = json.dumps(body).encode("utf-8")  # bytes, not the objects: a fraction of the memory
+                entry.answer = (status, kept)
+                entry.size = len(kept) + 200
                 self._bytes += entry.size
             else:
                 del self._seen[key]
@@ -232,7 +233,7 @@ class ReplayCache:
 @dataclass
 class _Entry:
     until: float
-    answer: tuple[int, dict[str, Any]] | None = None  # None while the first request runs
+    answer: tuple[int, bytes] | None = None  # status and JSON body; None while the first request runs
     size: int = 0
 
 

@@ -134,6 +134,11 @@ def test_the_replay_cache_forgets_expired_signatures_and_is_bounded():
     cache.settle("cc" * 32, 400, {})  # changed nothing: forgotten
     assert len(cache) == 1
     cache.first_use("aa" * 32, until=400.0, now=250.0)  # past its window a signature is forgotten (time refuses it)
+    # an entry whose request never settled (it died) does not outlive its window either
+    fresh = auth.ReplayCache(capacity=1)
+    fresh.first_use("dd" * 32, until=10.0, now=0.0)
+    fresh.first_use("ee" * 32, until=30.0, now=20.0)
+    assert len(fresh) == 1
 
 
 def test_hosts_a_server_answers_to():
