@@ -23,6 +23,7 @@ import hashlib
 import hmac
 import json
 import re
+import socket
 import threading
 import time
 import urllib.parse
@@ -130,18 +131,23 @@ def _host_key(value: str, default_port: int | None) -> str | None:
     return f"{shown}:{port}" if port is not None else shown
 
 
+LOOPBACK_NAMES = frozenset({"127.0.0.1", "localhost", "::1"})
+WILDCARDS = frozenset({"0.0.0.0", "::", ""})
+
+
 def hosts_for(urls: Iterable[str]) -> frozenset[str]:
-    """The Host values a server reachable at these URLs answers to. A loopback address also answers as
-    `localhost` and the other loopback spellings (clients on the same machine use either)."""
+    """The Host values a server reachable at these URLs answers to. An address also answers under the
+    loopback names at its port (clients on the same machine use either); a wildcard bind (0.0.0.0, ::)
+    also under this machine's own name."""
     out: set[str] = set()
     for url in urls:
         parts = urllib.parse.urlsplit(url)
-        if not parts.hostname:
+        if parts.hostname is None:
             continue
         port = parts.port or DEFAULT_PORTS.get(parts.scheme)
-        names = {parts.hostname.lower()}
-        if names & {"127.0.0.1", "localhost", "::1"}:
-            names |= {"127.0.0.1", "localhost", "::1"}
+        names = {parts.hostname.lower()} | LOOPBACK_NAMES
+        if parts.hostname in WILDCARDS:
+            names |= {socket.gethostname().lower(), socket.getfqdn().lower()}
         for name in names:
             key = _host_key(f"[{name}]:{port}" if ":" in name else f"{name}:{port}", None)
             if key:
