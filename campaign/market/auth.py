@@ -257,11 +257,17 @@ class Signing:
     def __init__(self, hosts: Iterable[str], replay: ReplayCache | None = None) -> None:
         self.hosts = frozenset(hosts)
         self.replay = replay if replay is not None else ReplayCache()
+        self._verdicts: dict[str, bool] = {}  # Host value -> answers_to; clients send a handful of values
 
     def answers_to(self, host: str) -> bool:
         """Whether a Host header's value names this server (a value without a port means the scheme's)."""
-        keys = {_host_key(host, None)} | {_host_key(host, port) for port in DEFAULT_PORTS.values()}
-        return bool(self.hosts & {k for k in keys if k})
+        verdict = self._verdicts.get(host)
+        if verdict is None:
+            keys = {_host_key(host, None)} | {_host_key(host, port) for port in DEFAULT_PORTS.values()}
+            verdict = bool(self.hosts & {k for k in keys if k})
+            if len(self._verdicts) < 256:  # bounded: a client making up Host values gets no memory of them
+                self._verdicts[host] = verdict
+        return verdict
 
     def settle(self, status: int, body: dict[str, Any]) -> None:
         """Called with every requester API answer, in the request's own thread (or task): a state-changing
