@@ -35,7 +35,7 @@ from datetime import UTC, datetime
 from functools import lru_cache
 from typing import Any, Protocol
 
-from campaign.market.protocol import TARGET_PREFIX, ApiError
+from campaign.market.protocol import TARGET_PREFIX, ApiError, throttling
 
 ALGORITHM = "AWS4-HMAC-SHA256"
 SKEW_SECONDS = 300  # AWS: the signature's time stamp must be within 5 minutes of the server's time
@@ -111,7 +111,7 @@ def replayed() -> ApiError:
 
 
 def replay_cache_full() -> ApiError:
-    return ApiError(400, {"__type": "ThrottlingException", "message": "Rate exceeded"})
+    return throttling()  # the same answer as the fault injector's: boto3 backs off and retries it
 
 
 def _host_key(value: str, default_port: int | None) -> str | None:
