@@ -2,7 +2,10 @@
 aggregators on any crowd labels file, so data from another platform can use the aggregation alone.
 
 The file is tab-separated with a header naming the columns `item`, `worker` and `label` (in any order;
-other columns are ignored). Every problem is reported as `file:line: message` and the exit code is 2,
+other columns are ignored). `campaign export NAME --answers` writes such a file, with two columns this
+reader also understands: `kept` (`false`: a label that does not count, e.g. a trap, excluded or rejected
+work, which is left out) and `assignment` (a worker may label an item once per assignment; a label given
+on several rows of one assignment, e.g. one row per nugget span, is one label). Every problem is reported as `file:line: message` and the exit code is 2,
 before anything is fitted: a silently skipped row would change the answer.
 """
 
@@ -15,6 +18,7 @@ import sys
 from pathlib import Path
 
 REQUIRED = ("item", "worker", "label")
+FALSE = frozenset({"false", "0", "no"})
 METHODS = ("auto", "majority", "mace", "ds")  # = campaign.aggregate.auto.METHODS, without importing NumPy for every command
 
 
@@ -43,17 +47,32 @@ def read_labels(path: Path, max_problems: int = 20) -> list[tuple[str, str, str]
                 raise LabelsError([f"{path}:1: header lacks column(s) {', '.join(missing)} (found: {', '.join(header) or 'nothing'}); "
                                    "expected tab-separated columns item, worker, label"])
             col = {c: names.index(c) for c in REQUIRED}
+            kept_at = names.index("kept") if "kept" in names else None
+            assignment_at = names.index("assignment") if "assignment" in names else None
+            labels_of: dict[tuple[str, str, str], str] = {}
             for row in reader:
                 line = reader.line_num
                 if not row or all(not c.strip() for c in row):
                     continue
                 if len(row) != len(header):
                     problems.append(f"{path}:{line}: {len(row)} field(s), the header has {len(header)} (fields are tab-separated)")
+                elif kept_at is not None and row[kept_at].strip().lower() in FALSE:
+                    continue
                 else:
                     item, worker, label = (row[col[c]].strip() for c in REQUIRED)
                     empty = [c for c, v in zip(REQUIRED, (item, worker, label)) if not v]
+                    answer = (item, worker, row[assignment_at].strip()) if assignment_at is not None else None
                     if empty:
                         problems.append(f"{path}:{line}: empty {', '.join(empty)}")
+                    elif answer is not None:
+                        before = labels_of.get(answer)
+                        if before is None:
+                            labels_of[answer] = label
+                            first_seen.setdefault((item, worker), line)
+                            triples.append((item, worker, label))
+                        elif before != label:
+                            problems.append(f"{path}:{line}: worker {worker!r} labelled item {item!r} {before!r} and "
+                                            f"{label!r} in one assignment ({answer[2]!r})")
                     elif (item, worker) in first_seen:
                         problems.append(f"{path}:{line}: worker {worker!r} already labelled item {item!r} "
                                         f"(line {first_seen[(item, worker)]})")
@@ -106,7 +125,8 @@ def run(args: argparse.Namespace) -> int:
 def register(subparsers: argparse._SubParsersAction) -> None:
     """Add `aggregate` to the `campaign` command line (listed in `campaign.commands.COMMAND_MODULES`)."""
     p = subparsers.add_parser("aggregate", help="aggregate a crowd labels file (item, worker, label) with the project's methods")
-    p.add_argument("labels", help="TSV file with a header naming columns item, worker, label")
+    p.add_argument("labels", help="TSV file with a header naming columns item, worker, label (e.g. `campaign export NAME "
+                                  "--answers`: only its kept rows are read)")
     p.add_argument("--method", choices=METHODS, default="auto",
                    help="auto (default): majority vote unless a model predicts held-back labels better, restarts "
                         "agree and the class balance holds")
