@@ -71,6 +71,11 @@ def test_likert_scores_come_back_from_the_kept_rows_and_aggregate_reads_the_file
     assert not real & {r["worker"] for r in rows} and len({r["worker"] for r in rows}) == len(real)
     raw = campaign("export", "water-bottles", "--answers", "--raw-ids", cwd=demo)
     assert {r["worker"] for r in csv.DictReader(raw.stdout.splitlines(), delimiter="\t")} == real
+    import pandas as pd  # the way docs/answers-export.md loads it
+
+    frame = pd.read_csv(demo / "answers.tsv", sep="\t")
+    means = frame[frame["kept"]].groupby("item")["label"].mean()
+    assert {k: round(v, 6) for k, v in means.items()} == {k: float(r["score"]) for k, r in exported.items()}
     agg = campaign("aggregate", "answers.tsv", "--json", cwd=demo)
     assert agg.returncode == 0, agg.stderr
     result = json.loads(agg.stdout, parse_constant=lambda c: pytest.fail(f"not strict JSON: {c}"))
