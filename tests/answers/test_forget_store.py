@@ -27,8 +27,8 @@ PARTICIPANT = "5f0c1a2b3c4d5e6f7a8b9c0d"  # a Prolific participant: the task sit
 SPEC = {"stages": [{"name": "nuggets", "kind": "nuggets"}], "instance": "abc"}
 
 
-def build(state) -> None:
-    store = Store.open(state)
+def build(state, db: str | None = None) -> None:
+    store = Store.open(state, db)
     with store.session() as s:
         for camp in ("one", "two"):
             s.add(CampaignRow(name=camp, fingerprint="f", spec_json=json.dumps(SPEC), budget="10.00"))
@@ -55,8 +55,8 @@ def build(state) -> None:
     store.close()
 
 
-def money(state) -> dict:
-    store = Store.open(state)
+def money(state, db: str | None = None) -> dict:
+    store = Store.open(state, db)
     with store.session() as s:
         rows = sorted((r.campaign, r.kind, r.amount, r.fee, r.assignment_id or "", r.hit_key or "")
                       for r in s.exec(select(LedgerRow)).all())
@@ -152,3 +152,19 @@ def test_refuses_what_cannot_be_a_person(tmp_path, capsys, bad):
 def test_forget_on_an_empty_folder_creates_nothing(tmp_path, capsys):
     assert main(["forget", WHO, "--state", str(tmp_path / "state")]) == 2
     assert not (tmp_path / "state").exists()
+
+
+@pytest.mark.postgres
+def test_forget_on_postgresql(tmp_path, pg_url, capsys):
+    build(tmp_path, pg_url)
+    before = money(tmp_path, pg_url)
+    assert main(["forget", WHO, "--db", pg_url]) == 0
+    assert money(tmp_path, pg_url) == before
+    store = Store.open(tmp_path, pg_url)
+    with store.session() as s:
+        conn = s.connection()
+        for table in ("assignments", "judgments", "workers", "events", "kv", "ledger", "campaigns"):
+            cells = conn.exec_driver_sql(f"SELECT * FROM {table}").all()
+            assert not any(WHO in str(v) for row in cells for v in row), table
+        assert conn.exec_driver_sql("SELECT count(*) FROM assignments WHERE worker_id LIKE 'forgotten-%%'").scalar() == 2
+    store.close()
