@@ -9,7 +9,10 @@ import os
 import sys
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from campaign.store import Store
 
 
 def add_export_options(ex: argparse.ArgumentParser) -> None:
@@ -88,6 +91,7 @@ def register(sub: argparse._SubParsersAction, common: Callable[[argparse.Argumen
 def cmd_forget(args: argparse.Namespace) -> int:
     from campaign.answers.forget import ForgetError, files_holding, forget, identities, resolve_pseudonym
     from campaign.ops import missing, open_existing
+    from campaign.runlock import AlreadyRunning, state_lock
 
     store = open_existing(args)
     if store is None:
@@ -98,8 +102,16 @@ def cmd_forget(args: argparse.Namespace) -> int:
         given = args.worker.strip()
         ids = resolve_pseudonym(store, given) or identities(given)
         try:
-            done = forget(store, ids, args.campaign)
-        except ForgetError as exc:
+            if args.db is None:  # the daemon's lock, held meanwhile: no daemon writes the id back from memory
+                with state_lock(Path(args.state)):
+                    done = forget(store, ids, args.campaign)
+            else:
+                daemon = _live_daemon(store)
+                if daemon is not None:
+                    raise ForgetError(f"a campaign daemon ({daemon}) is running on this store; stop it first, "
+                                      "or it may write the id back from memory")
+                done = forget(store, ids, args.campaign)
+        except (ForgetError, AlreadyRunning) as exc:
             print(f"campaign forget: {exc}", file=sys.stderr)
             return 2
     finally:
@@ -117,3 +129,16 @@ def cmd_forget(args: argparse.Namespace) -> int:
             print("files under the state folder still hold the id (exports and reports written before, the built-in "
                   "marketplace's own records): " + ", ".join(str(p) for p in left), file=sys.stderr)
     return 0
+
+
+def _live_daemon(store: Store) -> str | None:
+    """The holder of an unexpired lease on a shared store (a daemon at work), or None."""
+    import time
+
+    from sqlmodel import col, select
+
+    from campaign.leases import LeaseRow
+
+    with store.session() as s:
+        row = s.exec(select(LeaseRow).where(col(LeaseRow.expires_at) >= time.time())).first()
+    return None if row is None else row.holder

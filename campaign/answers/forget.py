@@ -17,7 +17,8 @@ keep the person. Money columns are never rewritten.
 
 The marketplace's own records (MTurk's, Prolific's, or the built-in marketplace's database under the
 state folder) are not the campaign store: the command names files under --state that still hold the id.
-Run it while no daemon runs the campaign: a running daemon's memory may still hold the id.
+The command refuses while a daemon runs on the store (`campaign.answers.cli`): a running daemon's
+memory may still hold the id.
 """
 
 from __future__ import annotations

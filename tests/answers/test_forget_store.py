@@ -168,3 +168,30 @@ def test_forget_on_postgresql(tmp_path, pg_url, capsys):
             assert not any(WHO in str(v) for row in cells for v in row), table
         assert conn.exec_driver_sql("SELECT count(*) FROM assignments WHERE worker_id LIKE 'forgotten-%%'").scalar() == 2
     store.close()
+
+
+def test_forget_refuses_while_a_daemon_runs_on_the_store(tmp_path, capsys):
+    from campaign.runlock import state_lock
+
+    state = tmp_path / "state"
+    build(state)
+    with state_lock(state):  # what `campaign run` holds
+        assert main(["forget", WHO, "--state", str(state)]) == 2
+    assert "already running" in capsys.readouterr().err
+    assert WHO in store_text(state)[0]  # nothing was changed
+    assert main(["forget", WHO, "--state", str(state)]) == 0
+
+
+@pytest.mark.postgres
+def test_forget_refuses_while_a_daemon_holds_a_lease_on_a_shared_store(tmp_path, pg_url, capsys):
+    import time
+
+    from campaign.leases import LeaseRow
+
+    build(tmp_path, pg_url)
+    store = Store.open(tmp_path, pg_url)
+    with store.session() as s:
+        s.add(LeaseRow(campaign="one", holder="host:123:abc", expires_at=time.time() + 600, acquired_at=time.time()))
+    store.close()
+    assert main(["forget", WHO, "--db", pg_url]) == 2
+    assert "host:123:abc" in capsys.readouterr().err
