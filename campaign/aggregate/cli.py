@@ -14,8 +14,10 @@ from __future__ import annotations
 import argparse
 import csv
 import json
+import math
 import sys
 from pathlib import Path
+from typing import Any
 
 REQUIRED = ("item", "worker", "label")
 FALSE = frozenset({"false", "0", "no"})
@@ -91,6 +93,27 @@ def read_labels(path: Path, max_problems: int = 20) -> list[tuple[str, str, str]
     return triples
 
 
+def _finite(value: object) -> float | None:
+    """A competence rounded for output; None where the method has none (or not a finite one)."""
+    try:
+        v = float(value)  # type: ignore[arg-type]
+    except (TypeError, ValueError):
+        return None
+    return round(v, 4) if math.isfinite(v) else None
+
+
+def _strict(obj: Any) -> Any:
+    """`obj` with every non-finite float (a held-back score of -inf, say) as None: `--json` prints strict
+    JSON, which has no NaN or Infinity."""
+    if isinstance(obj, float):
+        return obj if math.isfinite(obj) else None
+    if isinstance(obj, dict):
+        return {k: _strict(v) for k, v in obj.items()}
+    if isinstance(obj, list | tuple):
+        return [_strict(v) for v in obj]
+    return obj
+
+
 def run(args: argparse.Namespace) -> int:
     from campaign.aggregate.auto import aggregate
 
@@ -104,11 +127,12 @@ def run(args: argparse.Namespace) -> int:
     counts: dict[str, int] = {}
     for _, w, _ in triples:
         counts[w] = counts.get(w, 0) + 1
-    workers = {w: {"competence": round(float(competence.get(w, float("nan"))), 4), "labels": counts[w]} for w in sorted(counts)}
+    workers: dict[str, dict[str, float | int | None]] = {
+        w: {"competence": _finite(competence.get(w)), "labels": counts[w]} for w in sorted(counts)}
     out = {"method": method, "requested": args.method, "items": {str(k): str(v) for k, v in sorted(items.items())},
            "workers": workers, "evidence": evidence, "labels": len(triples)}
     if args.json:
-        print(json.dumps(out))
+        print(json.dumps(_strict(out), allow_nan=False))
         return 0
     why = f" ({evidence['reason']})" if evidence.get("reason") else ""
     print(f"method: {method}{why}")
@@ -117,8 +141,9 @@ def run(args: argparse.Namespace) -> int:
     for k, v in out["items"].items():
         print(f"{k}\t{v}")
     print("\nworker\tcompetence\tlabels")
-    for w, d in sorted(workers.items(), key=lambda kv: (-kv[1]["competence"], kv[0])):
-        print(f"{w}\t{d['competence']:.4f}\t{d['labels']}")
+    for w, d in sorted(workers.items(), key=lambda kv: (-(kv[1]["competence"] or 0.0), kv[0])):
+        c = d["competence"]
+        print(f"{w}\t{'-' if c is None else f'{c:.4f}'}\t{d['labels']}")
     return 0
 
 

@@ -50,3 +50,19 @@ def test_json_output_of_an_export_is_strict_json(tmp_path, capsys):
     assert main(["aggregate", str(f), "--json"]) == 0
     out = json.loads(capsys.readouterr().out, parse_constant=lambda c: (_ for _ in ()).throw(ValueError(c)))
     assert out["labels"] == 24
+
+
+def test_json_has_no_nan_where_a_method_gives_a_worker_no_competence(tmp_path, capsys, monkeypatch):
+    from campaign.aggregate import auto
+
+    def fake(triples, method, seed=0):
+        return {"s0": "1"}, {"w0": float("nan")}, "mace", {"heldout": {"mace": float("-inf")}}
+
+    monkeypatch.setattr(auto, "aggregate", fake)
+    f = export_file(tmp_path / "answers.tsv", [row("s0", "w0", 1, "a0"), row("s0", "w1", 1, "a1")])
+    assert main(["aggregate", str(f), "--json"]) == 0
+    out = json.loads(capsys.readouterr().out, parse_constant=lambda c: (_ for _ in ()).throw(ValueError(c)))
+    assert out["workers"] == {"w0": {"competence": None, "labels": 1}, "w1": {"competence": None, "labels": 1}}
+    assert out["evidence"] == {"heldout": {"mace": None}}
+    assert main(["aggregate", str(f)]) == 0
+    assert "w0\t-\t1" in capsys.readouterr().out
