@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import errno
 import http.client
+import select
 import socket
 import threading
 import time
@@ -44,29 +45,49 @@ class Trickle:
         self.opened += 1
         return s
 
-    def start(self) -> Trickle:
-        self._socks = [(self._connect(), 0) for _ in range(self.n)]
+    def start(self, batch: int = 100, settle: float = 1.0) -> Trickle:
+        """Connect in batches, each given up to `settle` seconds to be accepted by the kernel (a burst
+        larger than the server's listen backlog would mostly be dropped SYNs, retried much later)."""
+        for first in range(0, self.n, batch):
+            group = [self._connect() for _ in range(min(batch, self.n - first))]
+            poller = select.poll()
+            pending = {s.fileno(): s for s in group if s is not None}
+            for fd in pending:
+                poller.register(fd, select.POLLOUT)
+            end = time.monotonic() + settle
+            while pending and time.monotonic() < end:
+                for fd, _ in poller.poll(50):
+                    poller.unregister(fd)
+                    pending.pop(fd, None)
+            self._socks += [(s, 0) for s in group]
         self._thread.start()
         return self
 
     def _run(self) -> None:
-        while not self._stop.wait(self.interval):
-            for i, (s, sent) in enumerate(self._socks):
-                if self._stop.is_set():
-                    return
-                if s is None:
-                    self._socks[i] = (self._connect(), 0)
-                    self.reconnects += 1
+        while True:
+            self._tick()
+            if self._stop.wait(self.interval):
+                return
+
+    def _tick(self) -> None:
+        for i, (s, sent) in enumerate(self._socks):
+            if self._stop.is_set():
+                return
+            if s is None:
+                self._socks[i] = (self._connect(), 0)
+                self.reconnects += 1
+                continue
+            try:
+                s.send(_HEADER[sent % len(_HEADER):sent % len(_HEADER) + 1])
+                self._socks[i] = (s, sent + 1)
+            except BlockingIOError:
+                continue
+            except OSError as exc:
+                if exc.errno in (errno.ENOTCONN, errno.EAGAIN, errno.EINPROGRESS):  # still connecting
                     continue
-                try:
-                    s.send(_HEADER[sent % len(_HEADER):sent % len(_HEADER) + 1])
-                    self._socks[i] = (s, sent + 1)
-                except BlockingIOError:
-                    continue
-                except OSError:  # cut by the server: come back, as an attacker would
-                    s.close()
-                    self._socks[i] = (self._connect(), 0)
-                    self.reconnects += 1
+                s.close()  # cut by the server: come back, as an attacker would
+                self._socks[i] = (self._connect(), 0)
+                self.reconnects += 1
 
     def stop(self) -> None:
         self._stop.set()

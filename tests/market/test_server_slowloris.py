@@ -52,5 +52,6 @@ def test_health_and_signed_calls_answer_through_1100_trickling_sockets(tmp_path)
         proc.wait(timeout=15)
     s = result.summary()
     assert trickle is not None and trickle.opened >= 1100
-    assert s["health"]["probes"] >= 5 and s["health"]["answered"] == s["health"]["probes"], s
+    assert s["health"]["probes"] >= 5, s  # each probe waits at most 5 s for each of its two answers
+    assert s["health"]["answered"] == s["health"]["probes"], s
     assert s["balance"]["answered"] == s["balance"]["probes"], s
