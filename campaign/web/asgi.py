@@ -71,14 +71,11 @@ def encode_headers(response: Response, server_name: bytes, close: bool) -> list[
 
 
 class AsgiAdapter:
-    """`apps` maps a listening port to its application. `body_timeout` bounds the time from the end of the
-    header section to the last byte of the body (a client that trickles its body is cut)."""
+    """`apps` maps a listening port to its application."""
 
-    def __init__(self, apps: dict[int, Application], pool: ThreadPoolExecutor, body_timeout: float,
-                 server_name: str) -> None:
+    def __init__(self, apps: dict[int, Application], pool: ThreadPoolExecutor, server_name: str) -> None:
         self.apps = apps
         self.pool = pool
-        self.body_timeout = body_timeout
         self.server_name = server_name.encode("latin-1")
 
     def app_for(self, port: int) -> Application:
@@ -128,10 +125,7 @@ class AsgiAdapter:
             raise Refusal(413, "RequestEntityTooLarge", f"The body is larger than {app.max_body} bytes.")
         if n == 0:
             return b""
-        try:
-            return await asyncio.wait_for(_read_all(receive, n), self.body_timeout)
-        except TimeoutError:
-            raise Refusal(400, "IncompleteBody", "The body did not arrive in time.") from None
+        return await _read_all(receive, n)  # the protocol's body deadline ends a body that trickles
 
     async def _send(self, send: Send, response: Response, close: bool) -> None:
         await send({"type": "http.response.start", "status": response.status,

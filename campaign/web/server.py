@@ -17,7 +17,7 @@ added here, in a subclass of its protocol, each piece small:
   after a whole request, the answer is still sent before the connection closes;
 - the application's own error shape for requests the parser refuses (`Application.refuse`).
 
-The body's deadline (`body_timeout`) is the adapter's (`asgi.py`).
+- a total deadline on a body that does not arrive with its headers (`body_timeout`).
 """
 
 from __future__ import annotations
@@ -75,6 +75,7 @@ class GuardedProtocol(HttpToolsProtocol):
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self._deadline: asyncio.TimerHandle | None = None
+        self._body_deadline: asyncio.TimerHandle | None = None
         self._header_bytes = 0
         self._begun = False  # a request's first bytes have been parsed
         self._refused = False
@@ -135,16 +136,37 @@ class GuardedProtocol(HttpToolsProtocol):
 
     def connection_lost(self, exc: Exception | None) -> None:
         self._unwait()
+        self._body_done()
         super().connection_lost(exc)
 
     def data_received(self, data: bytes) -> None:
         if self._refused:
             return
         super().data_received(data)
-        if self.guard.waiting.get(self, 1) is None and not self._refused:  # still in a header section
+        if self._refused or self.transport.is_closing():
+            return
+        if self.guard.waiting.get(self, 1) is None:  # still in a header section
             self._header_bytes += len(data)
-            if self._header_bytes > self.limits.max_header_bytes and not self.transport.is_closing():
+            if self._header_bytes > self.limits.max_header_bytes:
                 self._refuse(431, "HeadersTooLarge", "The header section is too large.")
+        elif self._body_deadline is None and self.cycle is not None and self.cycle.more_body \
+                and not self.cycle.response_started:
+            # a body still on its way (most arrive with their headers, and need no timer)
+            self._body_deadline = self.loop.call_later(self.limits.body_timeout, self._body_late)
+
+    def _body_done(self) -> None:
+        if self._body_deadline is not None:
+            self._body_deadline.cancel()
+            self._body_deadline = None
+
+    def _body_late(self) -> None:
+        self._body_deadline = None
+        cycle = self.cycle
+        if cycle is None or not cycle.more_body or cycle.response_started or self.transport.is_closing():
+            return
+        cycle.disconnected = True
+        cycle.message_event.set()
+        self._refuse(400, "IncompleteBody", "The body did not arrive in time.")
 
     def send_400_response(self, msg: str) -> None:
         self._unwait()
@@ -175,6 +197,7 @@ class GuardedProtocol(HttpToolsProtocol):
             super().on_body(body)
 
     def on_message_complete(self) -> None:
+        self._body_done()
         if not self._refused:
             super().on_message_complete()
 
@@ -235,8 +258,7 @@ class RunningServer:
                  server_name: str = "campaign") -> None:
         self.sockets = list(apps)
         self.pool = ThreadPoolExecutor(max_workers=limits.threads, thread_name_prefix=f"{name}-app")
-        adapter = AsgiAdapter({s.getsockname()[1]: app for s, app in apps.items()}, self.pool, limits.body_timeout,
-                              server_name)
+        adapter = AsgiAdapter({s.getsockname()[1]: app for s, app in apps.items()}, self.pool, server_name)
         self.guard = _Guard(connection_cap(limits))
         config = uvicorn.Config(adapter, http=_protocol_class(self.guard, limits, adapter), loop="asyncio",
                                 lifespan="off", log_config=None, access_log=False, proxy_headers=False,
