@@ -178,15 +178,22 @@ def throughput(port: int, seconds: float, threads: int = 8, pid: int = 0) -> dic
     cpu0 = _cpu(pid) if pid else 0.0
     end = time.monotonic() + seconds
     lat: list[float] = []
+    errors: list[int] = []
 
     def run() -> int:
         conn = http.client.HTTPConnection("127.0.0.1", port, timeout=10)
         n = 0
         while time.monotonic() < end:
             t = time.perf_counter()
-            conn.request("POST", "/", body=BODY, headers={"Content-Type": "application/json"})
-            r = conn.getresponse()
-            r.read()
+            try:
+                conn.request("POST", "/", body=BODY, headers={"Content-Type": "application/json"})
+                r = conn.getresponse()
+                r.read()
+            except (OSError, http.client.HTTPException):
+                errors.append(1)
+                conn.close()
+                conn = http.client.HTTPConnection("127.0.0.1", port, timeout=10)
+                continue
             lat.append(time.perf_counter() - t)
             n += 1
         conn.close()
@@ -198,12 +205,27 @@ def throughput(port: int, seconds: float, threads: int = 8, pid: int = 0) -> dic
     lat.sort()
     cpu = (_cpu(pid) - cpu0) if pid else 0.0
     return {"rps": round(total / (time.monotonic() - t0), 1), "server_cpu_us_per_req": round(cpu * 1e6 / max(1, total)), "p50_ms": round(lat[len(lat) // 2] * 1000, 2),
-            "p99_ms": round(lat[int(len(lat) * 0.99)] * 1000, 2)}
+            "p99_ms": round(lat[int(len(lat) * 0.99)] * 1000, 2), "errors": len(errors)}
 
 
 def slow_clients(port: int, seconds: float) -> dict[str, Any]:
     sys.path.insert(0, ".")
-    from campaign.bench.slowloris import Trickle, _health
+    from campaign.bench.slowloris import Trickle
+
+    def _health(host: str, port: int, timeout: float) -> float | None:
+        t = time.perf_counter()
+        conn = http.client.HTTPConnection(host, port, timeout=timeout)
+        try:
+            conn.request("GET", "/health")
+            resp = conn.getresponse()
+            resp.read()
+            ok = resp.status == 200
+        except (OSError, http.client.HTTPException):
+            return None
+        finally:
+            conn.close()
+        elapsed = time.perf_counter() - t
+        return elapsed * 1000 if ok and elapsed <= timeout else None
 
     trickle = Trickle("127.0.0.1", port, 1100, interval=8.0).start()
     answered, probes, worst = 0, 0, 0.0

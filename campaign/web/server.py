@@ -43,9 +43,9 @@ logging.getLogger("uvicorn.error").setLevel(logging.ERROR)  # "Invalid HTTP requ
 
 @dataclass(frozen=True)
 class Limits:
-    header_timeout: float = 10.0  # seconds for a whole header section
+    header_timeout: float = 10.0  # seconds for a whole header section, from the connection's start or the
+    # previous answer's end: also how long an idle keep-alive connection is kept
     body_timeout: float = 20.0  # seconds for a whole body, once the headers are in
-    keep_alive: float = 15.0  # seconds an idle keep-alive connection is kept (the header deadline also bounds it)
     max_header_bytes: int = 64 * 1024
     max_connections: int = 0  # 0: as many as the file limit allows, less a reserve for the process's own files
     threads: int = 16  # worker threads running the application
@@ -262,7 +262,8 @@ class RunningServer:
         self.guard = _Guard(connection_cap(limits))
         config = uvicorn.Config(adapter, http=_protocol_class(self.guard, limits, adapter), loop="asyncio",
                                 lifespan="off", log_config=None, access_log=False, proxy_headers=False,
-                                server_header=False, date_header=False, timeout_keep_alive=int(limits.keep_alive),
+                                server_header=False, date_header=False,
+                                timeout_keep_alive=int(limits.header_timeout) + 5,  # the header deadline comes first
                                 timeout_graceful_shutdown=5, backlog=2048, ws="none")
         self.server = uvicorn.Server(config)
         self._error: BaseException | None = None
