@@ -90,6 +90,7 @@ def serve(kind: str) -> None:
             do_GET = do_POST
 
         sock.close()
+        ThreadingHTTPServer.request_queue_size = 128  # as the marketplace's old server had it
         srv = ThreadingHTTPServer(("127.0.0.1", 0), H)
         srv.daemon_threads = True
         # the port printed above is not this one: re-announce
