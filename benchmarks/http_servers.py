@@ -159,7 +159,7 @@ def _start(kind: str) -> tuple[subprocess.Popen, int]:
                             text=True, preexec_fn=limit)
     assert proc.stdout is not None
     port = int(proc.stdout.readline())
-    if kind == "stdlib":
+    if kind in ("stdlib", "hypercorn"):  # they listen on a socket of their own: its port comes second
         port = int(proc.stdout.readline())
     for _ in range(100):
         try:
