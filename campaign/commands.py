@@ -55,6 +55,7 @@ COMMAND_MODULES: tuple[str, ...] = (
     "campaign.tools_cli",
     "campaign.crowd.cli",
     "campaign.ops",
+    "campaign.held_cli",
 )
 
 
