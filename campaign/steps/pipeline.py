@@ -105,7 +105,7 @@ def steps_for(status: str, pipeline: tuple[Step, ...] = PIPELINE) -> list[Step]:
     return [s for s in pipeline if status in s.statuses]
 
 
-def run_pass(ctx: Context, status: str, pipeline: tuple[Step, ...] = PIPELINE,
+def run_pass(ctx: Context, status: str, pipeline: tuple[Step, ...] | None = None,
              step_ms: dict[str, list[float]] | None = None) -> list[str]:
     """Run every step declared for `status`, in order; returns the names of the steps run. `step_ms`
     collects each step's duration, so a slow pass can be traced to the step that grew.
@@ -115,7 +115,7 @@ def run_pass(ctx: Context, status: str, pipeline: tuple[Step, ...] = PIPELINE,
     ran = []
     guard = StepGuard(ctx)
     StepGuard.next_pass(ctx)
-    for step in steps_for(status, pipeline):
+    for step in steps_for(status, PIPELINE if pipeline is None else pipeline):
         log.debug("campaign %s: step %s", ctx.name, step.name)
         started = time.perf_counter()
         step(ctx, guard)
