@@ -56,20 +56,19 @@ def cmd_held(args: argparse.Namespace) -> int:
     if not rows:
         print("nothing held" + (f" in {args.name}" if args.name else ""))
         return 0
-    from rich.console import Console
-    from rich.markup import escape
-    from rich.table import Table
-
-    t = Table(title="held rows" + (f" of {args.name}" if args.name else ""))
-    for heading in ("campaign", "row", "kind", "step", "status", "reason"):
-        t.add_column(heading, overflow="fold")
+    # one line per row, the row's name whole (it is what `campaign decide` takes), the reason under it
     for r in rows:
-        status = r["status"] if r["decision"] is None or r["status"] != "held" else f"{r['decision']} (waiting)"
-        reason = r["reason"] if r["status"] == "held" else f"{r['reason']} -> {r['outcome']}"
-        t.add_row(*(escape(str(x)) for x in (r["campaign"], r["row"], r["kind"], r["step"], status, reason)))
-    Console().print(t)
+        status = r["status"] if r["decision"] is None or r["status"] != "held" else f"{r['decision']} (waiting for the daemon)"
+        print(f"{_inert(r['campaign'])}  {_inert(r['row'])}  {r['kind']} held by {r['step']}  {status}")
+        print(f"    {_inert(r['reason'])}" + (f" -> {_inert(r['outcome'])}" if r["outcome"] else ""))
     print("settle one with `campaign decide NAME ROW approve|reject|drop [--message TEXT]`")
     return 0
+
+
+def _inert(text: str | None) -> str:
+    """Stored text as the terminal shows it: control characters (from answers, errors) escaped."""
+    text = "" if text is None else str(text)
+    return text.encode("unicode_escape").decode("ascii") if any(ord(ch) < 32 or ch == "\x7f" for ch in text) else text
 
 
 def _clean_message(text: str | None) -> str | None:

@@ -337,6 +337,10 @@ def pay_bonuses(ctx: Context, result: ReviewResult) -> None:
             _hold_bonus(ctx, result, w, amount, exc)
 
 
+class _SendFailed(Exception):
+    """The bonus call itself raised something other than a marketplace error: it may have been paid."""
+
+
 def _hold_bonus(ctx: Context, result: ReviewResult, w: str, amount: Decimal, exc: Exception) -> None:
     from campaign.steps.isolation import BONUS, hold
 
@@ -345,9 +349,9 @@ def _hold_bonus(ctx: Context, result: ReviewResult, w: str, amount: Decimal, exc
         aid = s.exec(select(AssignmentRow.assignment_id).where(AssignmentRow.campaign == ctx.name, AssignmentRow.worker_id == w,
                                                                AssignmentRow.status == "approved")
                      .order_by(col(AssignmentRow.assignment_id).desc())).first()
-        sent = ctx.store.get_kv(ctx.name, key) == "sending"
+        sent = isinstance(exc, _SendFailed)
         ctx.store.set_kv(ctx.name, key, "held", session=s)
-        hold(ctx, BONUS, key, "bonuses", exc, worker_id=w, session=s,
+        hold(ctx, BONUS, key, "bonuses", exc.__cause__ if sent and exc.__cause__ is not None else exc, worker_id=w, session=s,
              data={"amount": str(amount), "assignment_id": aid, "reason": result.reason(w), "may_have_been_sent": sent})
 
 
@@ -380,6 +384,8 @@ def _pay_bonus(ctx: Context, result: ReviewResult, w: str, amount: Decimal) -> b
             ctx.store.set_kv(ctx.name, key, "paid", session=s)  # refused for good: never retried
             ctx.store.event(ctx.name, "bonus_error", f"{w}: {exc}", level="warning", subject=w, session=s)
         return True
+    except Exception as exc:  # not the marketplace's answer: the bonus may or may not have been paid
+        raise _SendFailed(str(exc)) from exc
     crash_point("bonus.after_call")
     with ctx.store.session() as s:
         charge_bonus(s, ctx.name, w, amount, aid, fees_of(ctx.market))

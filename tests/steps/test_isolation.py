@@ -120,6 +120,7 @@ def test_an_answer_whose_parse_raises_is_held_once_and_the_campaign_finishes(har
     assert h.ctx.market.get_assignment(bad[0]).status == "submitted"  # nothing decided on the marketplace
 
 
+@pytest.mark.slow
 def test_an_approval_that_raises_holds_that_assignment_only(harness, rate, monkeypatch):
     h = harness()
     bad: list[str] = []
@@ -143,6 +144,7 @@ def test_an_approval_that_raises_holds_that_assignment_only(harness, rate, monke
     assert len(_events(h, "held")) == 1 and not _events(h, "step_error")
 
 
+@pytest.mark.slow
 def test_a_hit_whose_posting_raises_is_held_with_its_reservation_and_the_others_go_up(harness, rate, monkeypatch):
     h = harness()
     tick_plan = pipeline.steps_for("running")
@@ -172,6 +174,7 @@ def test_a_hit_whose_posting_raises_is_held_with_its_reservation_and_the_others_
     assert t.reserved == Decimal(held[0].reserved) > 0  # its reservation stays until the operator settles it
 
 
+@pytest.mark.slow
 def test_a_bonus_that_raises_is_held_reserved_and_the_others_are_paid(harness, rate, monkeypatch):
     h = harness()
     run_campaign(h, rate)
@@ -267,6 +270,7 @@ def test_a_step_that_keeps_failing_backs_off_exponentially_and_writes_one_event(
     assert [e.message.split(":")[1].strip() for e in _events(h, "step_error")] == ["Boom", "KeyError", "ValueError"]
 
 
+@pytest.mark.slow
 def test_the_rest_of_the_pass_runs_when_a_step_raises(harness, rate, monkeypatch):
     """Without isolation one raising collect stopped every later step of every pass."""
     h = harness()
