@@ -65,6 +65,10 @@ def settle_decisions(ctx: Context) -> int:
         except (MarketError, LookupError) as exc:  # refused for good: the operator decides again
             _refused(ctx, held, describe(exc))
             continue
+        except Exception as exc:  # a failure of ours on this row: it stays held, the other decisions go on
+            log.error("campaign %s: settling %s failed", ctx.name, held.row_key, exc_info=exc)
+            _refused(ctx, held, describe(exc))
+            continue
         if outcome is None:
             continue
         _settled(ctx, held, outcome)
@@ -88,6 +92,11 @@ def _refused(ctx: Context, held: HeldRow, why: str) -> None:
         row.outcome = f"{row.decision} could not be carried out: {why}"[:1000]
         row.decision = None
         s.add(row)
+        if row.row_kind == ASSIGNMENT:  # an intent written for the call goes back to held: review leaves it alone
+            a = s.get(AssignmentRow, row.row_key)
+            if a is not None and a.status in ("approving", "rejecting"):
+                a.status = "held"
+                s.add(a)
         ctx.store.event(ctx.name, "held_decision_failed", f"{row.row_kind} {row.row_key}: {row.outcome}; still held",
                         level="warning", subject=row.row_key, session=s)
 
