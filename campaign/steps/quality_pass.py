@@ -253,25 +253,36 @@ def stage_collected(ctx: Context, stage_name: str) -> bool:
 
 
 def block_workers(ctx: Context, result: ReviewResult) -> None:
+    """Block every worker the review says to block; one that fails is tried again next pass, the others
+    are blocked now (invariant 8)."""
+    from campaign.steps.isolation import note_once
+
     for w in sorted(result.workers("block")):
-        with ctx.store.session() as s:
-            row = s.exec(select(WorkerRow).where(WorkerRow.campaign == ctx.name, WorkerRow.worker_id == w)).first()
-            if row is None or row.blocked:
-                continue
         try:
-            ctx.market.block(w, result.reason(w) or "quality")
-        except MarketError as exc:
-            ctx.store.event(ctx.name, "block_error", f"{w}: {exc}", level="warning", subject=w)
-            continue
-        with ctx.store.session() as s:
-            row = s.exec(select(WorkerRow).where(WorkerRow.campaign == ctx.name, WorkerRow.worker_id == w)).first()
-            if row is None:
-                continue
-            row.blocked = True
-            s.add(row)
-            block_list = ctx.campaign.quality.block_list
-            ctx.store.event(ctx.name, "worker_blocked", f"{w}: {result.reason(w)}", subject=w,
-                            data={"block_list": block_list, **result.evidence[w].as_dict()}, session=s)
+            _block(ctx, result, w)
+        except Exception as exc:
+            note_once(ctx, "blocks", w, exc)
+
+
+def _block(ctx: Context, result: ReviewResult, w: str) -> None:
+    with ctx.store.session() as s:
+        row = s.exec(select(WorkerRow).where(WorkerRow.campaign == ctx.name, WorkerRow.worker_id == w)).first()
+        if row is None or row.blocked:
+            return
+    try:
+        ctx.market.block(w, result.reason(w) or "quality")
+    except MarketError as exc:
+        ctx.store.event(ctx.name, "block_error", f"{w}: {exc}", level="warning", subject=w)
+        return
+    with ctx.store.session() as s:
+        row = s.exec(select(WorkerRow).where(WorkerRow.campaign == ctx.name, WorkerRow.worker_id == w)).first()
+        if row is None:
+            return
+        row.blocked = True
+        s.add(row)
+        block_list = ctx.campaign.quality.block_list
+        ctx.store.event(ctx.name, "worker_blocked", f"{w}: {result.reason(w)}", subject=w,
+                        data={"block_list": block_list, **result.evidence[w].as_dict()}, session=s)
 
 
 def sync_shared_blocks(ctx: Context) -> None:
