@@ -286,3 +286,29 @@ def test_the_rest_of_the_pass_runs_when_a_step_raises(harness, rate, monkeypatch
     assert ran[-1] == "alerts" and "review" in ran
     assert sorted(a.status for a in _assignments(h).values()) == ["approved"] * 6  # review ran after it
     assert len(_events(h, "step_error")) == 1
+
+
+@pytest.mark.slow
+def test_a_control_character_in_an_answer_no_longer_stalls_the_campaign(harness, rate):
+    """The issue's finding: a Likert value `4\\x00` made the answer XML unreadable (a ParseError, which
+    collect did not catch), and every later pass died at collect. Now the answer is rejected as invalid
+    (total parsers) or held; either way the other answers are approved and the campaign finishes."""
+    h = harness()
+    tick(h.ctx)
+    bad = None
+    for hit in sorted(h.hits(), key=lambda x: x.hit_key):
+        for w in range(3):
+            answer = (lambda form: [(s.radio_name, "4\x00") for s in form.slots if s.radio_name]) if bad is None else rate(2 + w)
+            aid = h.work(f"AWORKER{w:07d}", hit.hit_id, answer)
+            bad = bad or aid
+    for _ in range(40):
+        tick(h.ctx)
+        if _status(h) == "finished":
+            break
+        h.clock.advance(60)
+    assert _status(h) == "finished"
+    rows = _assignments(h)
+    assert rows[bad].status in ("held", "rejected")
+    assert sorted(a.status for k, a in rows.items() if k != bad) == ["approved"] * 5
+    assert not _events(h, "step_error")
+    assert len(_events(h, "held")) == (1 if rows[bad].status == "held" else 0)
