@@ -303,3 +303,29 @@ def test_decide_refuses_what_it_cannot_name(harness, rate, poisoned_parse, capsy
     code, _, err = _cli(capsys, "decide", "steps", "X", "approve", "--message", "x" * 2000, "--state", state)
     assert code == 2 and "at most 1024" in err
     assert _ledger(h) == ledger
+
+
+def test_a_decision_that_fails_is_withdrawn_once_and_can_be_made_again(harness, rate, poisoned_parse, monkeypatch, capsys, tmp_path):
+    h = harness()
+    bad = _finish(h, rate, poison_answer=True)
+    state = str(tmp_path / "state")
+    ledger = _ledger(h)
+    real = h.ctx.market.approve
+
+    def approve(aid, feedback=None):
+        raise Boom("the adapter broke again")
+
+    monkeypatch.setattr(h.ctx.market, "approve", approve)
+    assert _cli(capsys, "decide", "steps", bad, "approve", "--state", state)[0] == 0
+    for _ in range(3):
+        tick(h.ctx)
+    with h.ctx.store.session() as s:
+        held = s.exec(select(HeldRow)).one()
+        assert held.status == "held" and held.decision is None and "Boom" in held.outcome
+        assert s.get(AssignmentRow, bad).status == "held"  # the intent was undone: review leaves it alone
+        assert len(s.exec(select(EventRow).where(EventRow.kind == "held_decision_failed")).all()) == 1
+    assert _ledger(h) == ledger and _ended(h.ctx.store, "steps")
+    monkeypatch.setattr(h.ctx.market, "approve", real)
+    assert _cli(capsys, "decide", "steps", bad, "approve", "--state", state)[0] == 0  # decided again
+    tick(h.ctx)
+    assert h.ctx.market.get_assignment(bad).status == "approved" and _totals(h).reserved == Decimal("0.00")
