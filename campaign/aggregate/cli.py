@@ -10,9 +10,10 @@ from __future__ import annotations
 
 import argparse
 import csv
-import json
 import sys
 from pathlib import Path
+
+from campaign.jsonout import dumps
 
 REQUIRED = ("item", "worker", "label")
 METHODS = ("auto", "majority", "mace", "ds")  # = campaign.aggregate.auto.METHODS, without importing NumPy for every command
@@ -89,7 +90,7 @@ def run(args: argparse.Namespace) -> int:
     out = {"method": method, "requested": args.method, "items": {str(k): str(v) for k, v in sorted(items.items())},
            "workers": workers, "evidence": evidence, "labels": len(triples)}
     if args.json:
-        print(json.dumps(out))
+        print(dumps(out))
         return 0
     why = f" ({evidence['reason']})" if evidence.get("reason") else ""
     print(f"method: {method}{why}")

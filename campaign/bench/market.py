@@ -13,7 +13,6 @@ measure the client. Every request goes over HTTP with a real SigV4 signature or 
 from __future__ import annotations
 
 import argparse
-import json
 import multiprocessing
 import os
 import random
@@ -31,6 +30,7 @@ from typing import Any, Protocol
 from botocore import xform_name  # type: ignore[import-untyped]
 
 from campaign.bench.market_client import SignedClient
+from campaign.jsonout import dumps
 from campaign.market.accounts import read_credentials_file
 from campaign.market.client import make_client
 from campaign.market.operator import offline
@@ -364,7 +364,7 @@ def main(argv: list[str]) -> int:
     open_hits, crowd, rounds = (300, 20, 5) if args.quick else (args.open_hits, args.crowd, args.rounds)
     result = run(hits, per_hit, args.threads, open_hits, crowd, rounds, args.processes, args.client)
     if args.json:
-        print(json.dumps(result))
+        print(dumps(result))
         return 0
     print(f"marketplace bench: {result['hits']} HITs, {result['assignments']} assignments, {args.processes} client processes "
           f"x {args.threads} threads, {args.client} requesters; "
