@@ -143,3 +143,17 @@ def test_auto_on_snow2008_is_at_least_majority_vote():
         labels, gold = snow2008.load(task)
         auto = AutoAggregator().fit(labels)
         assert accuracy(auto.predict(), gold) >= accuracy(auto.models_["majority"].predict(), gold), task
+
+
+@pytest.mark.slow
+@pytest.mark.shared_data
+@pytest.mark.skipif(shared_data_dir() is None, reason="needs ../shared/data (real crowd data), absent on a fresh clone")
+def test_auto_on_snow2008_is_within_a_point_of_the_best_method():
+    """Issue 30: on the real sets, `auto` is within 0.01 of the best of majority vote, MACE and DS."""
+    from campaign.datasets import snow2008
+
+    for task in ("rte", "temp", "wsd"):
+        labels, gold = snow2008.load(task)
+        auto = AutoAggregator().fit(labels)
+        best = max(accuracy(m.predict(), gold) for m in auto.models_.values())
+        assert accuracy(auto.predict(), gold) >= best - 0.01, (task, auto.reason_)
