@@ -109,8 +109,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p = subparsers.add_parser("aggregate", help="aggregate a crowd labels file (item, worker, label) with the project's methods")
     p.add_argument("labels", help="TSV file with a header naming columns item, worker, label")
     p.add_argument("--method", choices=METHODS, default="auto",
-                   help="auto (default): majority vote unless a model predicts held-back labels better, restarts "
-                        "agree and the class balance holds")
+                   help="auto (default): majority vote unless a model predicts held-back labels better over 5 "
+                        "folds (by 2 standard errors) and its restarts agree (docs/aggregation.md)")
     p.add_argument("--seed", type=int, default=0, help="seeds MACE's and Dawid-Skene's restarts and the held-back labels")
     p.add_argument("--json", action="store_true", help="print one JSON object: method, items, workers, evidence")
     p.set_defaults(func=run)
