@@ -218,7 +218,7 @@ def real_sets() -> dict[str, Any]:
     return out
 
 
-def print_tables(result: dict[str, Any]) -> None:
+def print_simulated(result: dict[str, Any]) -> None:
     sim = result["simulated"]
     print(f"Simulated crowds, {result['draws']} draws each: accuracy against the simulated truth (mean over draws)")
     print(f"{'condition':<16} {'family':<15} {'majority':>8} {'MACE':>7} {'DS':>7} {'auto':>7}  {'auto-best':>9} {'auto-MV':>8}"
@@ -229,6 +229,12 @@ def print_tables(result: dict[str, Any]) -> None:
               f"  {s['worst_gap_to_best']:>+9.4f} {s['worst_gap_to_majority']:>+8.4f}  {str(s['within_all']):>10} "
               f"{str(s['not_below_majority_all']):>9}  {c['majority']}/{c['mace']}/{c['ds']}")
     print("(auto-best, auto-MV: the worst draw's gap; within .01 / >= MV-.01: on every draw)")
+
+
+def print_tables(result: dict[str, Any]) -> None:
+    sim = result["simulated"]
+    if sim:
+        print_simulated(result)
     real = result.get("real")
     if real:
         print("\nReal crowd sets (`campaign aggregate --method auto`), accuracy against the gold labels")
