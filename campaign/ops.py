@@ -16,6 +16,7 @@ from typing import Any
 
 from sqlmodel import col, select
 
+from campaign.jsonout import dumps
 from campaign.store import CampaignRow, EventRow, Store, WorkerRow
 
 
@@ -189,7 +190,7 @@ def workers(args: argparse.Namespace) -> int:
              "reason": w.reason, "evidence": json.loads(w.evidence) if w.evidence else None,
              "held": held.get(w.worker_id, 0)} for w in rows]
     if args.json:
-        print(json.dumps(data, indent=2))
+        print(dumps(data, indent=2))
         return 0
     from rich.console import Console
     from rich.markup import escape
@@ -228,7 +229,7 @@ def events(args: argparse.Namespace) -> int:
         rows = s.exec(select(EventRow).where(EventRow.campaign == args.name).order_by(col(EventRow.id).desc()).limit(args.limit)).all()
     rows = list(reversed(rows))
     if args.json:
-        print(json.dumps([{"ts": e.ts, "level": e.level, "kind": e.kind, "subject": e.subject, "message": e.message,
+        print(dumps([{"ts": e.ts, "level": e.level, "kind": e.kind, "subject": e.subject, "message": e.message,
                            "data": json.loads(e.data) if e.data else None} for e in rows], indent=2))
         return 0
     for e in rows:

@@ -13,7 +13,6 @@ measure the client. Every request goes over HTTP with a real SigV4 signature or 
 from __future__ import annotations
 
 import argparse
-import json
 import multiprocessing
 import os
 import random
@@ -33,6 +32,7 @@ from botocore import xform_name  # type: ignore[import-untyped]
 
 from campaign.bench.market_client import SignedClient
 from campaign.bench.slowloris import Trickle, probe
+from campaign.jsonout import dumps
 from campaign.market.accounts import read_credentials_file
 from campaign.market.client import make_client
 from campaign.market.operator import offline
@@ -445,7 +445,7 @@ def main(argv: list[str]) -> int:
     if args.server != "both":
         result = results[args.server]
         if args.json:
-            print(json.dumps(result))
+            print(dumps(result))
             return 0
         print(f"marketplace bench ({args.server} server): {result['hits']} HITs, {result['assignments']} assignments, "
               f"{args.processes} client processes x {args.threads} threads, {args.client} requesters; "
@@ -455,7 +455,7 @@ def main(argv: list[str]) -> int:
         return 0
     comparison = compare(results)
     if args.json:
-        print(json.dumps({"servers": results, "comparison": comparison}))
+        print(dumps({"servers": results, "comparison": comparison}))
         return 0
     print(f"marketplace bench, legacy then new server, same client: {hits} HITs, {per_hit * hits} assignments, "
           f"{args.processes} client processes x {args.threads} threads, {args.client} requesters; "

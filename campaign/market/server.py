@@ -31,6 +31,7 @@ from pathlib import Path
 from typing import Any
 
 from campaign.clock import Clock, ScaledClock, WallClock
+from campaign.jsonout import dumps
 from campaign.market import auth
 from campaign.market import protocol as P
 from campaign.market.accounts import DEFAULT_ACCOUNT, AccountError, Accounts, Credentials, write_credentials_file
@@ -418,7 +419,7 @@ def admin_main(argv: list[str]) -> int:
             return 2
         link = op.signin_link(code, args.url)
         if args.json:
-            print(json.dumps({"WorkerId": args.worker_id, "code": code, "link": link}))
+            print(dumps({"WorkerId": args.worker_id, "code": code, "link": link}))
         else:
             print(f"worker {args.worker_id}: sign-in link {link}\nsign-in code {code}")
         return 0
