@@ -9,12 +9,13 @@ it. Deciding the same thing again changes nothing; deciding otherwise once decid
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 import time
 import unicodedata
 from collections.abc import Callable
 from typing import Any
+
+from campaign.jsonout import dumps
 
 DECISIONS = ("approve", "reject", "drop")
 MAX_MESSAGE = 1024  # MTurk's RequesterFeedback limit: the message goes to the worker with the decision
@@ -51,7 +52,7 @@ def cmd_held(args: argparse.Namespace) -> int:
     finally:
         store.close()
     if args.json:
-        print(json.dumps(rows, indent=2, allow_nan=False))
+        print(dumps(rows, indent=2))
         return 0
     if not rows:
         print("nothing held" + (f" in {args.name}" if args.name else ""))

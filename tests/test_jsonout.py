@@ -87,6 +87,7 @@ def fast_runs(tmp_path: Path) -> dict[str, list[list[str]]]:
         "campaign/commands.py": [["status", "--json", "--state", state], ["workers", "c1", "--json", "--state", state],
                                  ["events", "c1", "--json", "--state", state]],
         "campaign/market/server.py": [["market", "worker", "add", "AJSON1", "--state", str(tmp_path / "market"), "--json"]],
+        "campaign/held_cli.py": [["held", "--json", "--state", state], ["held", "c1", "--all", "--json", "--state", state]],
     }
 
 
