@@ -111,6 +111,7 @@ def register(sub: argparse._SubParsersAction) -> None:
 
     v = sub.add_parser("validate", help="check a spec; print every problem as file:line: field: message")
     v.add_argument("file", nargs="?", default=None, help="the spec file (default: campaigns.yaml in this folder)")
+    v.add_argument("--config", default=None, metavar="FILE", help="the spec file, as `run --config` takes it (same as FILE)")
     v.set_defaults(func=cmd_validate)
 
     st = sub.add_parser("status", help="money, progress, quality and recent events of every campaign")
@@ -180,6 +181,12 @@ def _refuse(exc: SpecError) -> int:
 
 
 def cmd_validate(args: argparse.Namespace) -> int:
+    if args.config is not None:
+        if args.file is not None and args.file != args.config:
+            print(f"campaign validate: two spec files given ({args.file} and --config {args.config}); give one",
+                  file=sys.stderr)
+            return 2
+        args.file = args.config
     if args.file is None:
         if not Path("campaigns.yaml").is_file():
             print(f"campaign validate: no campaigns.yaml in {Path.cwd()}; name the spec to check: "
@@ -205,17 +212,30 @@ def cmd_validate(args: argparse.Namespace) -> int:
     return 0
 
 
+#: libraries whose INFO lines say nothing a user acts on (Alembic's "Context impl SQLiteImpl", "Running
+#: upgrade ..."): shown only with `--log-level debug`
+QUIET_LIBRARIES = ("alembic", "apscheduler", "botocore", "boto3", "urllib3", "sqlalchemy")
+
+
+def configure_logging(level: str | None, quiet: bool = False) -> None:
+    """`campaign run`'s logging: the campaign's own loggers at `level` (default INFO, WARNING when quiet);
+    libraries at WARNING (APScheduler at ERROR: "skipped: instance still running" is normal here) unless
+    the level is DEBUG."""
+    logging.basicConfig(level=level or (logging.WARNING if quiet else logging.INFO),
+                        format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    if level is None:  # events go to the log below warning only when asked for
+        logging.getLogger("campaign.events").setLevel(logging.WARNING)
+    if level != "DEBUG":
+        for name in QUIET_LIBRARIES:
+            logging.getLogger(name).setLevel(logging.ERROR if name == "apscheduler" else logging.WARNING)
+
+
 def cmd_run(args: argparse.Namespace) -> int:
     from campaign.daemon import RunError, RunOptions, run
     from campaign.inputs import InputError
     from campaign.progress import make_progress
 
-    logging.basicConfig(level=args.log_level or (logging.WARNING if args.quiet else logging.INFO),
-                        format="%(asctime)s %(levelname)s %(name)s: %(message)s")
-    if args.log_level is None:  # events go to the log below warning only when asked for
-        logging.getLogger("campaign.events").setLevel(logging.WARNING)
-    logging.getLogger("apscheduler").setLevel(logging.ERROR)  # "skipped: instance still running" is normal here
-    logging.getLogger("botocore").setLevel(logging.WARNING)
+    configure_logging(args.log_level, args.quiet)
     try:
         spec = load_spec(args.config)
     except SpecError as exc:
