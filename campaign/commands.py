@@ -55,6 +55,7 @@ COMMAND_MODULES: tuple[str, ...] = (
     "campaign.tools_cli",
     "campaign.crowd.cli",
     "campaign.ops",
+    "campaign.preview",
 )
 
 
@@ -208,6 +209,8 @@ def cmd_validate(args: argparse.Namespace) -> int:
                       f"{shown(place_cost(p), p.currency)} a place with fee and VAT")
         print(f"{args.file}: campaign {c.name}: {stages}; budget {shown(c.budget, c.currency)}; marketplace {c.marketplace}; "
               f"crowd {c.crowd.kind}")
+        for line in _estimate_lines(c):
+            print(line)
     print("ok")
     return 0
 
@@ -230,6 +233,18 @@ def configure_logging(level: str | None, quiet: bool = False) -> None:
             logging.getLogger(name).setLevel(logging.ERROR if name == "apscheduler" else logging.WARNING)
 
 
+def _estimate_lines(c: Any, seed: int = 0) -> list[str]:
+    """The campaign's cost estimate as lines (`campaign.estimate`); a problem reading its items is the
+    run's to report, so here it is one line."""
+    from campaign.estimate import describe, estimate_campaign, plan_items
+    from campaign.inputs import InputError
+
+    try:
+        return describe(estimate_campaign(c, plan_items(c), seed))
+    except (InputError, OSError, ValueError) as exc:
+        return [f"cost estimate for {c.name}: not available ({exc})"]
+
+
 def cmd_run(args: argparse.Namespace) -> int:
     from campaign.daemon import RunError, RunOptions, run
     from campaign.inputs import InputError
@@ -240,6 +255,13 @@ def cmd_run(args: argparse.Namespace) -> int:
         spec = load_spec(args.config)
     except SpecError as exc:
         return _refuse(exc)
+    for c in spec.campaigns:  # what the run will cost, before anything is posted
+        if not args.campaign or c.name in args.campaign:
+            for line in _estimate_lines(c, args.seed):
+                if line.lstrip().startswith("warning:"):
+                    logging.getLogger("campaign.estimate").warning("%s: %s", c.name, line.strip())
+                elif not args.quiet:
+                    print(line, flush=True)
     opts = RunOptions(state_dir=Path(args.state), db=args.db, seed=args.seed, forever=args.forever,
                       production=args.production, campaigns=tuple(args.campaign), max_seconds=args.max_seconds,
                       lease_ttl=args.lease_ttl, market_port=args.market_port,
