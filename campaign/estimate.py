@@ -59,6 +59,10 @@ class CampaignEstimate:
     hourly: Decimal | None = None  # Prolific: the reward per hour of estimated time
     hourly_minimum: Decimal | None = None
     notes: tuple[str, ...] = field(default_factory=tuple)
+    #: a simulated crowd: what the run is expected to spend, its spammers' work on the stage quality
+    #: control reviews being rejected (unpaid); None for real people (their share is unknown)
+    expected: Decimal | None = None
+    expected_why: str = ""
 
     @property
     def total(self) -> Decimal:
@@ -109,24 +113,39 @@ class _PlanningData:
         return []
 
 
-def stage_groups(campaign: Campaign, stage: Stage, items: Sequence[PlanItem], seed: int) -> tuple[list[tuple[str, ...]], int | None]:
-    """The item groups of a stage's first-pass HITs as the kind plans them, and (batch-planned kinds)
-    the pairs planned; traps included."""
+def stage_batches(campaign: Campaign, stage: Stage, items: Sequence[PlanItem], seed: int) -> tuple[list[list[tuple[str, ...]]], int | None]:
+    """The item groups of a stage's first-pass HITs as the kind plans them, batch by batch (one batch for
+    a kind planned all at once), and (batch-planned kinds) the pairs planned; traps included."""
     kind = get_kind(stage.kind)
     if not kind.batch_planned:
-        return [tuple(d.item_keys) for d in kind.plan(stage, items, trap_keys(stage), seed)], None
+        return [[tuple(d.item_keys) for d in kind.plan(stage, items, trap_keys(stage), seed)]], None
     candidates = kind.candidates(stage, _PlanningData(campaign, items, seed))
-    groups: list[tuple[str, ...]] = []
+    batches: list[list[tuple[str, ...]]] = []
     state: Any = None
     for batch in range(MAX_BATCHES):
         plan = kind.plan_batch(stage, BatchInput(campaign=campaign.name, items=candidates, answers=[], state=state,
                                                  batch=batch, seed=seed))
         if plan.stop is not None or not plan.groups:
             break
-        groups.extend(plan.groups)
+        batches.append(list(plan.groups))
         state = plan.state
     pairs = len(state["pairs"]) if isinstance(state, dict) and isinstance(state.get("pairs"), list) else None
-    return groups, pairs
+    return batches, pairs
+
+
+def stage_groups(campaign: Campaign, stage: Stage, items: Sequence[PlanItem], seed: int) -> tuple[list[tuple[str, ...]], int | None]:
+    """Every first-pass HIT's item group of a stage (`stage_batches` flattened)."""
+    batches, pairs = stage_batches(campaign, stage, items, seed)
+    return [g for b in batches for g in b], pairs
+
+
+def places_for(batches: Sequence[int], assignments: int, bundle: int) -> int:
+    """Prolific places a stage's HITs need: per batch (the HITs posted together), its assignments over
+    what one submission can do, which is its bundle but never more HITs than the batch has (nobody does
+    a HIT twice), so a batch of 2 HITs with 5 assignments each takes 5 places whatever the bundle."""
+    from campaign.prolific.verdict import places_needed
+
+    return sum(places_needed(hits * assignments, min(bundle, hits)) for hits in batches if hits)
 
 
 def estimate_campaign(campaign: Campaign, items: Sequence[PlanItem], seed: int = 0) -> CampaignEstimate:
@@ -135,16 +154,16 @@ def estimate_campaign(campaign: Campaign, items: Sequence[PlanItem], seed: int =
     notes: list[str] = []
     cfg = campaign.prolific
     for stage in campaign.stages:
-        groups, pairs = stage_groups(campaign, stage, items, seed)
-        first = len(groups)
+        batches, pairs = stage_batches(campaign, stage, items, seed)
+        first = sum(len(b) for b in batches)
         repeats = sample_size(first, stage.repeat.share) if stage.repeat.share > 0 else 0
         hits = first + repeats
         assignments = hits * stage.assignments
         if cfg is not None:  # Prolific pays per place (a bundle of HIT assignments), with its fee and VAT
             from campaign.prolific.study import payment_cost, reward_per_submission
-            from campaign.prolific.verdict import places_needed
 
-            places = places_needed(assignments, cfg.bundle) if assignments else 0
+            # repeats are posted together after the first pass: one batch more
+            places = places_for([len(b) for b in batches] + [repeats], stage.assignments, cfg.bundle)
             reward = reward_per_submission(cfg)
             rewards = reward * places
             fees = (payment_cost(cfg, reward) - reward) * places
@@ -167,6 +186,7 @@ def estimate_campaign(campaign: Campaign, items: Sequence[PlanItem], seed: int =
             bonuses = bonus_cost(cfg, amount) * people
         else:
             bonuses = MTURK_FEES.bonus(amount).total * people
+    expected, why = _expected_with_simulated_crowd(campaign, stages)
     hourly = minimum = None
     if cfg is not None:
         from campaign.prolific.study import MINIMUM_HOURLY, reward_per_submission
@@ -174,7 +194,34 @@ def estimate_campaign(campaign: Campaign, items: Sequence[PlanItem], seed: int =
         hourly = (reward_per_submission(cfg) * 60 / cfg.estimated_minutes).quantize(CENT, rounding=ROUND_HALF_UP)
         minimum = MINIMUM_HOURLY.get(cfg.currency)
     return CampaignEstimate(campaign.name, campaign.currency, campaign.budget, tuple(stages), bonuses, hourly, minimum,
-                            tuple(notes))
+                            tuple(notes), expected, why)
+
+
+def spammer_share(campaign: Campaign) -> float:
+    """The share of a simulated crowd's workers who are spammers (`crowd.mix`)."""
+    total = sum(share for _, share in campaign.crowd.mix)
+    return sum(share for kind, share in campaign.crowd.mix if kind.endswith("spammer")) / total if total > 0 else 0.0
+
+
+def _expected_with_simulated_crowd(campaign: Campaign, stages: Sequence[StageEstimate]) -> tuple[Decimal | None, str]:
+    """The simulated crowd's expected spend: the reviewed (primary policed) stage's assignments, less the
+    spammers' share that review rejects, at MTurk's per-assignment price. Prolific pays whole places
+    (bundles), so a rejected HIT inside a paid bundle costs nothing less: no figure for it here."""
+    if campaign.crowd.kind != "simulated" or campaign.prolific is not None:
+        return None, ""
+    total = sum((s.total for s in stages), Decimal("0"))
+    q = campaign.quality
+    if not (q.enabled and q.reject_spam):
+        return total, "quality control rejects nothing"
+    primary = next((st for st in campaign.stages if get_kind(st.kind).policed and get_kind(st.kind).primary_evidence), None)
+    if primary is None:
+        return total, "no stage whose review rejects spam"
+    est = next(s for s in stages if s.stage == primary.name)
+    share = spammer_share(campaign)
+    rejected = int(Decimal(est.assignments) * Decimal(str(share)) + Decimal("0.5"))
+    why = (f"about {rejected} of stage {primary.name}'s {est.assignments} assignments rejected unpaid: "
+           f"the crowd's spammers are {share:.0%} of its workers")
+    return total - MTURK_FEES.assignment(primary.reward, primary.assignments).total * rejected, why
 
 
 def plan_items(campaign: Campaign) -> list[PlanItem]:
@@ -206,6 +253,8 @@ def describe(est: CampaignEstimate) -> list[str]:
     lines.append(f"  total {shown(est.total, cur)}"
                  + (f"; bonuses at most {shown(est.bonuses_at_most, cur)} more" if est.bonuses_at_most else "")
                  + f"; budget {shown(est.budget, cur)}")
+    if est.expected is not None and est.expected != est.total:
+        lines.append(f"  expected with this simulated crowd: {shown(est.expected, cur)} ({est.expected_why})")
     if est.hourly is not None:
         floor = f" (Prolific's minimum: {shown(est.hourly_minimum, cur)}/hour)" if est.hourly_minimum is not None else ""
         lines.append(f"  reward per hour of estimated time: {shown(est.hourly, cur)}{floor}")
