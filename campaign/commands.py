@@ -198,6 +198,8 @@ def cmd_validate(args: argparse.Namespace) -> int:
         spec = load_spec(args.file)
     except SpecError as exc:
         return _refuse(exc)
+    for line in spec.warnings:
+        print(f"warning: {line}", file=sys.stderr)
     for c in spec.campaigns:
         stages = ", ".join(f"{s.name} ({s.kind}, {s.assignments} x ${s.reward})" for s in c.stages)
         if c.prolific is not None:  # paid per submission on Prolific, not per HIT
@@ -255,6 +257,8 @@ def cmd_run(args: argparse.Namespace) -> int:
         spec = load_spec(args.config)
     except SpecError as exc:
         return _refuse(exc)
+    for line in spec.warnings:
+        print(f"warning: {line}", file=sys.stderr)
     for c in spec.campaigns:  # what the run will cost, before anything is posted
         if not args.campaign or c.name in args.campaign:
             for line in _estimate_lines(c, args.seed):
