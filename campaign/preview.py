@@ -205,7 +205,7 @@ def write_previews(campaigns: Sequence[Campaign], out: Path, stage_name: str | N
     return done
 
 
-def serve(out: Path, port: int = 0) -> None:  # pragma: no cover - interactive; tests drive the files
+def serve(out: Path, port: int = 0) -> None:
     """Serve `out` on 127.0.0.1 until Ctrl-C: static files only, on loopback, for one person's browser."""
     import functools
     from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
