@@ -9,6 +9,8 @@ import sys
 from decimal import Decimal
 from pathlib import Path
 
+import pytest
+
 from campaign.estimate import describe, estimate_campaign, estimate_spec, places_for, plan_items
 from campaign.money import MTURK_FEES
 from campaign.spec import load_spec
@@ -93,8 +95,17 @@ def test_places_never_assume_a_submission_does_more_hits_than_a_batch_has():
     assert places_for([4, 4, 1], 5, 10) == 5 + 5 + 5
 
 
-def test_run_prints_the_estimate_before_it_starts(tmp_path):
+def test_run_with_an_unknown_campaign_estimates_nothing(tmp_path):
     spec = _small(tmp_path, "1.00")
     out = _cli("run", "--config", str(spec), "--campaign", "nope", "--state", str(tmp_path / "state"), cwd=tmp_path)
-    assert out.returncode == 2  # unknown campaign: nothing runs, nothing estimated
+    assert out.returncode == 2
     assert "cost estimate" not in out.stdout
+
+
+@pytest.mark.slow
+def test_run_prints_the_estimate_and_warns_of_a_short_budget_before_it_starts(tmp_path):
+    spec = _small(tmp_path, "1.00")
+    out = _cli("run", "--config", str(spec), "--state", str(tmp_path / "state"), "--max-seconds", "2", cwd=tmp_path)
+    assert "cost estimate for small" in out.stdout
+    assert out.stdout.index("cost estimate for small") < out.stdout.index("worker site for small")
+    assert "covers about 48% of the campaign" in out.stderr
