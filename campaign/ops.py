@@ -180,10 +180,14 @@ def workers(args: argparse.Namespace) -> int:
     store = open_existing(args)
     if store is None or missing(store, args.name):
         return 2
+    from campaign.held import held_by_worker
+
     with store.session() as s:
         rows = s.exec(select(WorkerRow).where(WorkerRow.campaign == args.name).order_by(WorkerRow.worker_id)).all()
+        held = held_by_worker(s, args.name)  # rows of theirs a step failed on, waiting for the operator
     data: list[dict[str, Any]] = [{"worker": w.worker_id, "assignments": w.assignments, "excluded": w.excluded, "blocked": w.blocked,
-             "reason": w.reason, "evidence": json.loads(w.evidence) if w.evidence else None} for w in rows]
+             "reason": w.reason, "evidence": json.loads(w.evidence) if w.evidence else None,
+             "held": held.get(w.worker_id, 0)} for w in rows]
     if args.json:
         print(json.dumps(data, indent=2))
         return 0
@@ -199,7 +203,8 @@ def workers(args: argparse.Namespace) -> int:
     for d in data:
         e = d["evidence"] or {}
         r = e.get("correlation")
-        decision = " + ".join(w for w, flag in (("excluded", d["excluded"]), ("blocked", d["blocked"])) if flag)
+        decision = " + ".join(w for w, flag in (("excluded", d["excluded"]), ("blocked", d["blocked"]),
+                                                 (f"{d['held']} held", d["held"])) if flag)
         t.add_row(escape(d["worker"]), str(d["assignments"]), str(e.get("labels", "")), "" if r is None else f"{r:.2f}",
                   str(e.get("shared_items", "")), f"{e.get('traps_passed', 0)}/{e.get('traps_seen', 0)}" if e else "", decision)
         if d["reason"]:
@@ -210,6 +215,8 @@ def workers(args: argparse.Namespace) -> int:
         console.print("reasons:")
         for line in reasons:
             console.print(line)
+    if held:
+        console.print(f"{sum(held.values())} row(s) held for the operator: `campaign held {escape(args.name)}`")
     return 0
 
 

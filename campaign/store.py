@@ -24,6 +24,7 @@ from sqlalchemy.engine import Connection, Engine, make_url
 from sqlalchemy.exc import DatabaseError
 from sqlmodel import Field, Session, SQLModel, create_engine, select
 
+from campaign.filemodes import private_db, private_dir
 from campaign.leases import LeaseRow  # noqa: F401  (its table is one of the store's: registered in the metadata here)
 
 if TYPE_CHECKING:
@@ -40,7 +41,7 @@ BASELINE = "0001"
 # The newest revision in campaign/migrations/versions (a test checks they agree). Known here so that
 # opening a store that is already at it needs no Alembic import, which costs a second of start-up on a
 # busy machine for every `campaign status`.
-SCHEMA_HEAD = "0002"
+SCHEMA_HEAD = "0003"
 
 
 class StoreError(Exception):
@@ -188,6 +189,37 @@ class EventRow(SQLModel, table=True):
     data: str | None = None  # JSON evidence
 
 
+class HeldRow(SQLModel, table=True):
+    """A row a step failed on, quarantined until the operator settles it (invariant 8).
+
+    `row_kind` names what is held: an `assignment` (a submitted answer: its status is `held` too), a
+    `hit` (a draft whose posting failed: its status is `held`), or a `bonus` (reserved, not sent). One
+    row per held thing: holding it again changes nothing, so its event is written once.
+    `status`: held -> settled. `decision` (approve | reject | drop) is the operator's, written by
+    `campaign decide`; the daemon carries it out through the ledger and the marketplace and then writes
+    `outcome` and `settled_at`. Holding moves no money: a held row's reservation stays until then.
+    """
+
+    __tablename__ = "held"
+    __table_args__ = (UniqueConstraint("campaign", "row_kind", "row_key"), Index("ix_held_campaign_status", "campaign", "status"))
+    id: int | None = Field(default=None, primary_key=True)
+    campaign: str = Field(index=True)
+    row_kind: str
+    row_key: str
+    step: str
+    error: str
+    hit_key: str | None = None
+    worker_id: str | None = None
+    held_at: float = Field(default_factory=time.time)
+    status: str = "held"
+    decision: str | None = None
+    message: str | None = None
+    decided_at: float | None = None
+    settled_at: float | None = None
+    outcome: str | None = None
+    data: str | None = None  # JSON: what settling needs (a bonus's amount and assignment, an interrupted call's intent)
+
+
 class KVRow(SQLModel, table=True):
     """Small per-campaign state: cursors, online model snapshots."""
 
@@ -208,7 +240,7 @@ def _sqlite_pragmas(dbapi_conn: Any, _record: Any) -> None:
     cur.close()
 
 
-STORE_TABLES = frozenset({"campaigns", "items", "hits", "assignments", "judgments", "workers", "ledger", "events", "kv", "leases"})
+STORE_TABLES = frozenset({"campaigns", "items", "hits", "assignments", "judgments", "workers", "ledger", "events", "kv", "leases", "held"})
 
 
 def metadata() -> MetaData:
@@ -253,6 +285,9 @@ class Store:
         kwargs: dict[str, Any] = {}
         if url.startswith("sqlite"):
             kwargs["connect_args"] = {"check_same_thread": False, "timeout": 30}
+            u = make_url(url)
+            if u.database not in (None, "", ":memory:") and not str(u.database).startswith("file:"):
+                private_db(u.database)  # answers and worker ids: readable by the owner only
         self.engine: Engine = create_engine(url, **kwargs)
         if url.startswith("sqlite"):
             event.listen(self.engine, "connect", _sqlite_pragmas)
@@ -356,7 +391,7 @@ class Store:
             if not f.is_file():
                 raise StoreError(f"no store at {f}; `campaign run` creates it (or give --state/--db)")
         else:
-            p.mkdir(parents=True, exist_ok=True)
+            private_dir(p)
         return cls(f"sqlite:///{f}")
 
     @contextmanager
