@@ -18,7 +18,6 @@ folder on 127.0.0.1 until Ctrl-C.
 from __future__ import annotations
 
 import argparse
-import html
 import re
 import sys
 from collections.abc import Sequence
@@ -122,42 +121,63 @@ def _chosen(groups: Sequence[tuple[str, ...]]) -> tuple[str, ...]:
     return next((g for g in groups if any(k.startswith(TRAP_PREFIX) for k in g)), groups[0])
 
 
-def frame_page(campaign: Campaign, stage: Stage, shown_items: Sequence[ShownItem], hit_file: str, hits: int) -> str:
-    """The worker-frame page around the HIT (every spec text escaped)."""
-    from campaign.market.worker_pages import WORKER_CSS, duration, inert
-
-    e = html.escape
-    query = f"assignmentId={PREVIEW_ASSIGNMENT}&hitId=PREVIEW&turkSubmitTo={PREVIEW_SUBMIT_TO}"
-    rows = "".join(
-        f'<li class="{"trap" if it.is_trap else "item"}" data-key="{e(it.key)}">'
-        f'{"TRAP: " if it.is_trap else ""}{e(inert(it.text))} <small>({e(it.key)})</small></li>' for it in shown_items)
-    traps = sum(1 for it in shown_items if it.is_trap)
-    if campaign.prolific is None:
-        pay = f"Reward: {e(shown(stage.reward, campaign.currency))}"
-    else:  # a Prolific participant is paid per submission (a bundle of HITs), not per HIT
-        from campaign.prolific.study import reward_per_submission
-
-        pay = (f"Paid per Prolific submission of {campaign.prolific.bundle} HITs: "
-               f"{e(shown(reward_per_submission(campaign.prolific), campaign.currency))}")
-    return f"""<!DOCTYPE html>
+FRAME_TEMPLATE = """<!DOCTYPE html>
 <html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1">
-<title>Preview: {e(inert(stage.title))} - {e(campaign.name)} / {e(stage.name)}</title>
-<style>{WORKER_CSS}{PREVIEW_CSS}</style></head>
-<body><header><strong>campaign preview</strong><span class="who">{e(campaign.name)} / stage {e(stage.name)} ({e(stage.kind)})</span></header>
+<title>Preview: {{ title }} - {{ campaign }} / {{ stage }}</title>
+<style>{{ css }}</style></head>
+<body><header><strong>campaign preview</strong><span class="who">{{ campaign }} / stage {{ stage }} ({{ kind }})</span></header>
 <main>
-<h1><bdi>{e(inert(stage.title))}</bdi></h1><p><bdi>{e(inert(stage.description))}</bdi></p>
-<p class="facts"><span>{pay}</span><span>Time allotted: {e(duration(stage.duration))}</span>
-<span>Assignments per HIT: {stage.assignments}</span><span>HITs planned in this stage: {hits}</span></p>
+<h1><bdi>{{ title }}</bdi></h1><p><bdi>{{ description }}</bdi></p>
+<p class="facts"><span>{{ pay }}</span><span>Time allotted: {{ allotted }}</span>
+<span>Assignments per HIT: {{ assignments }}</span><span>HITs planned in this stage: {{ hits }}</span></p>
 <div class="preview-note" id="preview-note"><strong>Preview only</strong> (workers do not see this box): this HIT's
-{len(shown_items)} items in the order shown{f", {traps} of them a trap" if traps else ""}.
-<ol id="preview-items">{rows}</ol></div>
-<iframe class="hit" id="hit-frame" title="HIT" src="{e(hit_file)}?{e(query)}" sandbox="allow-scripts allow-forms" referrerpolicy="no-referrer"></iframe>
+{{ items|length }} items in the order shown{% if traps %}, {{ traps }} of them a trap{% endif %}.
+<ol id="preview-items">{% for it in items %}<li class="{{ 'trap' if it.is_trap else 'item' }}" data-key="{{ it.key }}">
+{%- if it.is_trap %}TRAP: {% endif %}{{ it.text }} <small>({{ it.key }})</small></li>{% endfor %}</ol></div>
+<iframe class="hit" id="hit-frame" title="HIT" src="{{ src }}" sandbox="allow-scripts allow-forms" referrerpolicy="no-referrer"></iframe>
 <div id="answer-box" hidden><h2 id="submitted">The answer that would be sent</h2>
 <p>to <code id="answer-action"></code>, with these fields:</p>
 <table><thead><tr><th>field</th><th>value</th></tr></thead><tbody id="answer-fields"></tbody></table>
 <p id="answer-json"></p></div>
-</main>{FRAME_SCRIPT}</body></html>
+</main>{{ script }}</body></html>
 """
+
+INDEX_TEMPLATE = """<!DOCTYPE html>
+<html lang="en"><head><meta charset="utf-8"><title>campaign preview</title></head>
+<body><h1>campaign preview</h1><ul id="stages">{% for p in previews %}
+<li><a href="{{ p.page.name }}">{{ p.campaign }} / {{ p.stage }}</a> ({{ p.kind }}, {{ p.hits_planned }} HITs)</li>{% endfor %}
+</ul></body></html>
+"""
+
+
+def _render(template: str, **values: object) -> str:
+    """Render with autoescape: every spec and item text is data (the fixed CSS and script are Markup)."""
+    from jinja2 import Environment
+
+    return Environment(autoescape=True).from_string(template).render(**values)
+
+
+def frame_page(campaign: Campaign, stage: Stage, shown_items: Sequence[ShownItem], hit_file: str, hits: int) -> str:
+    """The worker-frame page around the HIT; texts pass `inert` (no bidi controls) as on the worker site."""
+    from urllib.parse import urlencode
+
+    from markupsafe import Markup
+
+    from campaign.market.worker_pages import WORKER_CSS, duration, inert
+
+    if campaign.prolific is None:
+        pay = f"Reward: {shown(stage.reward, campaign.currency)}"
+    else:  # a Prolific participant is paid per submission (a bundle of HITs), not per HIT
+        from campaign.prolific.study import reward_per_submission
+
+        pay = (f"Paid per Prolific submission of {campaign.prolific.bundle} HITs: "
+               f"{shown(reward_per_submission(campaign.prolific), campaign.currency)}")
+    query = urlencode({"assignmentId": PREVIEW_ASSIGNMENT, "hitId": "PREVIEW", "turkSubmitTo": PREVIEW_SUBMIT_TO})
+    items = [ShownItem(key=it.key, text=inert(it.text)) for it in shown_items]
+    return _render(FRAME_TEMPLATE, title=inert(stage.title), description=inert(stage.description), campaign=campaign.name,
+                   stage=stage.name, kind=stage.kind, css=Markup(WORKER_CSS + PREVIEW_CSS), pay=pay,
+                   allotted=duration(stage.duration), assignments=stage.assignments, hits=hits, items=items,
+                   traps=sum(1 for it in items if it.is_trap), src=f"{hit_file}?{query}", script=Markup(FRAME_SCRIPT))
 
 
 def with_submit_script(page: str) -> str:
@@ -196,12 +216,7 @@ def write_previews(campaigns: Sequence[Campaign], out: Path, stage_name: str | N
         done.extend(preview_stage(c, s, items, out, seed) for s in stages)
     if stage_name is not None and not done:
         raise PreviewError(f"no stage named {stage_name!r} in the chosen campaigns")
-    links = "".join(f'<li><a href="{html.escape(p.page.name)}">{html.escape(p.campaign)} / {html.escape(p.stage)}</a> '
-                    f"({html.escape(p.kind)}, {p.hits_planned} HITs)</li>" for p in done)
-    (out / "index.html").write_text(f"""<!DOCTYPE html>
-<html lang="en"><head><meta charset="utf-8"><title>campaign preview</title></head>
-<body><h1>campaign preview</h1><ul id="stages">{links}</ul></body></html>
-""", encoding="utf-8")
+    (out / "index.html").write_text(_render(INDEX_TEMPLATE, previews=done), encoding="utf-8")
     return done
 
 

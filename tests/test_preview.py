@@ -59,3 +59,17 @@ def test_serve_answers_on_loopback_until_interrupted(tmp_path):
             proc.kill()
             proc.wait()
     assert sorted(f.name for f in tmp_path.iterdir()) == ["p"]
+
+
+def test_item_and_spec_texts_are_escaped_in_the_frame_page():
+    from campaign.preview import frame_page
+    from campaign.spec import load_spec
+    from campaign.tasks.base import ShownItem
+
+    c = load_spec(ROOT / "campaigns.yaml").campaigns[0]
+    hostile = '<img src=x onerror="alert(1)">\u202e'
+    page = frame_page(c, c.stages[0], [ShownItem("a", hostile), ShownItem("trap:likert:0", "</li><script>x()</script>")],
+                      "h.html", 1)
+    assert "<img" not in page and "<script>x()" not in page and "\u202e" not in page
+    assert "&lt;img src=x onerror=&#34;alert(1)&#34;&gt;" in page
+    assert page.count('class="trap"') == 1
