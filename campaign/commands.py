@@ -57,6 +57,7 @@ COMMAND_MODULES: tuple[str, ...] = (
     "campaign.ops",
     "campaign.answers.cli",
     "campaign.held_cli",
+    "campaign.preview",
 )
 
 
@@ -113,6 +114,7 @@ def register(sub: argparse._SubParsersAction) -> None:
 
     v = sub.add_parser("validate", help="check a spec; print every problem as file:line: field: message")
     v.add_argument("file", nargs="?", default=None, help="the spec file (default: campaigns.yaml in this folder)")
+    v.add_argument("--config", default=None, metavar="FILE", help="the spec file, as `run --config` takes it (same as FILE)")
     v.set_defaults(func=cmd_validate)
 
     st = sub.add_parser("status", help="money, progress, quality and recent events of every campaign")
@@ -183,6 +185,12 @@ def _refuse(exc: SpecError) -> int:
 
 
 def cmd_validate(args: argparse.Namespace) -> int:
+    if args.config is not None:
+        if args.file is not None and args.file != args.config:
+            print(f"campaign validate: two spec files given ({args.file} and --config {args.config}); give one",
+                  file=sys.stderr)
+            return 2
+        args.file = args.config
     if args.file is None:
         if not Path("campaigns.yaml").is_file():
             print(f"campaign validate: no campaigns.yaml in {Path.cwd()}; name the spec to check: "
@@ -193,6 +201,8 @@ def cmd_validate(args: argparse.Namespace) -> int:
         spec = load_spec(args.file)
     except SpecError as exc:
         return _refuse(exc)
+    for line in spec.warnings:
+        print(f"warning: {line}", file=sys.stderr)
     for c in spec.campaigns:
         stages = ", ".join(f"{s.name} ({s.kind}, {s.assignments} x ${s.reward})" for s in c.stages)
         if c.prolific is not None:  # paid per submission on Prolific, not per HIT
@@ -204,8 +214,40 @@ def cmd_validate(args: argparse.Namespace) -> int:
                       f"{shown(place_cost(p), p.currency)} a place with fee and VAT")
         print(f"{args.file}: campaign {c.name}: {stages}; budget {shown(c.budget, c.currency)}; marketplace {c.marketplace}; "
               f"crowd {c.crowd.kind}")
+        for line in _estimate_lines(c):
+            print(line)
     print("ok")
     return 0
+
+
+#: libraries whose INFO lines say nothing a user acts on (Alembic's "Context impl SQLiteImpl", "Running
+#: upgrade ..."): shown only with `--log-level debug`
+QUIET_LIBRARIES = ("alembic", "apscheduler", "botocore", "boto3", "urllib3", "sqlalchemy")
+
+
+def configure_logging(level: str | None, quiet: bool = False) -> None:
+    """`campaign run`'s logging: the campaign's own loggers at `level` (default INFO, WARNING when quiet);
+    libraries at WARNING (APScheduler at ERROR: "skipped: instance still running" is normal here) unless
+    the level is DEBUG."""
+    logging.basicConfig(level=level or (logging.WARNING if quiet else logging.INFO),
+                        format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    if level is None:  # events go to the log below warning only when asked for
+        logging.getLogger("campaign.events").setLevel(logging.WARNING)
+    if level != "DEBUG":
+        for name in QUIET_LIBRARIES:
+            logging.getLogger(name).setLevel(logging.ERROR if name == "apscheduler" else logging.WARNING)
+
+
+def _estimate_lines(c: Any, seed: int = 0) -> list[str]:
+    """The campaign's cost estimate as lines (`campaign.estimate`); a problem reading its items is the
+    run's to report, so here it is one line."""
+    from campaign.estimate import describe, estimate_campaign, plan_items
+    from campaign.inputs import InputError
+
+    try:
+        return describe(estimate_campaign(c, plan_items(c), seed))
+    except (InputError, OSError, ValueError) as exc:
+        return [f"cost estimate for {c.name}: not available ({exc})"]
 
 
 def cmd_run(args: argparse.Namespace) -> int:
@@ -213,16 +255,20 @@ def cmd_run(args: argparse.Namespace) -> int:
     from campaign.inputs import InputError
     from campaign.progress import make_progress
 
-    logging.basicConfig(level=args.log_level or (logging.WARNING if args.quiet else logging.INFO),
-                        format="%(asctime)s %(levelname)s %(name)s: %(message)s")
-    if args.log_level is None:  # events go to the log below warning only when asked for
-        logging.getLogger("campaign.events").setLevel(logging.WARNING)
-    logging.getLogger("apscheduler").setLevel(logging.ERROR)  # "skipped: instance still running" is normal here
-    logging.getLogger("botocore").setLevel(logging.WARNING)
+    configure_logging(args.log_level, args.quiet)
     try:
         spec = load_spec(args.config)
     except SpecError as exc:
         return _refuse(exc)
+    for line in spec.warnings:
+        print(f"warning: {line}", file=sys.stderr)
+    for c in spec.campaigns:  # what the run will cost, before anything is posted
+        if not args.campaign or c.name in args.campaign:
+            for line in _estimate_lines(c, args.seed):
+                if line.lstrip().startswith("warning:"):
+                    logging.getLogger("campaign.estimate").warning("%s: %s", c.name, line.strip())
+                elif not args.quiet:
+                    print(line, flush=True)
     opts = RunOptions(state_dir=Path(args.state), db=args.db, seed=args.seed, forever=args.forever,
                       production=args.production, campaigns=tuple(args.campaign), max_seconds=args.max_seconds,
                       lease_ttl=args.lease_ttl, market_port=args.market_port,

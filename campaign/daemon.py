@@ -260,8 +260,12 @@ def start_runtime(spec: Spec, opts: RunOptions) -> Runtime:
     for c in chosen:
         if c.marketplace == "mturk" and not opts.production:
             raise RunError(f"campaign {c.name!r} posts to MTurk production and spends real money: add --production to confirm")
+    from campaign.marketplaces import preflight
     from campaign.prolific import runtime as prolific_rt
 
+    for c in chosen:
+        if (problem := preflight(c.marketplace, c.endpoint_url)) is not None:
+            raise RunError(f"campaign {c.name!r}: {problem}; nothing was posted")
     try:
         prolific_rt.check_environment(chosen)
     except prolific_rt.ProlificStartError as exc:

@@ -152,8 +152,13 @@ def _mix(ck: _Checker, v: Any, at: At) -> tuple[tuple[str, float], ...]:
     return tuple(sorted(vals))
 
 
-def _truth_file(ck: _Checker, v: Any, at: At) -> str:
+TRUTH_NONE = "none"  # `truth: none`: a simulated crowd without hidden truth, on purpose (answers are noise)
+
+
+def _truth_file(ck: _Checker, v: Any, at: At) -> str | None:
     name = ck.string(v, at)
+    if name.strip().lower() == TRUTH_NONE:
+        return None
     if not name:
         return name
     path = ck.base_dir / name
@@ -432,6 +437,7 @@ def _legacy_stage_fields() -> dict[str, Any]:
 class Spec:
     path: str
     campaigns: tuple[Campaign, ...]
+    warnings: tuple[str, ...] = ()  # `file:line: field: message`, as problems are, for what runs but deserves a word
 
     def campaign(self, name: str) -> Campaign:
         for c in self.campaigns:
@@ -523,6 +529,11 @@ class _Checker:
         self.doc = doc
         self.base_dir = base_dir
         self.problems: list[str] = []
+        self.warnings: list[str] = []
+
+    def warn(self, at: tuple[Any, ...], message: str) -> None:
+        """Not a problem (the spec runs), but what the user should know before it does."""
+        self.warnings.append(f"{self.doc.path}:{self.doc.line(at)}: {_field_name(at)}: {message}")
 
     def err(self, at: tuple[Any, ...], message: str) -> None:
         self.problems.append(f"{self.doc.path}:{self.doc.line(at)}: {_field_name(at)}: {message}")
@@ -700,7 +711,7 @@ def _validate(data: Any, doc: _Doc, base_dir: Path) -> Spec:
             campaigns.append(c)
     if ck.problems:
         raise SpecError(ck.problems)
-    return Spec(path=doc.path, campaigns=tuple(campaigns))
+    return Spec(path=doc.path, campaigns=tuple(campaigns), warnings=tuple(ck.warnings))
 
 
 def _input(ck: _Checker, m: dict, at: At, base_dir: Path) -> tuple[str, str]:
@@ -761,6 +772,14 @@ def _campaign(ck: _Checker, raw: Any, at: At, base_dir: Path) -> tuple[str, Camp
     if crowd.kind == "simulated" and marketplace not in SIMULATED_OK:
         ck.err(at + ("crowd", "kind"), "a simulated crowd can only work the built-in marketplace (marketplace: local) "
                "or the Prolific emulator (marketplace: prolific-local)")
+    if crowd.kind == "simulated" and crowd.truth is None:
+        raw_crowd = m.get("crowd")
+        if isinstance(raw_crowd, dict) and "truth" in raw_crowd:
+            ck.warn(at + ("crowd", "truth"), "none: the simulated workers know nothing of the items, so every answer "
+                    "is noise and the scores mean nothing (fine for trying the machinery, not for results)")
+        else:
+            ck.err(at + ("crowd",), "a simulated crowd answers from each item's hidden truth: add `truth: FILE` "
+                   "(tab-separated item and truth in 0..1, one row per item) or `truth: none` to run it on noise")
     quality = QualityPolicy(**ck.read(QualityPolicy, m.get("quality"), at + ("quality",)))
     schedule = _Schedule(**ck.read(_Schedule, m.get("schedule"), at + ("schedule",)))
     if len(ck.problems) > before or not name:

@@ -22,6 +22,7 @@ campaigns:
     budget: "10.00"
     crowd:
       kind: simulated
+      truth: none
 """
 
 
@@ -262,7 +263,7 @@ def test_validate_and_run_catch_bad_input_files_before_creating_anything(tmp_pat
 
 def test_bad_truth_file_is_caught_by_validate(tmp_path):
     (tmp_path / "truth.tsv").write_text("id\timportance\na\thigh\n", encoding="utf-8")
-    ps = problems(tmp_path, GOOD.replace("kind: simulated", "kind: simulated\n      truth: truth.tsv"))
+    ps = problems(tmp_path, GOOD.replace("truth: none", "truth: truth.tsv"))
     assert any(p.endswith(f"campaigns[0].crowd.truth: {tmp_path / 'truth.tsv'}:2: importance must be a number, got 'high'") for p in ps)
 
 

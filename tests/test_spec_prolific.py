@@ -40,6 +40,7 @@ campaigns:
     crowd:
       kind: simulated
       workers: 40
+      truth: none
 """
 
 

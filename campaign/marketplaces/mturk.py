@@ -251,3 +251,14 @@ def open_mturk(marketplace: str, endpoint_url: str | None = None, *, production_
         options["max_rps"] = default_max_rps(marketplace)
     return MTurkMarketplace(make_client(marketplace, endpoint_url, production_ok=production_ok, **options))
 
+
+
+def missing_aws_credentials(marketplace: str, endpoint_url: str | None = None) -> str | None:
+    """Why MTurk cannot be used (no AWS credentials in boto3's standard chain), or None. Without this
+    check every call fails with NoCredentialsError, which the steps treat as passing trouble."""
+    import boto3  # type: ignore[import-untyped]
+
+    if boto3.session.Session().get_credentials() is not None:
+        return None
+    return (f"marketplace {marketplace!r} needs AWS credentials of an MTurk requester account and none were found "
+            "(set AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY, or AWS_PROFILE with ~/.aws/credentials)")

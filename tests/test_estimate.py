@@ -1,0 +1,111 @@
+"""The cost estimate (`campaign.estimate`): printed by `validate`, priced by the marketplace's own fee
+rules, a budget below it a warning that says how much it covers, and computed without any state."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from decimal import Decimal
+from pathlib import Path
+
+import pytest
+
+from campaign.estimate import describe, estimate_campaign, estimate_spec, places_for, plan_items
+from campaign.money import MTURK_FEES
+from campaign.spec import load_spec
+
+ROOT = Path(__file__).resolve().parent.parent
+EXAMPLE = ROOT / "examples" / "ukpconvarg1-water"
+
+
+def _cli(*args: str, cwd: Path) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "campaign", *args], cwd=cwd, env=dict(os.environ, PYTHONPATH=str(ROOT)),
+                          capture_output=True, text=True, timeout=120)
+
+
+def test_validate_prints_the_demo_estimate_and_creates_nothing(tmp_path):
+    out = _cli("validate", str(ROOT / "campaigns.yaml"), cwd=tmp_path)
+    assert out.returncode == 0, out.stderr
+    assert "cost estimate for water-bottles" in out.stdout
+    # 60 propositions, 5 per HIT, 5 assignments at $0.06 + MTurk's 20% fee ($0.01 minimum)
+    assert "stage likert (likert): 12 HITs, 60 assignments, rewards $3.60 + fees $0.60 = $4.20" in out.stdout
+    assert "cost estimate for water-nuggets" in out.stdout
+    assert list(tmp_path.iterdir()) == []
+
+
+SMALL = """\
+campaigns:
+  - name: small
+    topic: t
+    input:
+      propositions: {items}
+    task: {{kind: likert, items_per_hit: 5, assignments: 5, reward: "0.06"}}
+    budget: "{budget}"
+    crowd: {{kind: none}}
+"""
+
+
+def _small(tmp_path: Path, budget: str, n: int = 30) -> Path:
+    lines = (EXAMPLE / "propositions.tsv").read_text().splitlines()
+    (tmp_path / "items.tsv").write_text("\n".join(lines[: n + 1]) + "\n")
+    spec = tmp_path / "spec.yaml"
+    spec.write_text(SMALL.format(items="items.tsv", budget=budget))
+    return spec
+
+
+def test_a_budget_below_the_estimate_is_a_warning_with_its_coverage(tmp_path):
+    spec = _small(tmp_path, "1.00")
+    out = _cli("validate", str(spec), cwd=tmp_path)
+    assert out.returncode == 0
+    # 6 HITs x 5 x ($0.06 + $0.01) = $2.10; $1.00 covers 48% of it
+    assert "total $2.10; budget $1.00" in out.stdout
+    assert "warning: budget $1.00 is below the estimate $2.10: it covers about 48% of the campaign" in out.stdout
+    assert "warning" not in _cli("validate", str(_small(tmp_path, "2.10")), cwd=tmp_path).stdout
+
+
+def test_mturk_fee_rules_apply_from_ten_assignments(tmp_path):
+    spec = _small(tmp_path, "50.00")
+    spec.write_text(spec.read_text().replace("assignments: 5", "assignments: 10"))
+    c = load_spec(spec).campaigns[0]
+    est = estimate_campaign(c, plan_items(c))
+    (s,) = est.stages
+    assert (s.hits, s.assignments) == (6, 60)
+    # 40% at >= 10 assignments: 0.024 -> $0.02 a assignment (at 5 assignments: 20%, the $0.01 minimum)
+    assert s.fees == MTURK_FEES.assignment(Decimal("0.06"), 10).fee * 60 == Decimal("1.20")
+    assert est.total == Decimal("3.60") + Decimal("1.20")
+
+
+def test_prolific_is_priced_per_place_and_reports_hourly_pay():
+    (est,) = estimate_spec(load_spec(ROOT / "examples" / "prolific.yaml"))
+    assert est.currency == "GBP"
+    likert, ranking = est.stages
+    assert likert.places == 12  # 60 assignments in bundles of 5
+    assert ranking.pairs is not None and ranking.places == places_for([4, 4, 1], 5, 5) == 15
+    assert likert.total == Decimal("1.05") * 12  # a place: 0.75 + fee 0.25 + VAT 0.05
+    assert est.hourly == Decimal("9.00") and est.hourly_minimum == Decimal("6.00")
+    text = "\n".join(describe(est))
+    assert "reward per hour of estimated time: £9.00 (Prolific's minimum: £6.00/hour)" in text
+    assert "bonuses at most £8.40" in text  # 30 participants x (0.20 + fee + VAT)
+
+
+def test_places_never_assume_a_submission_does_more_hits_than_a_batch_has():
+    assert places_for([12], 5, 5) == 12
+    assert places_for([2], 5, 5) == 5
+    assert places_for([4, 4, 1], 5, 10) == 5 + 5 + 5
+
+
+def test_run_with_an_unknown_campaign_estimates_nothing(tmp_path):
+    spec = _small(tmp_path, "1.00")
+    out = _cli("run", "--config", str(spec), "--campaign", "nope", "--state", str(tmp_path / "state"), cwd=tmp_path)
+    assert out.returncode == 2
+    assert "cost estimate" not in out.stdout
+
+
+@pytest.mark.slow
+def test_run_prints_the_estimate_and_warns_of_a_short_budget_before_it_starts(tmp_path):
+    spec = _small(tmp_path, "1.00")
+    out = _cli("run", "--config", str(spec), "--state", str(tmp_path / "state"), "--max-seconds", "2", cwd=tmp_path)
+    assert "cost estimate for small" in out.stdout
+    assert out.stdout.index("cost estimate for small") < out.stdout.index("worker site for small")
+    assert "covers about 48% of the campaign" in out.stderr
