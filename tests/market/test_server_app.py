@@ -29,6 +29,7 @@ def apps(tmp_path):
     cfg.worker_origin, cfg.content_origin = URL, "http://127.0.0.1:10"
     site = WorkerSite(engine, accounts, cfg)
     core = Core(engine, Faults(FaultConfig()), accounts, site, ContentSite(engine, cfg, site))
+    core.signing = auth.Signing.for_urls(URL, URL)  # the Host names this server answers to, as start_market sets them
     yield MarketApp(core), ContentApp(core), creds
     accounts.close()
     db.close()
