@@ -10,24 +10,10 @@ import textwrap
 from pathlib import Path
 
 from tests.processes import alive, child_dies_with
+from tests.support.paths import ROOT
+from tests.support.specs import campaign, simulated, spec_yaml
 
-ROOT = Path(__file__).resolve().parents[2]
-EXAMPLE = ROOT / "examples" / "ukpconvarg1-water"
-
-SPEC = f"""\
-campaigns:
-  - name: kid
-    topic: Should plastic water bottles be banned?
-    input:
-      propositions: {EXAMPLE / "propositions.tsv"}
-    task:
-      kind: likert
-    budget: "10.00"
-    crowd:
-      kind: simulated
-      workers: 3
-      truth: {EXAMPLE / "truth.tsv"}
-"""
+SPEC = spec_yaml(campaign("kid", task={"kind": "likert"}, budget="10.00", crowd=simulated(3), poll_interval=None))
 
 # a stand-in daemon: the marketplace in-process and the crowd's child process, as `campaign run` has them
 DAEMON = textwrap.dedent("""
