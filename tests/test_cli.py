@@ -6,10 +6,8 @@ from __future__ import annotations
 import argparse
 import io
 import json
-import os
 import re
 import subprocess
-import sys
 from pathlib import Path
 from types import SimpleNamespace
 
@@ -18,8 +16,9 @@ import pytest
 from campaign.cli import BENCHES, MARKET_COMMANDS
 from campaign.commands import build_parser
 from campaign.store import CampaignRow, Store, WorkerRow
+from tests.support.cli import clean_env, run_campaign
+from tests.support.paths import ROOT
 
-ROOT = Path(__file__).resolve().parent.parent
 COMMANDS = ("run", "validate", "status", "export", "report", "pause", "resume", "cancel", "extend", "workers",
             "events", "market", "bench")
 READ_OR_CHANGE = (("status",), ("status", "--json"), ("workers", "x"), ("events", "x"), ("export", "x"),
@@ -27,9 +26,7 @@ READ_OR_CHANGE = (("status",), ("status", "--json"), ("workers", "x"), ("events"
 
 
 def cli(*args: str, cwd: Path = ROOT) -> subprocess.CompletedProcess:
-    env = dict(os.environ, PYTHONPATH=str(ROOT), COLUMNS="100")
-    return subprocess.run([sys.executable, "-m", "campaign", *args], cwd=cwd, env=env, capture_output=True, text=True,
-                          timeout=60)
+    return run_campaign(*args, cwd=cwd, env=clean_env(PYTHONPATH=str(ROOT), COLUMNS="100"), timeout=60)
 
 
 def test_top_level_help_and_unknown_command_list_every_command():
@@ -213,9 +210,7 @@ def test_workers_is_readable_at_80_columns(tmp_path):
                         evidence=json.dumps({"correlation": 0.88, "labels": 15, "shared_items": 15, "traps_passed": 1,
                                               "traps_seen": 1})))
     store.close()
-    env = dict(os.environ, PYTHONPATH=str(ROOT), COLUMNS="80")
-    out = subprocess.run([sys.executable, "-m", "campaign", "workers", "c", "--state", str(tmp_path / "state")], cwd=ROOT,
-                         env=env, capture_output=True, text=True, timeout=60)
+    out = run_campaign("workers", "c", "--state", str(tmp_path / "state"), env=clean_env(PYTHONPATH=str(ROOT), COLUMNS="80"), timeout=60)
     assert out.returncode == 0, out.stderr
     lines = out.stdout.splitlines()
     assert max(len(line) for line in lines) <= 80

@@ -28,6 +28,7 @@ from campaign.market.client import make_client
 from campaign.market.server import admin_main
 from campaign.market.worker_client import WorkerAPIError, WorkerClient
 from tests.market.conftest import QUESTION
+from tests.support.cli import start_campaign
 
 TARGET = "MTurkRequesterServiceV20170117."
 
@@ -210,8 +211,8 @@ def test_serve_writes_the_default_profile_and_the_aws_cli_uses_it(tmp_path):
     import sys
 
     state = tmp_path / "served"
-    proc = subprocess.Popen([sys.executable, "-m", "campaign", "market", "serve", "--port", "0", "--state", str(state)],
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=Path(__file__).resolve().parents[2])
+    proc = start_campaign("market", "serve", "--port", "0", "--state", str(state), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                          text=True)
     try:
         url = proc.stdout.readline().strip() if proc.stdout else ""
         assert url.startswith("http://127.0.0.1:")

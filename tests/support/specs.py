@@ -51,12 +51,12 @@ def simulated(workers: int, *, speed: float | None = None, arrival_span: str | N
 NO_CROWD: dict[str, Any] = {"kind": "none"}
 
 
-def campaign(name: str, *, budget: str, crowd: Mapping[str, Any], task: Mapping[str, Any] | None = None,
+def campaign(name: str, *, budget: str, crowd: Mapping[str, Any] | None, task: Mapping[str, Any] | None = None,
              stages: list[Mapping[str, Any]] | None = None, propositions: Path | str | None = None,
              documents: Path | str | None = None, topic: str = TOPIC, poll_interval: float | None = 0.2,
              **extra: Any) -> dict[str, Any]:
     """One campaign: its input (`propositions` or `documents`; the demo's propositions by default), a `task`
-    or `stages`, `budget`, `crowd`, and `schedule: poll_interval` (None: no schedule block). `extra` holds
+    or `stages`, `budget`, `crowd` (None: no crowd block), and `schedule: poll_interval` (None: no schedule block). `extra` holds
     further top-level keys (marketplace, prolific, task_site, quality ...), written after the task."""
     if (task is None) == (stages is None):
         raise ValueError("a campaign has a task or stages, not both")
@@ -69,7 +69,8 @@ def campaign(name: str, *, budget: str, crowd: Mapping[str, Any], task: Mapping[
         data["stages"] = [dict(s) for s in stages or ()]
     data.update(extra)
     data["budget"] = budget
-    data["crowd"] = dict(crowd)
+    if crowd is not None:
+        data["crowd"] = dict(crowd)
     if poll_interval is not None:
         data["schedule"] = {"poll_interval": poll_interval}
     return data
