@@ -8,17 +8,11 @@ import pytest
 from campaign.commands import main as commands_main
 from campaign.spec import SpecError, load_spec
 from tests.support.paths import ROOT
+from tests.support.specs import VALID_HEAD
 from tests.support.specs import spec_problems as problems
 from tests.support.specs import write_spec_text as write
 
-GOOD = """\
-campaigns:
-  - name: demo
-    topic: A topic
-    input:
-      propositions: props.tsv
-    task:
-      kind: likert
+GOOD = VALID_HEAD + """\
       reward: "0.06"
     budget: "10.00"
     crowd:

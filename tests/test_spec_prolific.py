@@ -8,17 +8,11 @@ from campaign.prolific.study import ProlificConfig
 from campaign.spec import load_spec
 from tests.support.cli import clean_env, run_args, run_campaign
 from tests.support.paths import ROOT
+from tests.support.specs import VALID_HEAD
 from tests.support.specs import spec_problems as problems
 from tests.support.specs import write_spec_text as write
 
-GOOD = """\
-campaigns:
-  - name: demo
-    topic: A topic
-    input:
-      propositions: props.tsv
-    task:
-      kind: likert
+GOOD = VALID_HEAD + """\
     marketplace: prolific-local
     prolific:
       workspace: null

@@ -102,6 +102,18 @@ def first_propositions(folder: Path, n: int) -> Path:
 
 
 # Spec validation tests work on the spec's text itself (its line numbers are part of what they check).
+# VALID_HEAD: the first lines of their valid spec (a Likert campaign "demo" over props.tsv), to go on from.
+VALID_HEAD = """\
+campaigns:
+  - name: demo
+    topic: A topic
+    input:
+      propositions: props.tsv
+    task:
+      kind: likert
+"""
+
+
 def write_spec_text(folder: Path, text: str) -> Path:
     """`text` as `folder`/campaigns.yaml, beside a two-row props.tsv the text may name."""
     (folder / "props.tsv").write_text("id\ttext\na\tFirst\nb\tSecond\n", encoding="utf-8")
@@ -115,3 +127,13 @@ def spec_problems(folder: Path, text: str) -> list[str]:
     with pytest.raises(SpecError) as exc:
         load_spec(write_spec_text(folder, text))
     return exc.value.problems
+
+
+def run_in_process(folder: Path, *campaigns: Mapping[str, Any], seed: int, max_seconds: float) -> tuple[int, Path]:
+    """Write `campaigns` to `folder`/campaigns.yaml and run them with the daemon in this process (a kind or stage
+    type registered by the test is known there); (its exit code, the state folder)."""
+    from campaign.daemon import RunOptions, run
+
+    state = folder / "state"
+    return run(load_spec(write_spec(folder / "campaigns.yaml", *campaigns)), RunOptions(state_dir=state, seed=seed,
+                                                                                         max_seconds=max_seconds)), state

@@ -17,13 +17,12 @@ from campaign import spec as spec_module
 from campaign import tasks
 from campaign.crowd.forms import Form
 from campaign.crowd.models import SimWorker
-from campaign.daemon import RunOptions, run
-from campaign.spec import Stage, load_spec, register_stage_type
+from campaign.spec import Stage, register_stage_type
 from campaign.store import AssignmentRow, CampaignRow, HitRow, Store
 from campaign.tasks.base import HitDraft, InvalidAnswer, Judgment, ShownItem, answer_fields, render_source, single
 from campaign.tasks.kind import PlanItem, TaskKind
 from tests.support.paths import WATER
-from tests.support.specs import campaign, first_propositions, simulated, write_spec
+from tests.support.specs import campaign, first_propositions, run_in_process, simulated
 
 PAGE = """<!DOCTYPE html>
 <html><body><h1>{{ title }}</h1><p>{{ topic }}</p>
@@ -91,11 +90,10 @@ def yesno():
 
 def test_a_kind_defined_in_a_test_runs_a_campaign_to_finished(tmp_path, yesno):
     props = first_propositions(tmp_path, 16)
-    cfg = write_spec(tmp_path / "campaigns.yaml", campaign("yes-no", task={"kind": "yesno", "items_per_hit": 4, "assignments": 3},
-                                                           budget="20.00", propositions=props,
-                                                           crowd=simulated(12, speed=3600, arrival_span="10m")))
-    state = tmp_path / "state"
-    assert run(load_spec(cfg), RunOptions(state_dir=state, seed=1, max_seconds=120)) == 0
+    code, state = run_in_process(tmp_path, campaign("yes-no", task={"kind": "yesno", "items_per_hit": 4, "assignments": 3}, budget="20.00",
+                                                    propositions=props, crowd=simulated(12, speed=3600, arrival_span="10m")),
+                                 seed=1, max_seconds=120)
+    assert code == 0
 
     store = Store.open(state)
     with store.session() as s:

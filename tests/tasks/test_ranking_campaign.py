@@ -7,18 +7,15 @@ import csv
 
 from sqlmodel import select
 
-from campaign.daemon import RunOptions, run
-from campaign.spec import load_spec
 from campaign.store import CampaignRow, EventRow, HitRow, Store
-from tests.support.specs import campaign, first_propositions, simulated, write_spec
+from tests.support.specs import campaign, first_propositions, run_in_process, simulated
 
 
 def test_a_ranking_only_campaign_finishes_with_bradley_terry_scores(tmp_path):
     task = {"kind": "ranking", "keep": 5, "batch_pairs": 20, "pair_budget": 0.5}
-    cfg = write_spec(tmp_path / "campaigns.yaml", campaign("rank-only", task=task, budget="20.00", propositions=first_propositions(tmp_path, 12),
-                                                           crowd=simulated(15, speed=3600, arrival_span="10m")))
-    state = tmp_path / "state"
-    assert run(load_spec(cfg), RunOptions(state_dir=state, seed=2, max_seconds=150)) == 0
+    code, state = run_in_process(tmp_path, campaign("rank-only", task=task, budget="20.00", propositions=first_propositions(tmp_path, 12),
+                                                    crowd=simulated(15, speed=3600, arrival_span="10m")), seed=2, max_seconds=150)
+    assert code == 0
 
     store = Store.open(state)
     with store.session() as s:
