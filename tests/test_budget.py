@@ -7,6 +7,7 @@ import json
 import subprocess
 from pathlib import Path
 
+import pytest
 from sqlmodel import select
 
 from campaign.store import CampaignRow, EventRow, HitRow, Store
@@ -38,6 +39,7 @@ def facts(state: Path) -> tuple[str, str, list[EventRow], list[HitRow]]:
         store.close()
 
 
+@pytest.mark.slow
 def test_budget_runs_out_then_is_raised(tmp_path):
     cfg, state = write_spec(tmp_path), tmp_path / "state"
     first = cli("run", "--config", str(cfg), "--state", str(state), "--quiet", "--max-seconds", "60")

@@ -9,6 +9,8 @@ import subprocess
 import threading
 import time
 
+import pytest
+
 from campaign.clock import ScaledClock
 from campaign.daemon import save_clock
 from tests.support.cli import run_args, run_campaign, start_campaign
@@ -44,6 +46,7 @@ def _cli(*args: str, timeout: float = 120) -> subprocess.CompletedProcess:
     return run_campaign(*args, timeout=timeout)
 
 
+@pytest.mark.slow
 def test_missing_marketplace_database_stops_the_run_at_once(tmp_path):
     cfg, state = tmp_path / "campaigns.yaml", tmp_path / "state"
     write_spec(cfg, campaign("lost", task={"kind": "likert", "assignments": 3}, budget="30.00",
@@ -67,6 +70,7 @@ def _free_port() -> int:
         return int(s.getsockname()[1])
 
 
+@pytest.mark.slow
 def test_real_crowd_run_prints_the_worker_site_on_a_fixed_port(tmp_path):
     import signal
     import urllib.request
@@ -100,6 +104,7 @@ def test_pipeline_brackets_each_pass_with_heartbeat_and_alerts():
     assert [s.name for s in steps_for("budget_exhausted")] == ["heartbeat", "budget", "alerts"]
 
 
+@pytest.mark.slow
 def test_each_campaign_is_worked_by_its_own_workers_only(tmp_path):
     """`workers: 6` in each of two campaigns: 6 people answer each, never the other's HITs (one shared crowd
     of 12 used to work both)."""

@@ -54,6 +54,7 @@ def campaigns(tmp_path_factory) -> tuple[Path, subprocess.CompletedProcess]:
     return work, run
 
 
+@pytest.mark.slow
 def test_last_progress_line_agrees_with_status(campaigns):
     work, run = campaigns
     status = json.loads(cli(work, "status", "--json").stdout)

@@ -8,10 +8,13 @@ import subprocess
 import time
 from pathlib import Path
 
+import pytest
+
 from tests.support.cli import run_args, run_campaign, start_campaign
 from tests.test_e2e import write_spec
 
 
+@pytest.mark.slow
 def test_a_second_daemon_on_one_sqlite_state_refuses_naming_the_first(tmp_path: Path) -> None:
     config = write_spec(tmp_path)
     state = tmp_path / "state"

@@ -9,6 +9,8 @@ import sys
 import textwrap
 from pathlib import Path
 
+import pytest
+
 from tests.processes import alive, child_dies_with
 from tests.support.paths import ROOT
 from tests.support.specs import campaign, simulated, spec_yaml
@@ -48,6 +50,7 @@ def _start(tmp_path: Path, mode: str) -> subprocess.Popen:
                             cwd=ROOT, stdout=subprocess.PIPE, text=True)
 
 
+@pytest.mark.slow
 def test_the_crowd_registers_its_workers_and_stops_when_asked(tmp_path):
     daemon = _start(tmp_path, "stop")
     out, _ = daemon.communicate(timeout=120)
@@ -64,6 +67,7 @@ def test_the_crowd_registers_its_workers_and_stops_when_asked(tmp_path):
     assert n == 3  # the campaign's `workers: 3`, signed up through the marketplace's operator
 
 
+@pytest.mark.slow
 def test_the_crowd_dies_with_a_killed_daemon(tmp_path):
     daemon = _start(tmp_path, "sleep")
     assert child_dies_with(daemon)

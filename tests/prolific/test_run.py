@@ -33,7 +33,7 @@ from tests.support.cli import clean_env, run_args, run_campaign, start_campaign
 from tests.support.paths import ROOT, WATER
 from tests.support.specs import NO_CROWD, campaign, first_propositions, write_spec
 
-pytestmark = pytest.mark.prolific
+pytestmark = [pytest.mark.prolific, pytest.mark.slow]
 
 EXAMPLE = ROOT / "examples" / "prolific.yaml"
 

@@ -88,6 +88,7 @@ def yesno():
     spec_module._STAGE_TYPES.pop("yesno", None)  # the spec has no unregister yet; other tests list the known kinds
 
 
+@pytest.mark.slow
 def test_a_kind_defined_in_a_test_runs_a_campaign_to_finished(tmp_path, yesno):
     props = first_propositions(tmp_path, 16)
     code, state = run_in_process(tmp_path, campaign("yes-no", task={"kind": "yesno", "items_per_hit": 4, "assignments": 3}, budget="20.00",

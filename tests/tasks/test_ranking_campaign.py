@@ -5,12 +5,14 @@ from __future__ import annotations
 
 import csv
 
+import pytest
 from sqlmodel import select
 
 from campaign.store import CampaignRow, EventRow, HitRow, Store
 from tests.support.specs import campaign, first_propositions, run_in_process, simulated
 
 
+@pytest.mark.slow
 def test_a_ranking_only_campaign_finishes_with_bradley_terry_scores(tmp_path):
     task = {"kind": "ranking", "keep": 5, "batch_pairs": 20, "pair_budget": 0.5}
     code, state = run_in_process(tmp_path, campaign("rank-only", task=task, budget="20.00", propositions=first_propositions(tmp_path, 12),
