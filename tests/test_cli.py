@@ -29,6 +29,7 @@ def cli(*args: str, cwd: Path = ROOT) -> subprocess.CompletedProcess:
     return run_campaign(*args, cwd=cwd, env=clean_env(PYTHONPATH=str(ROOT), COLUMNS="100"), timeout=60)
 
 
+@pytest.mark.slow
 def test_top_level_help_and_unknown_command_list_every_command():
     out = cli("--help")
     assert out.returncode == 0
@@ -40,6 +41,7 @@ def test_top_level_help_and_unknown_command_list_every_command():
         assert f"'{name}'" in bad.stderr, name
 
 
+@pytest.mark.slow
 def test_bench_and_market_help_list_their_subcommands_with_descriptions():
     bench = cli("bench", "--help")
     assert bench.returncode == 0
@@ -53,6 +55,7 @@ def test_bench_and_market_help_list_their_subcommands_with_descriptions():
     assert "marketplace" in market.stdout
 
 
+@pytest.mark.slow
 def test_market_and_bench_arguments_reach_their_own_parsers():
     serve = cli("market", "serve", "--help")
     assert serve.returncode == 0 and "--port" in serve.stdout and "--throttle-rate" in serve.stdout
@@ -101,6 +104,7 @@ def test_every_option_has_help_and_shows_its_default():
     assert checked >= 30
 
 
+@pytest.mark.slow
 def test_validate_without_a_file_reads_campaigns_yaml_here_or_says_how_to_name_one(tmp_path):
     here = cli("validate")
     assert here.returncode == 0, here.stderr
@@ -220,6 +224,7 @@ def test_workers_is_readable_at_80_columns(tmp_path):
     assert reason in " ".join(line.strip() for line in lines)  # the reason in full, wrapped
 
 
+@pytest.mark.slow
 def test_read_only_commands_with_a_db_url_create_nothing(tmp_path):
     url = f"sqlite:///{tmp_path / 'elsewhere.db'}"
     for args in (("status",), ("workers", "x"), ("report", "x")):

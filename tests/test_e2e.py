@@ -179,6 +179,7 @@ def test_same_seed_same_scores_byte_for_byte(tmp_path):
     assert (tmp_path / "c" / "e2e" / "scores.csv").read_bytes() != outs[0][0]
 
 
+@pytest.mark.slow
 def test_bad_spec_posts_nothing(tmp_path):
     config = write_spec(tmp_path, budget="0.10")
     proc = run_cli(config, tmp_path / "state")
@@ -187,6 +188,7 @@ def test_bad_spec_posts_nothing(tmp_path):
     assert not (tmp_path / "state" / "market").exists()
 
 
+@pytest.mark.slow
 def test_production_needs_explicit_opt_in(tmp_path):
     p = spec_file(tmp_path / "prod.yaml", e2e_campaign(marketplace="mturk", crowd=NO_CROWD))
     proc = run_cli(p, tmp_path / "state")

@@ -223,6 +223,7 @@ def test_dashboard_keys_filter_workers_and_cancel_confirmation(tmp_path):
     assert status_of(tmp_path, "c1") == "cancelling"
 
 
+@pytest.mark.slow
 def test_export_key_writes_the_scores_the_cli_writes(tmp_path):
     from campaign.store import ItemRow, JudgmentRow
     from tests.dashboard.test_alerts import make_store as make_spec_store

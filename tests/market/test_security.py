@@ -163,6 +163,7 @@ def test_environment_aws_keys_are_not_used_for_the_builtin_marketplace(market, m
     assert client.call("get_account_balance")["AvailableBalance"] == "10000.00"
 
 
+@pytest.mark.slow
 def test_daemon_uses_its_marketplace_account_even_with_aws_keys_in_the_environment(tmp_path, monkeypatch):
     from campaign.daemon import RunOptions, start_runtime, stop_runtime
     from campaign.spec import load_spec
@@ -206,6 +207,7 @@ def test_credentials_file_is_private_and_works_with_boto3_profiles(tmp_path, mon
         m.stop()
 
 
+@pytest.mark.slow
 def test_serve_writes_the_default_profile_and_the_aws_cli_uses_it(tmp_path):
     import shutil
     import sys
