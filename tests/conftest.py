@@ -23,3 +23,14 @@ def pg_server_session() -> Iterator[PgServer]:
 def pg_url(pg_server_session: PgServer) -> str:
     """A fresh empty database on the test server, as a SQLAlchemy URL (postgresql+psycopg://...)."""
     return pg_server_session.create_database()
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Under pytest-xdist with `--dist loadgroup` (as .ci/run runs the slow tests): the tests of one module
+    that share a module-scoped fixture (a campaign run, a browser) go to one worker, so it is made once."""
+    for item in items:
+        info = getattr(item, "_fixtureinfo", None)
+        if info is None:
+            continue
+        if any(d.scope == "module" for defs in info.name2fixturedefs.values() for d in defs):
+            item.add_marker(pytest.mark.xdist_group(item.nodeid.split("::", 1)[0]))

@@ -4,55 +4,26 @@ campaign ends `budget_exhausted` with one event, and `campaign budget NAME --set
 from __future__ import annotations
 
 import json
-import os
 import subprocess
-import sys
 from pathlib import Path
 
+import pytest
 from sqlmodel import select
 
 from campaign.store import CampaignRow, EventRow, HitRow, Store
-
-ROOT = Path(__file__).resolve().parent.parent
-EXAMPLE = ROOT / "examples" / "ukpconvarg1-water"
-
-SPEC = """\
-campaigns:
-  - name: tight
-    topic: Should plastic water bottles be banned?
-    input:
-      propositions: {props}
-    task:
-      kind: likert
-      items_per_hit: 5
-      assignments: 5
-      reward: "0.06"
-      auto_approval_delay: 2d
-    budget: "1.00"
-    crowd:
-      kind: simulated
-      workers: 25
-      speed: 3600
-      arrival_span: 30m
-      truth: {truth}
-    schedule:
-      poll_interval: 0.2
-"""
+from tests.support.cli import run_campaign
+from tests.support.specs import campaign, first_propositions, simulated
+from tests.support.specs import write_spec as write_campaigns
 
 
 def write_spec(tmp: Path, n_items: int = 30) -> Path:
-    lines = (EXAMPLE / "propositions.tsv").read_text(encoding="utf-8").splitlines()
-    props = tmp / "props.tsv"
-    props.write_text("\n".join(lines[: n_items + 1]) + "\n", encoding="utf-8")
-    p = tmp / "campaigns.yaml"
-    p.write_text(SPEC.format(props=props, truth=EXAMPLE / "truth.tsv"), encoding="utf-8")
-    return p
+    task = {"kind": "likert", "items_per_hit": 5, "assignments": 5, "reward": "0.06", "auto_approval_delay": "2d"}
+    return write_campaigns(tmp / "campaigns.yaml", campaign("tight", task=task, budget="1.00", propositions=first_propositions(tmp, n_items),
+                                                            crowd=simulated(25, speed=3600, arrival_span="30m")))
 
 
 def cli(*args: str, timeout: float = 120) -> subprocess.CompletedProcess:
-    env = {k: v for k, v in os.environ.items() if k != "CAMPAIGN_TEST_CRASH"}
-    return subprocess.run([sys.executable, "-m", "campaign", *args], cwd=ROOT, env=env, capture_output=True,
-                          text=True, timeout=timeout)
+    return run_campaign(*args, timeout=timeout)
 
 
 def facts(state: Path) -> tuple[str, str, list[EventRow], list[HitRow]]:
@@ -68,6 +39,7 @@ def facts(state: Path) -> tuple[str, str, list[EventRow], list[HitRow]]:
         store.close()
 
 
+@pytest.mark.slow
 def test_budget_runs_out_then_is_raised(tmp_path):
     cfg, state = write_spec(tmp_path), tmp_path / "state"
     first = cli("run", "--config", str(cfg), "--state", str(state), "--quiet", "--max-seconds", "60")

@@ -6,10 +6,8 @@ from __future__ import annotations
 import argparse
 import io
 import json
-import os
 import re
 import subprocess
-import sys
 from pathlib import Path
 from types import SimpleNamespace
 
@@ -18,8 +16,9 @@ import pytest
 from campaign.cli import BENCHES, MARKET_COMMANDS
 from campaign.commands import build_parser
 from campaign.store import CampaignRow, Store, WorkerRow
+from tests.support.cli import clean_env, run_campaign
+from tests.support.paths import ROOT
 
-ROOT = Path(__file__).resolve().parent.parent
 COMMANDS = ("run", "validate", "status", "export", "report", "pause", "resume", "cancel", "extend", "workers",
             "events", "market", "bench")
 READ_OR_CHANGE = (("status",), ("status", "--json"), ("workers", "x"), ("events", "x"), ("export", "x"),
@@ -27,11 +26,10 @@ READ_OR_CHANGE = (("status",), ("status", "--json"), ("workers", "x"), ("events"
 
 
 def cli(*args: str, cwd: Path = ROOT) -> subprocess.CompletedProcess:
-    env = dict(os.environ, PYTHONPATH=str(ROOT), COLUMNS="100")
-    return subprocess.run([sys.executable, "-m", "campaign", *args], cwd=cwd, env=env, capture_output=True, text=True,
-                          timeout=60)
+    return run_campaign(*args, cwd=cwd, env=clean_env(PYTHONPATH=str(ROOT), COLUMNS="100"), timeout=60)
 
 
+@pytest.mark.slow
 def test_top_level_help_and_unknown_command_list_every_command():
     out = cli("--help")
     assert out.returncode == 0
@@ -43,6 +41,7 @@ def test_top_level_help_and_unknown_command_list_every_command():
         assert f"'{name}'" in bad.stderr, name
 
 
+@pytest.mark.slow
 def test_bench_and_market_help_list_their_subcommands_with_descriptions():
     bench = cli("bench", "--help")
     assert bench.returncode == 0
@@ -56,6 +55,7 @@ def test_bench_and_market_help_list_their_subcommands_with_descriptions():
     assert "marketplace" in market.stdout
 
 
+@pytest.mark.slow
 def test_market_and_bench_arguments_reach_their_own_parsers():
     serve = cli("market", "serve", "--help")
     assert serve.returncode == 0 and "--port" in serve.stdout and "--throttle-rate" in serve.stdout
@@ -104,6 +104,7 @@ def test_every_option_has_help_and_shows_its_default():
     assert checked >= 30
 
 
+@pytest.mark.slow
 def test_validate_without_a_file_reads_campaigns_yaml_here_or_says_how_to_name_one(tmp_path):
     here = cli("validate")
     assert here.returncode == 0, here.stderr
@@ -213,9 +214,7 @@ def test_workers_is_readable_at_80_columns(tmp_path):
                         evidence=json.dumps({"correlation": 0.88, "labels": 15, "shared_items": 15, "traps_passed": 1,
                                               "traps_seen": 1})))
     store.close()
-    env = dict(os.environ, PYTHONPATH=str(ROOT), COLUMNS="80")
-    out = subprocess.run([sys.executable, "-m", "campaign", "workers", "c", "--state", str(tmp_path / "state")], cwd=ROOT,
-                         env=env, capture_output=True, text=True, timeout=60)
+    out = run_campaign("workers", "c", "--state", str(tmp_path / "state"), env=clean_env(PYTHONPATH=str(ROOT), COLUMNS="80"), timeout=60)
     assert out.returncode == 0, out.stderr
     lines = out.stdout.splitlines()
     assert max(len(line) for line in lines) <= 80
@@ -225,6 +224,7 @@ def test_workers_is_readable_at_80_columns(tmp_path):
     assert reason in " ".join(line.strip() for line in lines)  # the reason in full, wrapped
 
 
+@pytest.mark.slow
 def test_read_only_commands_with_a_db_url_create_nothing(tmp_path):
     url = f"sqlite:///{tmp_path / 'elsewhere.db'}"
     for args in (("status",), ("workers", "x"), ("report", "x")):

@@ -4,19 +4,18 @@ marketplace database is gone."""
 from __future__ import annotations
 
 import json
-import os
 import shutil
 import subprocess
-import sys
 import threading
 import time
-from pathlib import Path
+
+import pytest
 
 from campaign.clock import ScaledClock
 from campaign.daemon import save_clock
-
-ROOT = Path(__file__).resolve().parent.parent
-EXAMPLE = ROOT / "examples" / "ukpconvarg1-water"
+from tests.support.cli import run_args, run_campaign, start_campaign
+from tests.support.paths import WATER
+from tests.support.specs import NO_CROWD, campaign, simulated, write_spec
 
 
 def test_concurrent_clock_saves_never_fail(tmp_path):
@@ -43,36 +42,15 @@ def test_concurrent_clock_saves_never_fail(tmp_path):
     assert [p.name for p in (tmp_path / "market").iterdir()] == ["clock.json"]  # no temp file left behind
 
 
-SPEC = """\
-campaigns:
-  - name: lost
-    topic: Should plastic water bottles be banned?
-    input:
-      propositions: {props}
-    task:
-      kind: likert
-      assignments: 3
-    budget: "30.00"
-    crowd:
-      kind: simulated
-      workers: 10
-      speed: 60
-      arrival_span: 2h
-      truth: {truth}
-    schedule:
-      poll_interval: 0.2
-"""
-
-
 def _cli(*args: str, timeout: float = 120) -> subprocess.CompletedProcess:
-    env = {k: v for k, v in os.environ.items() if k != "CAMPAIGN_TEST_CRASH"}
-    return subprocess.run([sys.executable, "-m", "campaign", *args], cwd=ROOT, env=env, capture_output=True, text=True,
-                          timeout=timeout)
+    return run_campaign(*args, timeout=timeout)
 
 
+@pytest.mark.slow
 def test_missing_marketplace_database_stops_the_run_at_once(tmp_path):
     cfg, state = tmp_path / "campaigns.yaml", tmp_path / "state"
-    cfg.write_text(SPEC.format(props=EXAMPLE / "propositions.tsv", truth=EXAMPLE / "truth.tsv"), encoding="utf-8")
+    write_spec(cfg, campaign("lost", task={"kind": "likert", "assignments": 3}, budget="30.00",
+                             crowd=simulated(10, speed=60, arrival_span="2h")))
     first = _cli("run", "--config", str(cfg), "--state", str(state), "--quiet", "--max-seconds", "3")
     assert first.returncode == 3, first.stderr  # stopped with HITs up (a slow crowd: little is done in 3 s)
     shutil.rmtree(state / "market")  # the marketplace's database is gone, the store is kept
@@ -84,20 +62,6 @@ def test_missing_marketplace_database_stops_the_run_at_once(tmp_path):
     assert "lost" in again.stderr and "marketplace" in again.stderr and "unknown" in again.stderr
 
 
-NONE_SPEC = """\
-campaigns:
-  - name: people
-    topic: Should plastic water bottles be banned?
-    input:
-      propositions: {props}
-    task:
-      kind: likert
-    budget: "30.00"
-    crowd:
-      kind: none
-"""
-
-
 def _free_port() -> int:
     import socket
 
@@ -106,16 +70,15 @@ def _free_port() -> int:
         return int(s.getsockname()[1])
 
 
+@pytest.mark.slow
 def test_real_crowd_run_prints_the_worker_site_on_a_fixed_port(tmp_path):
     import signal
     import urllib.request
 
     cfg, state, port = tmp_path / "campaigns.yaml", tmp_path / "state", _free_port()
-    cfg.write_text(NONE_SPEC.format(props=EXAMPLE / "propositions.tsv"), encoding="utf-8")
-    env = {k: v for k, v in os.environ.items() if k != "CAMPAIGN_TEST_CRASH"}
-    proc = subprocess.Popen([sys.executable, "-m", "campaign", "run", "--config", str(cfg), "--state", str(state), "--quiet",
-                             "--market-port", str(port), "--max-seconds", "60"], cwd=ROOT, env=env,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    write_spec(cfg, campaign("people", task={"kind": "likert"}, budget="30.00", crowd=NO_CROWD, poll_interval=None))
+    proc = start_campaign(*run_args(cfg, state, "--market-port", str(port), "--max-seconds", "60"),
+                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
         assert proc.stdout is not None
         line = proc.stdout.readline()
@@ -141,31 +104,7 @@ def test_pipeline_brackets_each_pass_with_heartbeat_and_alerts():
     assert [s.name for s in steps_for("budget_exhausted")] == ["heartbeat", "budget", "decisions", "alerts"]  # held rows settle too
 
 
-TWO = """\
-campaigns:
-{blocks}
-"""
-
-BLOCK = """\
-  - name: {name}
-    topic: Should plastic water bottles be banned?
-    input:
-      propositions: {props}
-    task:
-      kind: likert
-      assignments: 5
-    budget: "30.00"
-    crowd:
-      kind: simulated
-      workers: 6
-      speed: 3600
-      arrival_span: 10m
-      truth: {truth}
-    schedule:
-      poll_interval: 0.2
-"""
-
-
+@pytest.mark.slow
 def test_each_campaign_is_worked_by_its_own_workers_only(tmp_path):
     """`workers: 6` in each of two campaigns: 6 people answer each, never the other's HITs (one shared crowd
     of 12 used to work both)."""
@@ -173,14 +112,14 @@ def test_each_campaign_is_worked_by_its_own_workers_only(tmp_path):
 
     from campaign.store import AssignmentRow, CampaignRow, Store
 
-    lines = (EXAMPLE / "propositions.tsv").read_text(encoding="utf-8").splitlines()
+    lines = (WATER / "propositions.tsv").read_text(encoding="utf-8").splitlines()
     blocks = []
     for name, part in (("first", lines[1:21]), ("second", lines[21:41])):
         props = tmp_path / f"{name}.tsv"
         props.write_text("\n".join([lines[0], *part]) + "\n", encoding="utf-8")
-        blocks.append(BLOCK.format(name=name, props=props, truth=EXAMPLE / "truth.tsv"))
-    cfg, state = tmp_path / "campaigns.yaml", tmp_path / "state"
-    cfg.write_text(TWO.format(blocks="".join(blocks)), encoding="utf-8")
+        blocks.append(campaign(name, task={"kind": "likert", "assignments": 5}, budget="30.00", propositions=props,
+                               crowd=simulated(6, speed=3600, arrival_span="10m")))
+    cfg, state = write_spec(tmp_path / "campaigns.yaml", *blocks), tmp_path / "state"
     done = _cli("run", "--config", str(cfg), "--state", str(state), "--quiet", "--max-seconds", "90", timeout=150)
     assert done.returncode == 0, done.stderr
     store = Store.open(state)

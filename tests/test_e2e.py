@@ -6,14 +6,13 @@ from __future__ import annotations
 
 import csv
 import json
-import os
 import signal
 import subprocess
-import sys
 import time
 from collections import defaultdict
 from decimal import Decimal
 from pathlib import Path
+from typing import Any
 
 import boto3
 import pytest
@@ -26,51 +25,30 @@ from campaign.quality.evidence import Label, TrapResult
 from campaign.quality.review import PolicyConfig, review
 from campaign.store import AssignmentRow, HitRow, LedgerRow, Store, WorkerRow
 from campaign.tasks import likert
+from tests.support.cli import clean_env, run_args, run_campaign, start_campaign
+from tests.support.paths import ROOT
+from tests.support.specs import NO_CROWD, campaign, simulated
+from tests.support.specs import write_spec as spec_file
 
-ROOT = Path(__file__).resolve().parent.parent
-EXAMPLE = ROOT / "examples" / "ukpconvarg1-water"
 BALANCE = Decimal("10000.00")
+TRAP_TEXTS = ["This sentence is not important.", "Barack Obama graduated from Harvard Law."]
+CROWD = simulated(25, speed=3600, arrival_span="30m")
 
-SPEC = """\
-campaigns:
-  - name: e2e
-    topic: Should plastic water bottles be banned?
-    input:
-      propositions: {props}
-    task:
-      kind: likert
-      reward: "0.06"
-      auto_approval_delay: 2d
-      traps:
-        share: 0.25
-        texts: ["This sentence is not important.", "Barack Obama graduated from Harvard Law."]
-    budget: "{budget}"
-    crowd:
-      kind: simulated
-      workers: 25
-      speed: 3600
-      arrival_span: 30m
-      truth: {truth}
-    schedule:
-      poll_interval: 0.2
-"""
+
+def e2e_campaign(budget: str = "30.00", **over: Any) -> dict[str, Any]:
+    """The demo's Likert campaign, a quarter of its HITs with a check sentence, 25 simulated workers."""
+    task = {"kind": "likert", "reward": "0.06", "auto_approval_delay": "2d", "traps": {"share": 0.25, "texts": TRAP_TEXTS}}
+    return campaign("e2e", task=task, budget=budget, crowd=CROWD) | over
 
 
 def write_spec(tmp: Path, budget: str = "30.00") -> Path:
-    p = tmp / "campaigns.yaml"
-    p.write_text(SPEC.format(props=EXAMPLE / "propositions.tsv", truth=EXAMPLE / "truth.tsv", budget=budget), encoding="utf-8")
-    return p
+    return spec_file(tmp / "campaigns.yaml", e2e_campaign(budget))
 
 
 def run_cli(config: Path, state: Path, seed: int = 3, env_extra: dict | None = None, timeout: float = 240,
             db: str | None = None, extra: tuple[str, ...] = ()) -> subprocess.CompletedProcess:
-    env = {k: v for k, v in os.environ.items() if k != "CAMPAIGN_TEST_CRASH"}
-    env.update(env_extra or {})
-    return subprocess.run(
-        [sys.executable, "-m", "campaign", "run", "--config", str(config), "--state", str(state), "--seed", str(seed), "--quiet"]
-        + (["--db", db] if db else []) + list(extra),
-        cwd=ROOT, env=env, capture_output=True, text=True, timeout=timeout,
-    )
+    return run_campaign(*run_args(config, state, *(["--db", db] if db else []), *extra, seed=seed),
+                        env=clean_env(**(env_extra or {})), timeout=timeout)
 
 
 def audit(state: Path, db: str | None = None) -> dict:
@@ -178,9 +156,8 @@ def test_sigkill_then_restart_loses_nothing_and_pays_once(tmp_path, point):
 def test_sigkill_at_random_instants(tmp_path):
     config = write_spec(tmp_path)
     state = tmp_path / "state"
-    cmd = [sys.executable, "-m", "campaign", "run", "--config", str(config), "--state", str(state), "--seed", "3", "--quiet"]
     for delay in (1.5, 2.5, 3.5):
-        p = subprocess.Popen(cmd, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        p = start_campaign(*run_args(config, state, seed=3), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         time.sleep(delay)
         p.send_signal(signal.SIGKILL)
         p.wait()
@@ -202,6 +179,7 @@ def test_same_seed_same_scores_byte_for_byte(tmp_path):
     assert (tmp_path / "c" / "e2e" / "scores.csv").read_bytes() != outs[0][0]
 
 
+@pytest.mark.slow
 def test_bad_spec_posts_nothing(tmp_path):
     config = write_spec(tmp_path, budget="0.10")
     proc = run_cli(config, tmp_path / "state")
@@ -210,47 +188,26 @@ def test_bad_spec_posts_nothing(tmp_path):
     assert not (tmp_path / "state" / "market").exists()
 
 
+@pytest.mark.slow
 def test_production_needs_explicit_opt_in(tmp_path):
-    p = tmp_path / "prod.yaml"
-    p.write_text(SPEC.format(props=EXAMPLE / "propositions.tsv", truth=EXAMPLE / "truth.tsv", budget="30.00")
-                 .replace("    crowd:\n      kind: simulated\n      workers: 25\n      speed: 3600\n      arrival_span: 30m\n"
-                          f"      truth: {EXAMPLE / 'truth.tsv'}\n", "    marketplace: mturk\n    crowd:\n      kind: none\n"), encoding="utf-8")
+    p = spec_file(tmp_path / "prod.yaml", e2e_campaign(marketplace="mturk", crowd=NO_CROWD))
     proc = run_cli(p, tmp_path / "state")
     assert proc.returncode == 2 and "--production" in proc.stderr
 
 
-TWO_STAGE = """\
-campaigns:
-  - name: e2e
-    topic: Should plastic water bottles be banned?
-    input:
-      propositions: {props}
-    stages:
-      - name: likert
-        kind: likert
-      - name: ranking
-        kind: ranking
-        source: likert
-        shortlist: 30
-        keep: 15
-        batch_pairs: 40
-        pair_budget: 0.2
-    budget: "40.00"
-    crowd:
-      kind: simulated
-      workers: 30
-      speed: 3600
-      arrival_span: 30m
-      truth: {truth}
-    schedule:
-      poll_interval: 0.2
-"""
+LIKERT_THEN_RANKING = [{"name": "likert", "kind": "likert"},
+                       {"name": "ranking", "kind": "ranking", "source": "likert", "shortlist": 30, "keep": 15, "batch_pairs": 40,
+                        "pair_budget": 0.2}]
+
+
+def two_stage_campaign(stages: list[dict[str, Any]] = LIKERT_THEN_RANKING, **crowd: Any) -> dict[str, Any]:
+    """Likert over the demo, then ranking of its 30 best; 30 simulated workers (`crowd`: more of their settings)."""
+    return campaign("e2e", stages=stages, budget="40.00", crowd=simulated(30, speed=3600, arrival_span="30m", **crowd))
 
 
 @pytest.mark.slow
 def test_two_stage_ranking_survives_a_crash_mid_batch(tmp_path):
-    config = tmp_path / "two.yaml"
-    config.write_text(TWO_STAGE.format(props=EXAMPLE / "propositions.tsv", truth=EXAMPLE / "truth.tsv"), encoding="utf-8")
+    config = spec_file(tmp_path / "two.yaml", two_stage_campaign())
     state = tmp_path / "state"
     # the Likert stage has 60 assignments; the 75th approval falls inside the first ranking batch
     proc = run_cli(config, state, env_extra={"CAMPAIGN_TEST_CRASH": "review.after_call:75"})
@@ -303,8 +260,7 @@ def test_two_stage_ranking_survives_a_crash_mid_batch(tmp_path):
 @pytest.mark.slow
 def test_nugget_campaign_runs_end_to_end_with_explicit_empty_answers(tmp_path):
     state = tmp_path / "state"
-    proc = subprocess.run([sys.executable, "-m", "campaign", "run", "--config", str(ROOT / "campaigns.yaml"), "--campaign",
-                           "water-nuggets", "--state", str(state), "--quiet"], cwd=ROOT, capture_output=True, text=True, timeout=300)
+    proc = run_campaign(*run_args(ROOT / "campaigns.yaml", state, "--campaign", "water-nuggets"), timeout=300)
     assert proc.returncode == 0, proc.stderr[-3000:]
     gold = [json.loads(line) for line in open(state / "water-nuggets" / "gold_nuggets.jsonl", encoding="utf-8")]
     assert gold and all(g["workers"] >= 3 and g["last"] - g["first"] + 1 >= 3 for g in gold)
@@ -330,19 +286,9 @@ def test_nugget_campaign_runs_end_to_end_with_explicit_empty_answers(tmp_path):
 # holding work until its worker can be judged, not about that rule. The pair budget is larger than the
 # crash test's: the window planner covers 10 pairs with every 5-item HIT, and workers need several ranking
 # HITs each before the policy can judge them.
-SPAMMY_TWO_STAGE = TWO_STAGE.replace("""        pair_budget: 0.2
-""", """        pair_budget: 0.6
-        auto_approval_delay: 30d
-        traps:
-          share: 0.5
-""").replace("""      workers: 30
-""", """      workers: 30
-      mix:
-        diligent: 0.55
-        noisy: 0.15
-        random_spammer: 0.15
-        constant_spammer: 0.15
-""")
+SPAMMY_STAGES = [LIKERT_THEN_RANKING[0],
+                 LIKERT_THEN_RANKING[1] | {"pair_budget": 0.6, "auto_approval_delay": "30d", "traps": {"share": 0.5}}]
+SPAM_MIX = {"diligent": 0.55, "noisy": 0.15, "random_spammer": 0.15, "constant_spammer": 0.15}
 
 
 @pytest.mark.slow
@@ -352,8 +298,7 @@ def test_ranking_stage_holds_and_rejects_only_spam(tmp_path):
     from campaign.crowd.models import make_pool
     from campaign.spec import load_spec
 
-    config = tmp_path / "spammy.yaml"
-    config.write_text(SPAMMY_TWO_STAGE.format(props=EXAMPLE / "propositions.tsv", truth=EXAMPLE / "truth.tsv"), encoding="utf-8")
+    config = spec_file(tmp_path / "spammy.yaml", two_stage_campaign(SPAMMY_STAGES, mix=SPAM_MIX))
     crowd = load_spec(config).campaigns[0].crowd
     kinds = {w.worker_id: w.kind for w in make_pool(crowd.workers, 3, dict(crowd.mix), arrival_span=crowd.arrival_span)}
     state = tmp_path / "state"

@@ -10,13 +10,13 @@ from __future__ import annotations
 
 import signal
 import subprocess
-import sys
 import time
 from pathlib import Path
 
 import pytest
 
-from tests.test_e2e import ROOT, check_consistent, run_cli, write_spec
+from tests.support.cli import run_args, start_campaign
+from tests.test_e2e import check_consistent, run_cli, write_spec
 
 pytestmark = [pytest.mark.postgres, pytest.mark.slow]
 
@@ -51,10 +51,9 @@ def test_sigkill_then_restart_on_postgres_loses_nothing_and_pays_once(tmp_path: 
 def test_sigkill_at_random_instants_on_postgres(tmp_path: Path, pg_url: str) -> None:
     config = write_spec(tmp_path)
     state = tmp_path / "state"
-    cmd = [sys.executable, "-m", "campaign", "run", "--config", str(config), "--state", str(state), "--seed", "3",
-           "--quiet", "--db", pg_url, "--lease-ttl", "2"]
+    args = run_args(config, state, "--db", pg_url, "--lease-ttl", "2", seed=3)
     for delay in (2.0, 3.5, 5.0):
-        p = subprocess.Popen(cmd, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        p = start_campaign(*args, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         time.sleep(delay)
         p.send_signal(signal.SIGKILL)
         p.wait()

@@ -6,7 +6,6 @@ from __future__ import annotations
 import json
 import signal
 import subprocess
-import sys
 import time
 from decimal import Decimal
 from pathlib import Path
@@ -16,34 +15,12 @@ import pytest
 
 from campaign.daemon import saved_clock
 from campaign.market.server import start_market
-
-ROOT = Path(__file__).resolve().parent.parent
-EXAMPLE = ROOT / "examples" / "ukpconvarg1-water"
-
-SPEC = """\
-campaigns:
-  - name: ops
-    topic: Should plastic water bottles be banned?
-    input:
-      propositions: {props}
-    task:
-      kind: likert
-      reward: "0.06"
-    budget: "30.00"
-    crowd:
-      kind: simulated
-      workers: {workers}
-      speed: 600
-      arrival_span: {span}
-      truth: {truth}
-    schedule:
-      poll_interval: 0.2
-"""
+from tests.support.cli import run_args, run_campaign, start_campaign
+from tests.support.specs import campaign, simulated, write_spec
 
 
 def cli(state: Path, *args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "campaign", *args, "--state", str(state)], cwd=ROOT,
-                          capture_output=True, text=True, timeout=60)
+    return run_campaign(*args, "--state", str(state), timeout=60)
 
 
 def figures(state: Path) -> dict:
@@ -53,8 +30,7 @@ def figures(state: Path) -> dict:
 
 
 def start_daemon(config: Path, state: Path) -> subprocess.Popen:
-    return subprocess.Popen([sys.executable, "-m", "campaign", "run", "--config", str(config), "--state", str(state),
-                             "--forever", "--quiet"], cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    return start_campaign(*run_args(config, state, "--forever"), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
 
 
 def wait_for(pred, timeout: float = 60.0, step: float = 0.2):
@@ -80,9 +56,8 @@ def stop(p: subprocess.Popen) -> None:
 @pytest.fixture()
 def config(tmp_path):
     def make(workers: int, span: str = "1m") -> Path:
-        p = tmp_path / "campaigns.yaml"
-        p.write_text(SPEC.format(props=EXAMPLE / "propositions.tsv", truth=EXAMPLE / "truth.tsv", workers=workers, span=span), encoding="utf-8")
-        return p
+        return write_spec(tmp_path / "campaigns.yaml", campaign("ops", task={"kind": "likert", "reward": "0.06"}, budget="30.00",
+                                                                crowd=simulated(workers, speed=600, arrival_span=span)))
 
     return make
 

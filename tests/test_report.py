@@ -23,8 +23,7 @@ from campaign.report import (
 )
 from campaign.report_svg import Bar, _count_axis, fmt_tick, histogram, nice_step, ticks, vbars
 from campaign.store import AssignmentRow, CampaignRow, ItemRow, JudgmentRow, KVRow, Store, WorkerRow
-
-ROOT = Path(__file__).resolve().parent.parent
+from tests.support.paths import ROOT
 
 
 def test_worker_agreement_by_hand():

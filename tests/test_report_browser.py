@@ -13,102 +13,48 @@ import re
 import shutil
 import struct
 import subprocess
-import sys
 import tempfile
 import zlib
 from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parent.parent
-EXAMPLE = ROOT / "examples" / "ukpconvarg1-water"
+from tests.support.cli import clean_env, run_campaign
+from tests.support.paths import ROOT, WATER
+from tests.support.specs import campaign, head_tsv, simulated, write_spec
+
 CHROMIUM = shutil.which("chromium") or ("/usr/bin/chromium" if Path("/usr/bin/chromium").exists() else None)
 
-SPEC = """\
-campaigns:
-  - name: small-likert
-    topic: Should plastic water bottles be banned?
-    input:
-      propositions: propositions.tsv
-    task:
-      kind: likert
-    budget: "10.00"
-    crowd:
-      kind: simulated
-      workers: 14
-      mix: {{diligent: 0.7, noisy: 0.1, constant_spammer: 0.2}}
-      speed: 3600
-      arrival_span: 1h
-      truth: truth.tsv
-    schedule:
-      poll_interval: 0.3
-  - name: small-ranking
-    topic: Should plastic water bottles be banned?
-    input:
-      propositions: propositions.tsv
-    stages:
-      - name: likert
-        kind: likert
-      - name: ranking
-        kind: ranking
-        source: likert
-        shortlist: 12
-        keep: 6
-        batch_pairs: 15
-        pair_budget: 0.3
-    budget: "20.00"
-    crowd:
-      kind: simulated
-      workers: 14
-      speed: 3600
-      arrival_span: 1h
-      truth: truth.tsv
-    schedule:
-      poll_interval: 0.3
-  - name: small-nuggets
-    topic: Should plastic water bottles be banned?
-    input:
-      documents: documents.tsv
-    task:
-      kind: nuggets
-      assignments: 5
-    budget: "20.00"
-    crowd:
-      kind: simulated
-      workers: 14
-      speed: 3600
-      arrival_span: 1h
-      truth: sentence_truth.tsv
-    schedule:
-      poll_interval: 0.3
-"""
+CROWD = simulated(14, speed=3600, arrival_span="1h", truth="truth.tsv")
+SPEC = [campaign("small-likert", task={"kind": "likert"}, budget="10.00", propositions="propositions.tsv", poll_interval=0.3,
+                 crowd=CROWD | {"mix": {"diligent": 0.7, "noisy": 0.1, "constant_spammer": 0.2}}),
+        campaign("small-ranking", budget="20.00", propositions="propositions.tsv", crowd=CROWD, poll_interval=0.3,
+                 stages=[{"name": "likert", "kind": "likert"},
+                         {"name": "ranking", "kind": "ranking", "source": "likert", "shortlist": 12, "keep": 6, "batch_pairs": 15,
+                          "pair_budget": 0.3}]),
+        campaign("small-nuggets", task={"kind": "nuggets", "assignments": 5}, budget="20.00", documents="documents.tsv",
+                 crowd=simulated(14, speed=3600, arrival_span="1h", truth="sentence_truth.tsv"), poll_interval=0.3)]
 NAMES = ("small-likert", "small-ranking", "small-nuggets")
 
 
-def _head(src: Path, dst: Path, rows: int) -> None:
-    lines = src.read_text(encoding="utf-8").splitlines(keepends=True)
-    dst.write_text("".join(lines[:rows + 1]), encoding="utf-8")
-
-
 def cli(cwd: Path, *args: str, timeout: float = 120) -> subprocess.CompletedProcess:
-    env = dict(os.environ, PYTHONPATH=str(ROOT))
-    return subprocess.run([sys.executable, "-m", "campaign", *args], cwd=cwd, env=env, capture_output=True, text=True,
-                          timeout=timeout)
+    return run_campaign(*args, cwd=cwd, env=clean_env(PYTHONPATH=str(ROOT)), timeout=timeout)
 
 
 @pytest.fixture(scope="module")
 def campaigns(tmp_path_factory) -> tuple[Path, subprocess.CompletedProcess]:
     work = tmp_path_factory.mktemp("reports")
-    _head(EXAMPLE / "propositions.tsv", work / "propositions.tsv", 25)
-    _head(EXAMPLE / "truth.tsv", work / "truth.tsv", 60)
-    _head(EXAMPLE / "documents.tsv", work / "documents.tsv", 28)
-    _head(EXAMPLE / "sentence_truth.tsv", work / "sentence_truth.tsv", 136)
-    (work / "campaigns.yaml").write_text(SPEC.format(), encoding="utf-8")
+    head_tsv(WATER / "propositions.tsv", work / "propositions.tsv", 25)
+    head_tsv(WATER / "truth.tsv", work / "truth.tsv", 60)
+    head_tsv(WATER / "documents.tsv", work / "documents.tsv", 28)
+    head_tsv(WATER / "sentence_truth.tsv", work / "sentence_truth.tsv", 136)
+    write_spec(work / "campaigns.yaml", *SPEC)
     run = cli(work, "run", "--seed", "3", timeout=600)  # stdout is a pipe: the plain progress lines
     assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-3000:]
     return work, run
 
 
+@pytest.mark.slow
 def test_last_progress_line_agrees_with_status(campaigns):
     work, run = campaigns
     status = json.loads(cli(work, "status", "--json").stdout)

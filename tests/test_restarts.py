@@ -8,11 +8,9 @@ six restarts (eight are made).
 
 from __future__ import annotations
 
-import os
 import signal
 import sqlite3
 import subprocess
-import sys
 import time
 from pathlib import Path
 
@@ -20,38 +18,11 @@ import pytest
 
 from campaign.daemon import make_clock, save_clock
 from campaign.spec import load_spec
+from tests.support.cli import run_args, run_campaign, start_campaign
+from tests.support.specs import campaign, simulated, write_spec
 
-ROOT = Path(__file__).resolve().parent.parent
-EXAMPLE = ROOT / "examples" / "ukpconvarg1-water"
-
-SPEC = """\
-campaigns:
-  - name: restarts
-    topic: Should plastic water bottles be banned?
-    input:
-      propositions: {props}
-    task:
-      kind: likert
-      reward: "0.06"
-      auto_approval_delay: 12h
-    budget: "30.00"
-    crowd:
-      kind: simulated
-      workers: 25
-      speed: 3600
-      arrival_span: 30m
-      truth: {truth}
-    schedule:
-      poll_interval: 0.2
-"""
-
-
-def _cmd(config: Path, state: Path) -> list[str]:
-    return [sys.executable, "-m", "campaign", "run", "--config", str(config), "--state", str(state), "--seed", "5", "--quiet"]
-
-
-def _env() -> dict[str, str]:
-    return {k: v for k, v in os.environ.items() if k != "CAMPAIGN_TEST_CRASH"}
+SPEC = campaign("restarts", task={"kind": "likert", "reward": "0.06", "auto_approval_delay": "12h"}, budget="30.00",
+                crowd=simulated(25, speed=3600, arrival_span="30m"))
 
 
 def _count(db: Path, sql: str) -> int:
@@ -64,15 +35,15 @@ def _count(db: Path, sql: str) -> int:
 
 @pytest.mark.slow
 def test_many_restarts_never_let_the_marketplace_approve_held_work(tmp_path):
-    config = tmp_path / "campaigns.yaml"
-    config.write_text(SPEC.format(props=EXAMPLE / "propositions.tsv", truth=EXAMPLE / "truth.tsv"), encoding="utf-8")
+    config = write_spec(tmp_path / "campaigns.yaml", SPEC)
     state = tmp_path / "state"
+    run = run_args(config, state, seed=5)
     for n, delay in enumerate((2.0, 1.5, 1.5, 1.5, 1.5, 1.5, 1.5, 1.5)):
-        p = subprocess.Popen(_cmd(config, state), cwd=ROOT, env=_env(), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        p = start_campaign(*run, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         time.sleep(delay)
         p.send_signal(signal.SIGKILL if n % 2 else signal.SIGTERM)  # both a clean stop and a crash
         p.wait(timeout=60)
-    proc = subprocess.run(_cmd(config, state), cwd=ROOT, env=_env(), capture_output=True, text=True, timeout=240)
+    proc = run_campaign(*run, timeout=240)
     assert proc.returncode == 0, proc.stderr[-3000:]
     store, market = state / "campaign.db", state / "market" / "market.db"
     assert _count(store, "SELECT COUNT(*) FROM assignments") >= 60  # 12 HITs of 5 propositions, 5 workers each
@@ -83,8 +54,7 @@ def test_many_restarts_never_let_the_marketplace_approve_held_work(tmp_path):
 
 
 def test_a_restart_resumes_the_simulated_clock_where_it_stopped(tmp_path):
-    config = tmp_path / "campaigns.yaml"
-    config.write_text(SPEC.format(props=EXAMPLE / "propositions.tsv", truth=EXAMPLE / "truth.tsv"), encoding="utf-8")
+    config = write_spec(tmp_path / "campaigns.yaml", SPEC)
     campaigns = list(load_spec(config).campaigns)
     state = tmp_path / "state"
     clock = make_clock(campaigns, state)

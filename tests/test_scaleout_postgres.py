@@ -9,10 +9,8 @@ equal those of a single daemon running the same spec with the same seed.
 
 from __future__ import annotations
 
-import os
 import signal
 import subprocess
-import sys
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -26,40 +24,18 @@ from sqlmodel import select
 from campaign.leases import PRESENCE, LeaseRow
 from campaign.market.accounts import read_credentials_file
 from campaign.store import AssignmentRow, CampaignRow, HitRow, LedgerRow, Store
+from tests.support.cli import clean_env, run_campaign, start_campaign
+from tests.support.specs import TOPIC, campaign, simulated
+from tests.support.specs import write_spec as write_campaigns
 
 pytestmark = [pytest.mark.postgres, pytest.mark.slow]
 
-ROOT = Path(__file__).resolve().parent.parent
-EXAMPLE = ROOT / "examples" / "ukpconvarg1-water"
 BALANCE = Decimal("10000.00")
 NAMES = ["alpha", "beta", "gamma", "delta"]
 SPEED = 3600.0
 
-CAMPAIGN = """\
-  - name: {name}
-    topic: Should plastic water bottles be banned? ({name})
-    marketplace: local
-    endpoint_url: {endpoint}
-    input:
-      propositions: {props}
-    task:
-      kind: likert
-      reward: "0.06"
-      auto_approval_delay: 30d
-      duration: 8h
-      traps:
-        share: 0.25
-        texts: ["This sentence is not important.", "Barack Obama graduated from Harvard Law."]
-    budget: "30.00"
-    crowd:
-      kind: simulated
-      workers: 25
-      speed: {speed}
-      arrival_span: 40h
-      truth: {truth}
-    schedule:
-      poll_interval: 0.2
-"""
+TASK = {"kind": "likert", "reward": "0.06", "auto_approval_delay": "30d", "duration": "8h",
+        "traps": {"share": 0.25, "texts": ["This sentence is not important.", "Barack Obama graduated from Harvard Law."]}}
 
 
 # Workers arrive over 40 simulated hours (40 s at SPEED), so each campaign runs long enough for the two
@@ -70,23 +46,18 @@ CAMPAIGN = """\
 
 
 def write_spec(path: Path, endpoint: str) -> Path:
-    body = "campaigns:\n" + "".join(CAMPAIGN.format(name=n, endpoint=endpoint, props=EXAMPLE / "propositions.tsv",
-                                                     truth=EXAMPLE / "truth.tsv", speed=SPEED) for n in NAMES)
-    path.write_text(body, encoding="utf-8")
-    return path
+    return write_campaigns(path, *(campaign(n, topic=f"{TOPIC} ({n})", marketplace="local", endpoint_url=endpoint, task=TASK,
+                                            budget="30.00", crowd=simulated(25, speed=SPEED, arrival_span="40h")) for n in NAMES))
 
 
 def _env(market_state: Path | None = None) -> dict[str, str]:
     """A daemon reaches a marketplace it did not start with that marketplace's requester credentials,
     as a user gives them: AWS_SHARED_CREDENTIALS_FILE pointing at the file `campaign market serve` wrote."""
-    env = {k: v for k, v in os.environ.items() if k != "CAMPAIGN_TEST_CRASH" and not k.startswith("AWS_")}
-    if market_state is not None:
-        env["AWS_SHARED_CREDENTIALS_FILE"] = str(market_state / "credentials")
-    return env
+    return clean_env(["AWS_*"], **({"AWS_SHARED_CREDENTIALS_FILE": str(market_state / "credentials")} if market_state else {}))
 
 
 def _campaign(*args: str, market_state: Path | None = None, **kw) -> subprocess.Popen:  # type: ignore[no-untyped-def]
-    return subprocess.Popen([sys.executable, "-m", "campaign", *args], cwd=ROOT, env=_env(market_state), **kw)
+    return start_campaign(*args, env=_env(market_state), **kw)
 
 
 @contextmanager
@@ -126,8 +97,7 @@ def scores(db: str, tmp: Path) -> dict[str, bytes]:
     out = {}
     for name in NAMES:
         f = tmp / f"{name}.csv"
-        proc = subprocess.run([sys.executable, "-m", "campaign", "export", name, "--db", db, "--state", str(tmp / "x"),
-                               "--out", str(f)], cwd=ROOT, env=_env(), capture_output=True, text=True, timeout=120)
+        proc = run_campaign("export", name, "--db", db, "--state", str(tmp / "x"), "--out", str(f), env=_env(), timeout=120)
         assert proc.returncode == 0, proc.stderr
         out[name] = f.read_bytes()
     return out

@@ -7,36 +7,18 @@ import pytest
 
 from campaign.commands import main as commands_main
 from campaign.spec import SpecError, load_spec
+from tests.support.paths import ROOT
+from tests.support.specs import VALID_HEAD
+from tests.support.specs import spec_problems as problems
+from tests.support.specs import write_spec_text as write
 
-ROOT = Path(__file__).resolve().parent.parent
-
-GOOD = """\
-campaigns:
-  - name: demo
-    topic: A topic
-    input:
-      propositions: props.tsv
-    task:
-      kind: likert
+GOOD = VALID_HEAD + """\
       reward: "0.06"
     budget: "10.00"
     crowd:
       kind: simulated
       truth: none
 """
-
-
-def write(tmp_path: Path, text: str) -> Path:
-    (tmp_path / "props.tsv").write_text("id\ttext\na\tFirst\nb\tSecond\n", encoding="utf-8")
-    p = tmp_path / "campaigns.yaml"
-    p.write_text(text, encoding="utf-8")
-    return p
-
-
-def problems(tmp_path: Path, text: str) -> list[str]:
-    with pytest.raises(SpecError) as exc:
-        load_spec(write(tmp_path, text))
-    return exc.value.problems
 
 
 def test_shipped_demo_spec_is_valid():

@@ -1,27 +1,18 @@
 """The spec's Prolific part: `marketplace: prolific | prolific-local`, the `prolific:` block and
 `task_site.public_url`, read into `ProlificConfig`, every problem as file:line: field: message."""
 
-import subprocess
-import sys
 from decimal import Decimal
-from pathlib import Path
-
-import pytest
 
 from campaign.commands import main as commands_main
 from campaign.prolific.study import ProlificConfig
-from campaign.spec import SpecError, load_spec
+from campaign.spec import load_spec
+from tests.support.cli import clean_env, run_args, run_campaign
+from tests.support.paths import ROOT
+from tests.support.specs import VALID_HEAD
+from tests.support.specs import spec_problems as problems
+from tests.support.specs import write_spec_text as write
 
-ROOT = Path(__file__).resolve().parent.parent
-
-GOOD = """\
-campaigns:
-  - name: demo
-    topic: A topic
-    input:
-      propositions: props.tsv
-    task:
-      kind: likert
+GOOD = VALID_HEAD + """\
     marketplace: prolific-local
     prolific:
       workspace: null
@@ -42,19 +33,6 @@ campaigns:
       workers: 40
       truth: none
 """
-
-
-def write(tmp_path: Path, text: str) -> Path:
-    (tmp_path / "props.tsv").write_text("id\ttext\na\tFirst\nb\tSecond\n", encoding="utf-8")
-    p = tmp_path / "campaigns.yaml"
-    p.write_text(text, encoding="utf-8")
-    return p
-
-
-def problems(tmp_path: Path, text: str) -> list[str]:
-    with pytest.raises(SpecError) as exc:
-        load_spec(write(tmp_path, text))
-    return exc.value.problems
 
 
 def test_the_contract_block_reads_into_prolific_config(tmp_path):
@@ -142,9 +120,7 @@ def test_validate_exits_2_and_run_refuses_prolific_without_a_token(tmp_path, cap
     out = capsys.readouterr().out
     assert "\u00a31.50 per submission of 5 HITs, \u00a32.10 a place with fee and VAT" in out and "$" not in out
     state = tmp_path / "state"
-    env = {k: v for k, v in __import__("os").environ.items() if k != "PROLIFIC_TOKEN"}
-    out = subprocess.run([sys.executable, "-m", "campaign", "run", "--config", str(spec), "--state", str(state)],
-                         cwd=ROOT, env=env, capture_output=True, text=True, timeout=120)
+    out = run_campaign(*run_args(spec, state, quiet=False), env=clean_env(["PROLIFIC_TOKEN"]), timeout=120)
     assert out.returncode == 2, out.stderr
     assert "PROLIFIC_TOKEN" in out.stderr and "never stored or printed" in out.stderr
     assert not (state / "campaign.db").exists()  # refused before anything was created

@@ -14,7 +14,8 @@ from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parent.parent
+from tests.support.cli import campaign_cmd, clean_env
+from tests.support.paths import ROOT
 
 
 def _run(cmd: list[str], cwd: Path, timeout: float = 600, env: dict | None = None) -> subprocess.CompletedProcess:
@@ -47,11 +48,11 @@ def test_the_wheel_installs_in_a_fresh_venv_and_runs_the_demo(tmp_path):
     work.mkdir()
     shutil.copy(ROOT / "campaigns.yaml", work / "campaigns.yaml")
     shutil.copytree(ROOT / "examples", work / "examples")
-    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "CAMPAIGN_TEST_CRASH")}
+    env = clean_env(["PYTHONPATH"])
     where = _run([str(python), "-c", "import campaign, hit_templates; print(campaign.__file__); print(hit_templates.__file__)"],
                  cwd=work, env=env).stdout.split()
     assert all(Path(p).is_relative_to(site) for p in where), where
-    _run([str(python), "-m", "campaign", "run", "--state", "state", "--seed", "0", "--quiet", "--max-seconds", "400"],
+    _run(campaign_cmd("run", "--state", "state", "--seed", "0", "--quiet", "--max-seconds", "400", python=python),
          cwd=work, env=env, timeout=500)
     for name in ("water-bottles", "water-nuggets"):
         rows = (work / "state" / name / "scores.csv").read_text(encoding="utf-8").splitlines()

@@ -48,6 +48,7 @@ def run(draws=3, **kw):
     {"per_item": 3, "clique": 6, "clique_err": 0.6},  # correlated annotators
     {"per_item": 5, "clique": 8, "clique_err": 0.5},
 ])
+@pytest.mark.slow
 def test_auto_is_never_far_below_majority_vote(condition):
     runs = run(**condition)
     for acc, _ in runs:
@@ -55,6 +56,7 @@ def test_auto_is_never_far_below_majority_vote(condition):
     assert np.mean([a["auto"] - a["majority"] for a, _ in runs]) >= -0.005
 
 
+@pytest.mark.slow
 def test_the_failing_conditions_do_fail_the_models():
     """The simulation must reproduce the issue's failure, else the tests above prove nothing."""
     runs = run(per_item=3, workers=60, prior=(0.88, 0.12), errors_say=1)
@@ -64,6 +66,7 @@ def test_the_failing_conditions_do_fail_the_models():
     assert all(m == "majority" for _, m in runs + few)
 
 
+@pytest.mark.slow
 def test_a_model_is_chosen_when_the_data_support_it():
     runs = run(per_item=5)
     assert sum(m != "majority" for _, m in runs) >= 2

@@ -65,6 +65,7 @@ def test_ties_as_half_wins_and_pairs_from_ranking():
         fit_bradley_terry(["x"], [("x", "q")])
 
 
+@pytest.mark.slow
 def test_fast_for_large_item_sets():
     import time
 

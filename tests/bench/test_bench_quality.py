@@ -1,17 +1,13 @@
 import json
-import subprocess
-import sys
-from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[2]
+from tests.support.cli import run_campaign
 
 
 @pytest.mark.slow
 def test_bench_quality_quick_json_shape_and_sense():
-    out = subprocess.run([sys.executable, "-m", "campaign", "bench", "quality", "--quick", "--json"], cwd=ROOT,
-                         capture_output=True, text=True, timeout=300, check=True).stdout
+    out = run_campaign("bench", "quality", "--quick", "--json", timeout=300, check=True).stdout
     data = json.loads(out)
     for level in ("0.0", "0.1", "0.25"):
         for mode in ("with_policy", "without_policy"):

@@ -19,6 +19,7 @@ def quick_json():
     return buf.getvalue()
 
 
+@pytest.mark.slow
 def test_quick_json_has_contracted_shape(quick_json):
     data = json.loads(quick_json)  # exactly one object, nothing else on stdout
     assert set(data["strategies"]) == {"random_pairs", "random_rankings", "adaptive"}
@@ -76,6 +77,7 @@ def test_oracle_allocation_spends_the_budget_near_the_boundary():
     assert ranking.oracle_allocation(truth, keep=50, appearances=300.0, floor=3.0) == pytest.approx(np.full(100, 3.0))
 
 
+@pytest.mark.slow
 def test_limits_show_what_a_ranking_pair_is_worth():
     s = ranking.Settings(items=100, seeds=4, max_pairs=600, step=100)
     result = ranking.run(s, mode_check=False, real=False, with_limits=True)

@@ -10,12 +10,15 @@ import subprocess
 import sys
 import time
 
+import pytest
+
 from campaign.bench.scale import TreeMemory, main, run_scale
 
 KEYS = {"propositions", "hits", "assignments", "seconds", "peak_rss_mib", "requests", "store_mib", "market_mib",
         "tick_ms", "auto_approved_before_review", "unfilled_slots", "step_ms"}
 
 
+@pytest.mark.slow
 def test_a_small_scale_run_reports_every_figure(tmp_path):
     out = run_scale(50, seed=1, keep=tmp_path / "kept")
     assert set(out) == KEYS

@@ -9,25 +9,13 @@ import sys
 import textwrap
 from pathlib import Path
 
+import pytest
+
 from tests.processes import alive, child_dies_with
+from tests.support.paths import ROOT
+from tests.support.specs import campaign, simulated, spec_yaml
 
-ROOT = Path(__file__).resolve().parents[2]
-EXAMPLE = ROOT / "examples" / "ukpconvarg1-water"
-
-SPEC = f"""\
-campaigns:
-  - name: kid
-    topic: Should plastic water bottles be banned?
-    input:
-      propositions: {EXAMPLE / "propositions.tsv"}
-    task:
-      kind: likert
-    budget: "10.00"
-    crowd:
-      kind: simulated
-      workers: 3
-      truth: {EXAMPLE / "truth.tsv"}
-"""
+SPEC = spec_yaml(campaign("kid", task={"kind": "likert"}, budget="10.00", crowd=simulated(3), poll_interval=None))
 
 # a stand-in daemon: the marketplace in-process and the crowd's child process, as `campaign run` has them
 DAEMON = textwrap.dedent("""
@@ -62,6 +50,7 @@ def _start(tmp_path: Path, mode: str) -> subprocess.Popen:
                             cwd=ROOT, stdout=subprocess.PIPE, text=True)
 
 
+@pytest.mark.slow
 def test_the_crowd_registers_its_workers_and_stops_when_asked(tmp_path):
     daemon = _start(tmp_path, "stop")
     out, _ = daemon.communicate(timeout=120)
@@ -78,6 +67,7 @@ def test_the_crowd_registers_its_workers_and_stops_when_asked(tmp_path):
     assert n == 3  # the campaign's `workers: 3`, signed up through the marketplace's operator
 
 
+@pytest.mark.slow
 def test_the_crowd_dies_with_a_killed_daemon(tmp_path):
     daemon = _start(tmp_path, "sleep")
     assert child_dies_with(daemon)

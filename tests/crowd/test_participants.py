@@ -112,6 +112,7 @@ def _slots_submitted(w: World) -> int:
     return sum(len(w.market.submissions(h)) for h in w.hits)
 
 
+@pytest.mark.slow
 def test_crowd_fills_the_study_spammers_spam_honest_track_truth(world: World) -> None:
     w = world
     workers = _workers(8, 4)
@@ -151,6 +152,7 @@ def test_crowd_fills_the_study_spammers_spam_honest_track_truth(world: World) ->
     assert float(np.corrcoef(truth, given)[0, 1]) > 0.9  # honest answers track the hidden truth
 
 
+@pytest.mark.slow
 def test_leavers_return_or_time_out_and_their_places_are_filled_again(world: World) -> None:
     w = world
     workers = _workers(14, 2)

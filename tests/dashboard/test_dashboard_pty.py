@@ -9,7 +9,6 @@ from __future__ import annotations
 import re
 import signal
 import subprocess
-import sys
 import time
 from decimal import Decimal
 from pathlib import Path
@@ -19,35 +18,16 @@ from sqlmodel import select
 
 from campaign.dashboard.data import Reader
 from campaign.store import AssignmentRow, CampaignRow, HitRow, Store
-from tests.dashboard.ptyterm import ROOT, Term
-
-EXAMPLE = ROOT / "examples" / "ukpconvarg1-water"
-SPEC = f"""\
-campaigns:
-  - name: tty
-    topic: Should plastic water bottles be banned?
-    input:
-      propositions: {EXAMPLE / 'propositions.tsv'}
-    task:
-      kind: likert
-    budget: "25.00"
-    crowd:
-      kind: simulated
-      workers: 25
-      speed: 150
-      arrival_span: 3h
-      truth: {EXAMPLE / 'truth.tsv'}
-    schedule:
-      poll_interval: 0.2
-"""
+from tests.support.cli import run_args, run_campaign, start_campaign
+from tests.support.specs import campaign, simulated, write_spec
+from tests.support.terminal import Term
 
 
 def start_daemon(tmp_path: Path) -> tuple[subprocess.Popen, Path]:
-    (tmp_path / "c.yaml").write_text(SPEC, encoding="utf-8")
+    config = write_spec(tmp_path / "c.yaml", campaign("tty", task={"kind": "likert"}, budget="25.00",
+                                                      crowd=simulated(25, speed=150, arrival_span="3h")))
     state = tmp_path / "state"
-    proc = subprocess.Popen([sys.executable, "-m", "campaign", "run", "--config",
-                             str(tmp_path / "c.yaml"), "--state", str(state), "--quiet"], cwd=ROOT,
-                            stdout=subprocess.DEVNULL, stderr=(tmp_path / "daemon.err").open("w"))
+    proc = start_campaign(*run_args(config, state), stdout=subprocess.DEVNULL, stderr=(tmp_path / "daemon.err").open("w"))
     return proc, state
 
 
@@ -243,6 +223,7 @@ def test_dashboard_keys_filter_workers_and_cancel_confirmation(tmp_path):
     assert status_of(tmp_path, "c1") == "cancelling"
 
 
+@pytest.mark.slow
 def test_export_key_writes_the_scores_the_cli_writes(tmp_path):
     from campaign.store import ItemRow, JudgmentRow
     from tests.dashboard.test_alerts import make_store as make_spec_store
@@ -270,6 +251,5 @@ def test_export_key_writes_the_scores_the_cli_writes(tmp_path):
     finally:
         term.close()
     (written,) = (tmp_path / "c1").glob("scores-*.csv")
-    cli = subprocess.run([sys.executable, "-m", "campaign", "export", "c1", "--state", str(tmp_path)], cwd=ROOT,
-                         capture_output=True, text=True, check=True).stdout
+    cli = run_campaign("export", "c1", "--state", str(tmp_path), timeout=None, check=True).stdout
     assert written.read_text(encoding="utf-8") == cli and "first" in cli

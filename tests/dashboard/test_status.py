@@ -1,16 +1,13 @@
 """`campaign status --json` reports exactly what the store holds (figures built by hand here)."""
 
 import json
-import subprocess
-import sys
 from decimal import Decimal
 from pathlib import Path
 
 from campaign import ledger
 from campaign.dashboard.figures import collect_figures
 from campaign.store import AssignmentRow, CampaignRow, HitRow, Store, WorkerRow
-
-ROOT = Path(__file__).resolve().parents[2]
+from tests.support.cli import run_campaign
 
 
 def make_store(tmp_path: Path) -> Store:
@@ -36,8 +33,7 @@ def make_store(tmp_path: Path) -> Store:
 
 def test_status_json_equals_the_store(tmp_path):
     make_store(tmp_path).close()
-    out = subprocess.run([sys.executable, "-m", "campaign", "status", "--json", "--state", str(tmp_path)],
-                         cwd=ROOT, capture_output=True, text=True, check=True).stdout
+    out = run_campaign("status", "--json", "--state", str(tmp_path), timeout=None, check=True).stdout
     (c,) = json.loads(out)["campaigns"]
     assert c["name"] == "c1"
     assert c["hits"] == {"planned": 5, "posted": 4, "assignable": 2, "completed": 2, "failed": 0, "draft": 1}
@@ -53,8 +49,8 @@ def test_status_table_renders_the_same_numbers(tmp_path):
     store = make_store(tmp_path)
     figures = collect_figures(store)
     store.close()
-    out = subprocess.run([sys.executable, "-m", "campaign", "status", "--state", str(tmp_path)], cwd=ROOT,
-                         capture_output=True, text=True, check=True, env={"COLUMNS": "200", "PATH": "/usr/bin:/bin"}).stdout
+    out = run_campaign("status", "--state", str(tmp_path), env={"COLUMNS": "200", "PATH": "/usr/bin:/bin"}, timeout=None,
+                       check=True).stdout
     m = figures["campaigns"][0]["money"]
     for figure in (f"${m['spent']}", f"${m['reserved']}", f"${m['budget']}", "4/2/2", "12/7/2"):
         assert figure in out, figure

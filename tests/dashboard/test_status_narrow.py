@@ -3,13 +3,11 @@ and in an empty folder (says so, exits 2, creates nothing)."""
 
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
-
 from campaign.store import CampaignRow, Store
-from tests.dashboard.ptyterm import ROOT, Term
 from tests.dashboard.test_status import make_store
+from tests.support.cli import clean_env, run_campaign
+from tests.support.paths import ROOT
+from tests.support.terminal import Term
 
 LONG = "water-bottles-second-round-with-traps"
 
@@ -35,9 +33,9 @@ def test_status_at_80_columns_keeps_campaigns_and_statuses_whole(tmp_path):
 
 
 def test_status_in_an_empty_folder_creates_nothing(tmp_path):
-    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    env = clean_env(PYTHONPATH=str(ROOT))
     for args in (["status"], ["status", "--json"], ["dashboard"], ["status", "--state", "elsewhere"]):
-        r = subprocess.run([sys.executable, "-m", "campaign", *args], cwd=tmp_path, env=env, capture_output=True, text=True)
+        r = run_campaign(*args, cwd=tmp_path, env=env, timeout=None)
         assert r.returncode == 2, (args, r.stderr)
         assert "no campaign store at" in r.stderr
         assert list(tmp_path.iterdir()) == [], f"{args} left {list(tmp_path.iterdir())}"
@@ -45,7 +43,6 @@ def test_status_in_an_empty_folder_creates_nothing(tmp_path):
 
 def test_status_still_reads_an_existing_store(tmp_path):
     make_store(tmp_path).close()
-    r = subprocess.run([sys.executable, "-m", "campaign", "status", "--json", "--state", str(tmp_path)], cwd=ROOT,
-                       capture_output=True, text=True)
+    r = run_campaign("status", "--json", "--state", str(tmp_path), timeout=None)
     assert r.returncode == 0 and '"name": "c1"' in r.stdout
     Store.open(tmp_path).close()

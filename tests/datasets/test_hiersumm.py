@@ -1,14 +1,11 @@
 import json
-import subprocess
-import sys
-from pathlib import Path
 
 import pytest
 
 from campaign.paths import shared_data_dir
+from tests.support.cli import run_campaign
 
 pytestmark = pytest.mark.skipif(shared_data_dir() is None, reason="needs ../shared/data (real crowd data), absent on a fresh clone")
-ROOT = Path(__file__).resolve().parents[2]
 
 
 def test_rebuilt_hits_hold_every_row_in_order():
@@ -28,8 +25,7 @@ def test_rebuilt_hits_hold_every_row_in_order():
 
 @pytest.mark.slow
 def test_bench_nuggets_close_to_the_published_figures():
-    out = subprocess.run([sys.executable, "-m", "campaign", "bench", "nuggets", "--json"], cwd=ROOT, capture_output=True,
-                         text=True, timeout=300, check=True).stdout
+    out = run_campaign("bench", "nuggets", "--json", timeout=300, check=True).stdout
     data = json.loads(out)
     assert data["rebuild"]["hits"] == 5119 and data["rebuild"]["rows"] == 68234
     assert abs(data["gold_nuggets"]["count"] - 4983) / 4983 < 0.05

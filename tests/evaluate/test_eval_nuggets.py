@@ -4,8 +4,6 @@ from __future__ import annotations
 
 import csv
 import json
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -13,9 +11,9 @@ import pytest
 from campaign.evaluate.nuggets import GoldNugget, score_nuggets, tokens, units
 from campaign.evaluate.readers import read_gold_nuggets
 from campaign.steps.nugget_export import write_gold
-
-ROOT = Path(__file__).resolve().parents[2]
-EXAMPLE = ROOT / "examples" / "ukpconvarg1-water"
+from tests.support.cli import run_args, run_campaign
+from tests.support.paths import WATER
+from tests.support.specs import campaign, simulated, write_spec
 
 
 def nug(text: str, workers: int, mace: float = 1.0, item: str = "d.s0") -> GoldNugget:
@@ -66,50 +64,25 @@ def test_reads_what_the_export_writes(tmp_path):
         (r["item"], r["first"], r["last"], r["workers"], r["mace_weight"], r["text"]) for r in rows]
 
 
-NUGGET_SPEC = """\
-campaigns:
-  - name: tiny-nuggets
-    topic: Should plastic water bottles be banned?
-    input:
-      documents: {docs}
-    task:
-      kind: nuggets
-      window: 7
-      assignments: 7
-      reward: "0.07"
-      min_nugget_tokens: 3
-    budget: "10.00"
-    crowd:
-      kind: simulated
-      workers: 12
-      speed: 3600
-      arrival_span: 30m
-      truth: {truth}
-    schedule:
-      poll_interval: 0.2
-"""
-
-
 @pytest.fixture(scope="module")
 def tiny_campaign(tmp_path_factory):
     """Runs a two-HIT nugget campaign on two demo documents; returns (state dir, sentences by item)."""
     tmp = tmp_path_factory.mktemp("tiny-nuggets")
-    with open(EXAMPLE / "documents.tsv", encoding="utf-8") as fh:
+    with open(WATER / "documents.tsv", encoding="utf-8") as fh:
         rows = [r for r in csv.DictReader(fh, delimiter="\t") if r["doc"] in ("arg219204", "arg219207")]
     assert len(rows) >= 8
     with open(tmp / "documents.tsv", "w", encoding="utf-8") as fh:
         fh.write("doc\tid\ttext\n" + "".join(f"{r['doc']}\t{r['id']}\t{r['text']}\n" for r in rows))
-    (tmp / "campaigns.yaml").write_text(NUGGET_SPEC.format(docs=tmp / "documents.tsv", truth=EXAMPLE / "sentence_truth.tsv"))
-    proc = subprocess.run([sys.executable, "-m", "campaign", "run", "--config", str(tmp / "campaigns.yaml"),
-                           "--state", str(tmp / "state"), "--seed", "1", "--quiet"],
-                          cwd=ROOT, capture_output=True, text=True, timeout=300)
+    task = {"kind": "nuggets", "window": 7, "assignments": 7, "reward": "0.07", "min_nugget_tokens": 3}
+    config = write_spec(tmp / "campaigns.yaml", campaign("tiny-nuggets", task=task, budget="10.00", documents=tmp / "documents.tsv",
+                                                         crowd=simulated(12, speed=3600, arrival_span="30m", truth=WATER / "sentence_truth.tsv")))
+    proc = run_campaign(*run_args(config, tmp / "state", seed=1), timeout=300)
     assert proc.returncode == 0, proc.stderr[-3000:]
     return tmp / "state", {r["id"]: r["text"] for r in rows}
 
 
 def _evaluate(gold: Path, system: Path, *extra: str) -> dict:
-    proc = subprocess.run([sys.executable, "-m", "campaign", "evaluate", "nuggets", "--gold", str(gold), "--system",
-                           str(system), "--json", *extra], cwd=ROOT, capture_output=True, text=True, timeout=60)
+    proc = run_campaign("evaluate", "nuggets", "--gold", str(gold), "--system", str(system), "--json", *extra, timeout=60)
     assert proc.returncode == 0, proc.stderr
     return json.loads(proc.stdout)
 

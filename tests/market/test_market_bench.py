@@ -4,9 +4,12 @@ from __future__ import annotations
 
 import json
 
+import pytest
+
 from campaign.bench import market as bench
 
 
+@pytest.mark.slow
 def test_quick_bench_json_shape(capsys):
     assert bench.main(["--quick", "--json", "--client", "boto3"]) == 0
     out = json.loads(capsys.readouterr().out)
@@ -20,6 +23,7 @@ def test_quick_bench_json_shape(capsys):
     assert out["server_peak_rss_mib"] is None or out["server_peak_rss_mib"] > 1
 
 
+@pytest.mark.slow
 def test_quick_bench_with_the_light_signed_client(capsys):
     assert bench.main(["--quick", "--json", "--client", "sigv4", "--processes", "3", "--threads", "2"]) == 0
     out = json.loads(capsys.readouterr().out)

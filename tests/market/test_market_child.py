@@ -20,8 +20,7 @@ from campaign.market.child import MarketConfig, MarketProcess, MarketStartError
 from campaign.market.client import make_client
 from campaign.market.worker_client import WorkerClient
 from tests.processes import child_dies_with
-
-ROOT = Path(__file__).resolve().parents[2]
+from tests.support.paths import ROOT
 
 
 def _config(tmp_path: Path, clock: ScaledClock | None = None, port: int = 0) -> MarketConfig:

@@ -28,6 +28,7 @@ from campaign.market.client import make_client
 from campaign.market.server import admin_main
 from campaign.market.worker_client import WorkerAPIError, WorkerClient
 from tests.market.conftest import QUESTION
+from tests.support.cli import start_campaign
 
 TARGET = "MTurkRequesterServiceV20170117."
 
@@ -162,6 +163,7 @@ def test_environment_aws_keys_are_not_used_for_the_builtin_marketplace(market, m
     assert client.call("get_account_balance")["AvailableBalance"] == "10000.00"
 
 
+@pytest.mark.slow
 def test_daemon_uses_its_marketplace_account_even_with_aws_keys_in_the_environment(tmp_path, monkeypatch):
     from campaign.daemon import RunOptions, start_runtime, stop_runtime
     from campaign.spec import load_spec
@@ -205,13 +207,14 @@ def test_credentials_file_is_private_and_works_with_boto3_profiles(tmp_path, mon
         m.stop()
 
 
+@pytest.mark.slow
 def test_serve_writes_the_default_profile_and_the_aws_cli_uses_it(tmp_path):
     import shutil
     import sys
 
     state = tmp_path / "served"
-    proc = subprocess.Popen([sys.executable, "-m", "campaign", "market", "serve", "--port", "0", "--state", str(state)],
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=Path(__file__).resolve().parents[2])
+    proc = start_campaign("market", "serve", "--port", "0", "--state", str(state), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                          text=True)
     try:
         url = proc.stdout.readline().strip() if proc.stdout else ""
         assert url.startswith("http://127.0.0.1:")

@@ -53,6 +53,7 @@ def _do_bundle(site: str, p: Participant, study_id: str, answer: str) -> tuple[s
     return sub, aids
 
 
+@pytest.mark.slow
 def test_studies_places_and_bundle_verdicts(tmp_path: Path) -> None:
     with adapter_stack(tmp_path, _config(bundle=2)) as st:
         em, server, api, studies, m = st.em, st.server, st.api, st.studies, st.market
@@ -128,6 +129,7 @@ def test_a_blocked_participant_joins_the_block_list_group_and_no_longer_sees_the
 
 
 
+@pytest.mark.slow
 def test_a_decision_cut_off_between_the_task_site_and_prolific_is_sent_by_the_next_sweep(tmp_path: Path,
                                                                                         monkeypatch: pytest.MonkeyPatch) -> None:
     from campaign.prolific.client import ProlificError

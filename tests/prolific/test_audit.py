@@ -133,6 +133,7 @@ def _body(site: str) -> Callable[[str, str, int], dict[str, Any]]:
     return body
 
 
+@pytest.mark.slow
 def test_gather_reads_a_real_run_and_finds_what_was_done_twice(tmp_path: Path) -> None:
     """The journal's own calls (study, decisions, a bonus asked twice) through the door and the task site,
     then gather + check on the files they leave."""

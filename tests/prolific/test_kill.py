@@ -12,11 +12,9 @@ to the cent, no HIT the task site lacks.
 from __future__ import annotations
 
 import json
-import os
 import signal
 import sqlite3
 import subprocess
-import sys
 import time
 from pathlib import Path
 
@@ -24,72 +22,33 @@ import pytest
 
 from campaign.prolific.audit import audit_run, gather
 from campaign.store import Store
+from tests.support.cli import CRASH, clean_env, run_args, run_campaign, start_campaign
+from tests.support.specs import campaign, simulated
+from tests.support.specs import write_spec as write_campaigns
 
 pytestmark = [pytest.mark.prolific, pytest.mark.slow]
 
-ROOT = Path(__file__).resolve().parents[2]
-EXAMPLE = ROOT / "examples" / "ukpconvarg1-water"
 NAME = "kill-prolific"
-
-SPEC = """\
-campaigns:
-  - name: {name}
-    topic: Should plastic water bottles be banned?
-    input:
-      propositions: {props}
-    marketplace: prolific-local
-    prolific:
-      reward: "0.75"
-      currency: GBP
-      bundle: 5
-      estimated_minutes: 5
-      maximum_minutes: 60
-      devices: [desktop]
-      fee_rate: "0.333"
-      vat_rate: "0.2"
-    task_site:
-      public_url: http://127.0.0.1:0
-    stages:
-      - name: likert
-        kind: likert
-        # A held rejection goes out at half this delay, and until it does the last slots can wait for a
-        # place (a place held by a participant with nothing left to do counts as capacity in
-        # `ProlificMarketplace._places_wanted`): at speed 600 the default 3 days held a run 3.6 minutes.
-        auto_approval_delay: 1d
-        traps:
-          share: 0.2
-          texts: ["This sentence is not important.", "Barack Obama graduated from Harvard Law."]
-    quality:
-      bonus: "0.20"
-      max_excluded_share: 0.3
-    budget: "60.00"
-    crowd:
-      kind: simulated
-      workers: 16
-      mix: {{diligent: 0.7, random_spammer: 0.15, constant_spammer: 0.15}}
-      speed: 600
-      arrival_span: 30m
-      truth: {truth}
-    schedule:
-      poll_interval: 0.2
-"""
+PROLIFIC = {"reward": "0.75", "currency": "GBP", "bundle": 5, "estimated_minutes": 5, "maximum_minutes": 60, "devices": ["desktop"],
+            "fee_rate": "0.333", "vat_rate": "0.2"}
+# A held rejection goes out at half the auto-approval delay, and until it does the last slots can wait for a
+# place (a place held by a participant with nothing left to do counts as capacity in
+# `ProlificMarketplace._places_wanted`): at speed 600 the default 3 days held a run 3.6 minutes.
+LIKERT = {"name": "likert", "kind": "likert", "auto_approval_delay": "1d",
+          "traps": {"share": 0.2, "texts": ["This sentence is not important.", "Barack Obama graduated from Harvard Law."]}}
+MIX = {"diligent": 0.7, "random_spammer": 0.15, "constant_spammer": 0.15}
 
 
 def write_spec(tmp: Path) -> Path:
-    p = tmp / "campaigns.yaml"
-    p.write_text(SPEC.format(name=NAME, props=EXAMPLE / "propositions.tsv", truth=EXAMPLE / "truth.tsv"), encoding="utf-8")
-    return p
-
-
-def command(config: Path, state: Path) -> list[str]:
-    return [sys.executable, "-m", "campaign", "run", "--config", str(config), "--state", str(state), "--seed", "5", "--quiet"]
+    return write_campaigns(tmp / "campaigns.yaml", campaign(
+        NAME, marketplace="prolific-local", prolific=PROLIFIC, task_site={"public_url": "http://127.0.0.1:0"}, stages=[LIKERT],
+        quality={"bonus": "0.20", "max_excluded_share": 0.3}, budget="60.00",
+        crowd=simulated(16, mix=MIX, speed=600, arrival_span="30m")))
 
 
 def run_cli(config: Path, state: Path, crash: str | None = None, timeout: float = 420) -> subprocess.CompletedProcess[str]:
-    env = {k: v for k, v in os.environ.items() if k not in ("CAMPAIGN_TEST_CRASH", "PROLIFIC_TOKEN")}
-    if crash:
-        env["CAMPAIGN_TEST_CRASH"] = crash
-    return subprocess.run(command(config, state), cwd=ROOT, env=env, capture_output=True, text=True, timeout=timeout)
+    return run_campaign(*run_args(config, state, seed=5), env=clean_env(["PROLIFIC_TOKEN"], **({CRASH: crash} if crash else {})),
+                        timeout=timeout)
 
 
 def check_once(state: Path) -> None:
@@ -143,9 +102,9 @@ def test_sigkill_between_a_prolific_call_and_its_record(tmp_path: Path, point: s
 def test_sigkill_at_random_instants(tmp_path: Path) -> None:
     config = write_spec(tmp_path)
     state = tmp_path / "state"
-    env = {k: v for k, v in os.environ.items() if k not in ("CAMPAIGN_TEST_CRASH", "PROLIFIC_TOKEN")}
     for delay in (2.0, 3.5, 5.0, 6.5):
-        p = subprocess.Popen(command(config, state), cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        p = start_campaign(*run_args(config, state, seed=5), env=clean_env(["PROLIFIC_TOKEN"]), stdout=subprocess.DEVNULL,
+                           stderr=subprocess.DEVNULL)
         time.sleep(delay)
         p.send_signal(signal.SIGKILL)
         p.wait()

@@ -13,10 +13,8 @@ participants doing the work through the task site's door.
 from __future__ import annotations
 
 import csv
-import os
 import socket
 import subprocess
-import sys
 import time
 from collections import Counter
 from decimal import Decimal
@@ -31,18 +29,17 @@ from campaign.ledger import totals
 from campaign.prolific.emulator.store import DocStore
 from campaign.spec import load_spec
 from campaign.store import AssignmentRow, EventRow, LedgerRow, Store, WorkerRow
+from tests.support.cli import clean_env, run_args, run_campaign, start_campaign
+from tests.support.paths import ROOT, WATER
+from tests.support.specs import NO_CROWD, campaign, first_propositions, write_spec
 
-pytestmark = pytest.mark.prolific
+pytestmark = [pytest.mark.prolific, pytest.mark.slow]
 
-ROOT = Path(__file__).resolve().parents[2]
 EXAMPLE = ROOT / "examples" / "prolific.yaml"
-WATER = ROOT / "examples" / "ukpconvarg1-water"
 
 
 def _env(**extra: str) -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("PROLIFIC_") and k != "CAMPAIGN_TEST_CRASH"}
-    env.update(extra)
-    return env
+    return clean_env(["PROLIFIC_*"], **extra)
 
 
 def _emulator_charges(em_dir: Path) -> tuple[Decimal, list[dict], dict[str, str]]:
@@ -60,8 +57,7 @@ def _emulator_charges(em_dir: Path) -> tuple[Decimal, list[dict], dict[str, str]
 def test_example_runs_on_prolific_local_with_spam_excluded_and_the_ledger_equal_to_the_charges(tmp_path: Path) -> None:
     state = tmp_path / "state"
     started = time.monotonic()
-    out = subprocess.run([sys.executable, "-m", "campaign", "run", "--config", str(EXAMPLE), "--state", str(state),
-                          "--max-seconds", "400"], cwd=ROOT, env=_env(), capture_output=True, text=True, timeout=600)
+    out = run_campaign(*run_args(EXAMPLE, state, "--max-seconds", "400", quiet=False), env=_env(), timeout=600)
     took = time.monotonic() - started
     assert out.returncode == 0, out.stderr[-3000:]
     assert "water-prolific: scores written to" in out.stdout
@@ -133,32 +129,13 @@ def _free_port() -> int:
         return int(s.getsockname()[1])
 
 
-REAL = """\
-campaigns:
-  - name: real-road
-    topic: Should plastic water bottles be banned?
-    input:
-      propositions: props.tsv
-    task:
-      kind: likert
-      assignments: 2
-    marketplace: prolific
-    prolific:
-      reward: "1.00"
-      bundle: 2
-      estimated_minutes: 5
-      maximum_minutes: 30
-      filters: {{approval_rate: 90}}
-      fee_rate: "0.333"
-      vat_rate: "0.2"
-    task_site:
-      public_url: http://127.0.0.1:{port}
-    budget: "20.00"
-    crowd:
-      kind: none
-    schedule:
-      poll_interval: 0.3
-"""
+def real_road(port: int) -> dict:
+    """`marketplace: prolific` (the real road) with the task site on `port`, no crowd: the test drives participants."""
+    prolific = {"reward": "1.00", "bundle": 2, "estimated_minutes": 5, "maximum_minutes": 30, "filters": {"approval_rate": 90},
+                "fee_rate": "0.333", "vat_rate": "0.2"}
+    return campaign("real-road", task={"kind": "likert", "assignments": 2}, marketplace="prolific", prolific=prolific,
+                    task_site={"public_url": f"http://127.0.0.1:{port}"}, budget="20.00", propositions="props.tsv", crowd=NO_CROWD,
+                    poll_interval=0.3)
 
 
 def test_real_prolific_road_reads_the_token_from_the_environment_only(tmp_path: Path) -> None:
@@ -166,17 +143,14 @@ def test_real_prolific_road_reads_the_token_from_the_environment_only(tmp_path: 
     from campaign.inputs import load_items, load_truth
     from campaign.prolific.emulator.server import start_emulator
 
-    lines = (WATER / "propositions.tsv").read_text(encoding="utf-8").splitlines()
-    (tmp_path / "props.tsv").write_text("\n".join(lines[:11]) + "\n", encoding="utf-8")
+    first_propositions(tmp_path, 10)
     port = _free_port()
-    spec = tmp_path / "campaigns.yaml"
-    spec.write_text(REAL.format(port=port), encoding="utf-8")
+    spec = write_spec(tmp_path / "campaigns.yaml", real_road(port))
     em = start_emulator(tmp_path / "prolific.com", WallClock(), fee_rate=Decimal("0.333"), vat_rate=Decimal("0.2"))
     state = tmp_path / "state"
-    proc = subprocess.Popen([sys.executable, "-m", "campaign", "run", "--config", str(spec), "--state", str(state),
-                             "--market-port", str(port), "--log-level", "DEBUG", "--max-seconds", "240"],
-                            cwd=ROOT, env=_env(PROLIFIC_TOKEN=em.token, PROLIFIC_BASE_URL=em.base_url),
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    proc = start_campaign(*run_args(spec, state, "--market-port", str(port), "--log-level", "DEBUG", "--max-seconds", "240", quiet=False),
+                          env=_env(PROLIFIC_TOKEN=em.token, PROLIFIC_BASE_URL=em.base_url),
+                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     truth = load_truth(WATER / "truth.tsv")
     by_text = {it.text: truth.get(it.key, 0.5) for it in load_items("propositions", tmp_path / "props.tsv")}
     crowd = ParticipantCrowd(em.root_url, em.token, f"http://127.0.0.1:{port}",
@@ -219,8 +193,7 @@ def test_out_of_money_on_prolific_stops_the_study_and_books_only_what_was_charge
     spec = tmp_path / "prolific.yaml"
     spec.write_text(text, encoding="utf-8")
     state = tmp_path / "state"
-    out = subprocess.run([sys.executable, "-m", "campaign", "run", "--config", str(spec), "--state", str(state),
-                          "--max-seconds", "300"], cwd=ROOT, env=_env(), capture_output=True, text=True, timeout=400)
+    out = run_campaign(*run_args(spec, state, "--max-seconds", "300", quiet=False), env=_env(), timeout=400)
     assert out.returncode == 0, out.stderr[-3000:]
     assert "water-prolific: budget_exhausted" in out.stdout
     charged, subs, _ = _emulator_charges(state / "prolific")

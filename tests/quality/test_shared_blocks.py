@@ -14,28 +14,16 @@ from campaign.spec import load_spec
 from campaign.steps.context import Context
 from campaign.steps.quality_pass import sync_shared_blocks
 from campaign.store import Store
+from tests.support.specs import campaign, write_spec
 
-ROOT = Path(__file__).resolve().parents[2]
 QUESTION = ('<HTMLQuestion xmlns="http://mechanicalturk.amazonaws.com/AWSMechanicalTurkDataSchemas/2011-11-11/HTMLQuestion.xsd">'
             '<HTMLContent><![CDATA[<!DOCTYPE html><html><body><form><input name="x"></form></body></html>]]></HTMLContent>'
             '<FrameHeight>0</FrameHeight></HTMLQuestion>')
 
 
 def _spec(tmp_path: Path, name: str, account_list: str) -> Path:
-    p = tmp_path / f"{name}.yaml"
-    p.write_text(f"""campaigns:
-  - name: {name}
-    topic: t
-    input:
-      propositions: {ROOT / 'examples/ukpconvarg1-water/propositions.tsv'}
-    task:
-      kind: likert
-    budget: "10.00"
-    quality:
-      block: true
-      block_list: {account_list}
-""", encoding="utf-8")
-    return p
+    return write_spec(tmp_path / f"{name}.yaml", campaign(name, topic="t", task={"kind": "likert"}, budget="10.00", crowd=None,
+                                                         quality={"block": True, "block_list": account_list}, poll_interval=None))
 
 
 def test_a_block_in_one_campaign_hides_the_other_campaigns_hits(tmp_path):

@@ -7,6 +7,7 @@ import threading
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import pytest
 from sqlmodel import select
@@ -20,49 +21,20 @@ from campaign.marketplaces import open_marketplace
 from campaign.spec import load_spec
 from campaign.steps.context import Context
 from campaign.store import HitRow, Store
+from tests.support.specs import NO_CROWD, campaign, first_propositions, write_spec
 
-ROOT = Path(__file__).resolve().parents[2]
-EXAMPLE = ROOT / "examples" / "ukpconvarg1-water"
+LIKERT = {"kind": "likert", "items_per_hit": 5, "assignments": 3}
+TWO_STAGE = [{"name": "likert", "kind": "likert", "assignments": 2},
+             {"name": "ranking", "kind": "ranking", "source": "likert", "shortlist": 8, "keep": 4, "batch_pairs": 6,
+              "pair_budget": 0.5, "assignments": 2}]
 
-LIKERT = """\
-campaigns:
-  - name: steps
-    topic: Should plastic water bottles be banned?
-    input:
-      propositions: {props}
-    task:
-      kind: likert
-      items_per_hit: 5
-      assignments: 3
-    budget: "10.00"
-    crowd:
-      kind: none
-"""
 
-TWO_STAGE = """\
-campaigns:
-  - name: steps
-    topic: Should plastic water bottles be banned?
-    input:
-      propositions: {props}
-    stages:
-      - name: likert
-        kind: likert
-        assignments: 2
-      - name: ranking
-        kind: ranking
-        source: likert
-        shortlist: 8
-        keep: 4
-        batch_pairs: 6
-        pair_budget: 0.5
-        assignments: 2
-    budget: "20.00"
-    crowd:
-      kind: none
-"""
-
-SPECS = {"likert": LIKERT, "two-stage": TWO_STAGE}
+def steps_campaign(spec: str, props: Path) -> dict[str, Any]:
+    """The "likert" (a single task) or "two-stage" campaign over `props`, no crowd: the tests are the workers."""
+    if spec == "likert":
+        return campaign("steps", task=LIKERT, budget="10.00",
+                        propositions=props, crowd=NO_CROWD, poll_interval=None)
+    return campaign("steps", stages=TWO_STAGE, budget="20.00", propositions=props, crowd=NO_CROWD, poll_interval=None)
 
 
 @dataclass
@@ -97,21 +69,13 @@ def rate() -> Callable[[int], Callable[[Form], list[tuple[str, str]]]]:
     return _rate
 
 
-def first_items(tmp_path: Path, n: int) -> Path:
-    lines = (EXAMPLE / "propositions.tsv").read_text(encoding="utf-8").splitlines()
-    p = tmp_path / "props.tsv"
-    p.write_text("\n".join(lines[: n + 1]) + "\n", encoding="utf-8")
-    return p
-
-
 @pytest.fixture
 def harness(tmp_path) -> Iterator[Callable[..., Harness]]:
     started: list[tuple[object, Store]] = []
 
     def make(spec: str = "likert", n_items: int = 10, seed: int = 0) -> Harness:
         """A harness for the "likert" or "two-stage" spec above, over the first `n_items` demo statements."""
-        cfg = tmp_path / "campaigns.yaml"
-        cfg.write_text(SPECS[spec].format(props=first_items(tmp_path, n_items)), encoding="utf-8")
+        cfg = write_spec(tmp_path / "campaigns.yaml", steps_campaign(spec, first_propositions(tmp_path, n_items)))
         campaign = load_spec(cfg).campaigns[0]
         clock = ManualClock()
         market = start_market(tmp_path / "market", clock=clock, mode="prod")

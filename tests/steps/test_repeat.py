@@ -5,9 +5,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
-import os
 import subprocess
-import sys
 from collections.abc import Callable
 from decimal import Decimal
 from pathlib import Path
@@ -31,9 +29,9 @@ from campaign.steps.review import close_finished_hits, review
 from campaign.steps.scores import counted_judgments
 from campaign.steps.stages import stage_done
 from campaign.store import AssignmentRow, HitRow, JudgmentRow, LedgerRow, Store
+from tests.support.cli import CRASH, clean_env, run_campaign
+from tests.support.specs import campaign, first_propositions, simulated, write_spec
 
-ROOT = Path(__file__).resolve().parents[2]
-EXAMPLE = ROOT / "examples" / "ukpconvarg1-water"
 BALANCE = Decimal("10000.00")
 
 
@@ -109,44 +107,14 @@ def test_a_stage_without_repeat_has_no_retest(harness, rate):
     assert stage_retest(h.ctx.store, h.ctx.name, "likert") is None
 
 
-SPEC = """\
-campaigns:
-  - name: rep
-    topic: Should plastic water bottles be banned?
-    input:
-      propositions: {props}
-    task:
-      kind: likert
-      assignments: 5
-      traps:
-        share: 0.25
-      repeat: {{share: 0.5}}
-    budget: "10.00"
-    crowd:
-      kind: simulated
-      workers: 30
-      speed: 3600
-      arrival_span: 30m
-      truth: {truth}
-    schedule:
-      poll_interval: 0.2
-"""
-
-
 def _spec(tmp: Path) -> Path:
-    lines = (EXAMPLE / "propositions.tsv").read_text(encoding="utf-8").splitlines()
-    props = tmp / "props.tsv"
-    props.write_text("\n".join(lines[:41]) + "\n", encoding="utf-8")
-    p = tmp / "campaigns.yaml"
-    p.write_text(SPEC.format(props=props, truth=EXAMPLE / "truth.tsv"), encoding="utf-8")
-    return p
+    task = {"kind": "likert", "assignments": 5, "traps": {"share": 0.25}, "repeat": {"share": 0.5}}
+    return write_spec(tmp / "campaigns.yaml", campaign("rep", task=task, budget="10.00", propositions=first_propositions(tmp, 40),
+                                                      crowd=simulated(30, speed=3600, arrival_span="30m")))
 
 
 def _cli(*args: str, crash: str | None = None) -> subprocess.CompletedProcess:
-    env = {k: v for k, v in os.environ.items() if k != "CAMPAIGN_TEST_CRASH"}
-    if crash:
-        env["CAMPAIGN_TEST_CRASH"] = crash
-    return subprocess.run([sys.executable, "-m", "campaign", *args], cwd=ROOT, env=env, capture_output=True, text=True, timeout=300)
+    return run_campaign(*args, env=clean_env(**({CRASH: crash} if crash else {})), timeout=300)
 
 
 def _balance_and_remote(state: Path) -> tuple[Decimal, dict[str, dict]]:

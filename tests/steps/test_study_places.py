@@ -20,31 +20,9 @@ from campaign.steps.context import Context
 from campaign.steps.studies import open_places, settle_studies
 from campaign.steps.study_state import studies_over
 from campaign.store import HitRow, Store
+from tests.support.specs import NO_CROWD, campaign, first_propositions, write_spec
 
-ROOT = Path(__file__).resolve().parents[2]
-
-
-def first_items(tmp_path: Path, n: int) -> Path:
-    lines = (ROOT / "examples" / "ukpconvarg1-water" / "propositions.tsv").read_text(encoding="utf-8").splitlines()
-    p = tmp_path / "props.tsv"
-    p.write_text("\n".join(lines[: n + 1]) + "\n", encoding="utf-8")
-    return p
-
-
-SPEC = """\
-campaigns:
-  - name: steps
-    topic: Should plastic water bottles be banned?
-    input:
-      propositions: {props}
-    task:
-      kind: likert
-    marketplace: prolific-local
-    prolific: {{reward: "1.50", bundle: 5, estimated_minutes: 10, fee_rate: "0.333", vat_rate: "0.2"}}
-    budget: "10.00"
-    crowd:
-      kind: none
-"""
+PROLIFIC = {"reward": "1.50", "bundle": 5, "estimated_minutes": 10, "fee_rate": "0.333", "vat_rate": "0.2"}
 PLACE = Cost(Decimal("2.10"), Decimal("0.60"))
 
 
@@ -81,12 +59,13 @@ class FakeStudies:
 
 
 def _ctx(tmp_path: Path, market: FakeStudies) -> Context:
-    cfg = tmp_path / "campaigns.yaml"
-    cfg.write_text(SPEC.format(props=first_items(tmp_path, 10)), encoding="utf-8")
-    campaign = load_spec(cfg).campaigns[0]
+    cfg = write_spec(tmp_path / "campaigns.yaml", campaign("steps", task={"kind": "likert"}, marketplace="prolific-local", prolific=PROLIFIC,
+                                                           budget="10.00", propositions=first_propositions(tmp_path, 10), crowd=NO_CROWD,
+                                                           poll_interval=None))
+    loaded = load_spec(cfg).campaigns[0]
     store = Store.open(tmp_path / "state")
-    instance = ensure_campaign_row(store, campaign, 0)
-    return Context(store=store, market=market, campaign=campaign, seed=0, state_dir=tmp_path / "state",  # type: ignore[arg-type]
+    instance = ensure_campaign_row(store, loaded, 0)
+    return Context(store=store, market=market, campaign=loaded, seed=0, state_dir=tmp_path / "state",  # type: ignore[arg-type]
                    clock=ManualClock(), instance=instance, lock=threading.Lock())
 
 

@@ -8,7 +8,6 @@ import csv
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from decimal import Decimal
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -18,14 +17,12 @@ from campaign import spec as spec_module
 from campaign import tasks
 from campaign.crowd.forms import Form
 from campaign.crowd.models import SimWorker
-from campaign.daemon import RunOptions, run
-from campaign.spec import Stage, load_spec, register_stage_type
+from campaign.spec import Stage, register_stage_type
 from campaign.store import AssignmentRow, CampaignRow, HitRow, Store
 from campaign.tasks.base import HitDraft, InvalidAnswer, Judgment, ShownItem, answer_fields, render_source, single
 from campaign.tasks.kind import PlanItem, TaskKind
-
-ROOT = Path(__file__).resolve().parents[2]
-EXAMPLE = ROOT / "examples" / "ukpconvarg1-water"
+from tests.support.paths import WATER
+from tests.support.specs import campaign, first_propositions, run_in_process, simulated
 
 PAGE = """<!DOCTYPE html>
 <html><body><h1>{{ title }}</h1><p>{{ topic }}</p>
@@ -82,28 +79,6 @@ class YesNo(TaskKind):
                 for s in form.slots if s.radio_name]
 
 
-SPEC = """\
-campaigns:
-  - name: yes-no
-    topic: Should plastic water bottles be banned?
-    input:
-      propositions: {props}
-    task:
-      kind: yesno
-      items_per_hit: 4
-      assignments: 3
-    budget: "20.00"
-    crowd:
-      kind: simulated
-      workers: 12
-      speed: 3600
-      arrival_span: 10m
-      truth: {truth}
-    schedule:
-      poll_interval: 0.2
-"""
-
-
 @pytest.fixture
 def yesno():
     kind = tasks.register(YesNo())
@@ -113,15 +88,13 @@ def yesno():
     spec_module._STAGE_TYPES.pop("yesno", None)  # the spec has no unregister yet; other tests list the known kinds
 
 
+@pytest.mark.slow
 def test_a_kind_defined_in_a_test_runs_a_campaign_to_finished(tmp_path, yesno):
-    props = tmp_path / "props.tsv"
-    with open(EXAMPLE / "propositions.tsv", encoding="utf-8") as fh:
-        lines = fh.read().splitlines()
-    props.write_text("\n".join(lines[:17]) + "\n", encoding="utf-8")  # header + 16 statements
-    cfg = tmp_path / "campaigns.yaml"
-    cfg.write_text(SPEC.format(props=props, truth=EXAMPLE / "truth.tsv"), encoding="utf-8")
-    state = tmp_path / "state"
-    assert run(load_spec(cfg), RunOptions(state_dir=state, seed=1, max_seconds=120)) == 0
+    props = first_propositions(tmp_path, 16)
+    code, state = run_in_process(tmp_path, campaign("yes-no", task={"kind": "yesno", "items_per_hit": 4, "assignments": 3}, budget="20.00",
+                                                    propositions=props, crowd=simulated(12, speed=3600, arrival_span="10m")),
+                                 seed=1, max_seconds=120)
+    assert code == 0
 
     store = Store.open(state)
     with store.session() as s:
@@ -135,7 +108,7 @@ def test_a_kind_defined_in_a_test_runs_a_campaign_to_finished(tmp_path, yesno):
         rows = list(csv.DictReader(fh))
     assert len(rows) == 16 and all(0.0 <= float(r["score"]) <= 1.0 and r["n"] == "3" for r in rows)
     # the crowd answered from the hidden truth: the statements it calls important score higher
-    truth = {line.split("\t")[0]: line.split("\t")[1] for line in (EXAMPLE / "truth.tsv").read_text().splitlines()[1:]}
+    truth = {line.split("\t")[0]: line.split("\t")[1] for line in (WATER / "truth.tsv").read_text().splitlines()[1:]}
     scores = [float(r["score"]) for r in rows]
     truths = [float(truth[r["item"]]) for r in rows]
     assert np.corrcoef(scores, truths)[0, 1] > 0.3

@@ -4,48 +4,20 @@ AttributeError): with no earlier stage, the stage ranks every input item in adap
 from __future__ import annotations
 
 import csv
-from pathlib import Path
 
+import pytest
 from sqlmodel import select
 
-from campaign.daemon import RunOptions, run
-from campaign.spec import load_spec
 from campaign.store import CampaignRow, EventRow, HitRow, Store
-
-ROOT = Path(__file__).resolve().parents[2]
-EXAMPLE = ROOT / "examples" / "ukpconvarg1-water"
-
-SPEC = """\
-campaigns:
-  - name: rank-only
-    topic: Should plastic water bottles be banned?
-    input:
-      propositions: {props}
-    task:
-      kind: ranking
-      keep: 5
-      batch_pairs: 20
-      pair_budget: 0.5
-    budget: "20.00"
-    crowd:
-      kind: simulated
-      workers: 15
-      speed: 3600
-      arrival_span: 10m
-      truth: {truth}
-    schedule:
-      poll_interval: 0.2
-"""
+from tests.support.specs import campaign, first_propositions, run_in_process, simulated
 
 
+@pytest.mark.slow
 def test_a_ranking_only_campaign_finishes_with_bradley_terry_scores(tmp_path):
-    props = tmp_path / "props.tsv"
-    lines = (EXAMPLE / "propositions.tsv").read_text(encoding="utf-8").splitlines()
-    props.write_text("\n".join(lines[:13]) + "\n", encoding="utf-8")  # header + 12 statements
-    cfg = tmp_path / "campaigns.yaml"
-    cfg.write_text(SPEC.format(props=props, truth=EXAMPLE / "truth.tsv"), encoding="utf-8")
-    state = tmp_path / "state"
-    assert run(load_spec(cfg), RunOptions(state_dir=state, seed=2, max_seconds=150)) == 0
+    task = {"kind": "ranking", "keep": 5, "batch_pairs": 20, "pair_budget": 0.5}
+    code, state = run_in_process(tmp_path, campaign("rank-only", task=task, budget="20.00", propositions=first_propositions(tmp_path, 12),
+                                                    crowd=simulated(15, speed=3600, arrival_span="10m")), seed=2, max_seconds=150)
+    assert code == 0
 
     store = Store.open(state)
     with store.session() as s:
