@@ -295,9 +295,10 @@ class ParticipantCrowd:
             try:
                 step = self._call("POST", "/prolific/api/submit", {**session.query, "assignmentId": aid, "fields": fields})
             except SiteError as exc:
-                if adv.behaviour(w.worker_id) is None or not 400 <= exc.status < 500:
+                if adv.behaviour(w.worker_id) is None:
                     raise
-                adv.outcome(w, False, exc.code, own=True)  # refused: the adversary gives up and returns the place
+                # refused (or the site failed on it): the adversary gives up and returns the place
+                adv.outcome(w, False, exc.code or f"HTTP{exc.status}", own=True)
                 self.participants[w.worker_id].give_back(session.submission_id)
                 self.stats.returned += 1
                 del self._sessions[w.worker_id]
@@ -338,9 +339,7 @@ class ParticipantCrowd:
             self._call("POST", "/prolific/api/submit", {**session.query, "assignmentId": assignment_id, "fields": fields})
             self.adversaries.outcome(w, True)
         except SiteError as exc:
-            if not 400 <= exc.status < 500:
-                raise
-            self.adversaries.outcome(w, False, exc.code)
+            self.adversaries.outcome(w, False, exc.code or f"HTTP{exc.status}")
 
     # -- the task site over HTTP ----------------------------------------------------------------------------
     def _call(self, method: str, path: str, data: dict[str, Any], raw: bool = False) -> Any:
