@@ -24,6 +24,12 @@ def _spec(tmp_path: Path, crowd_extra: str) -> Path:
     return path
 
 
+@pytest.fixture(autouse=True)
+def _no_switch(monkeypatch: pytest.MonkeyPatch) -> None:
+    """These tests are about the spec itself: `pytest --adversaries` (the environment switch) stays out."""
+    monkeypatch.delenv(ADVERSARIES_ENV, raising=False)
+
+
 def test_adversaries_are_read_and_checked(tmp_path: Path) -> None:
     c = load_spec(_spec(tmp_path, "      adversaries: {share: 0.25, behaviours: {garbage: 2, hold: 1}}\n")).campaigns[0]
     assert c.crowd.adversaries == Adversaries(share=0.25, behaviours=(("garbage", 2.0), ("hold", 1.0)))
