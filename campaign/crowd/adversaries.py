@@ -208,5 +208,6 @@ def origin_of(url: str) -> str:
 
 
 def answer_names(form: Form, fields: Sequence[tuple[str, str]]) -> list[tuple[str, str]]:
-    """The answer fields of a filled-in form (the hidden assignmentId left out)."""
-    return [(k, v) for k, v in fields if k != "assignmentId" and k not in form.hidden]
+    """The answer fields of a filled-in form: all but the assignmentId (the poster sets that). Hidden
+    inputs stay: a page's script may keep the answer in one (a ranking's order)."""
+    return [(k, v) for k, v in fields if k != "assignmentId"]

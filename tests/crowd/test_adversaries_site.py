@@ -103,3 +103,18 @@ def test_junk_is_seeded_and_reaches_every_field() -> None:
     with pytest.raises(UnicodeDecodeError):
         __import__("urllib.parse").parse.unquote_to_bytes(body.decode("ascii")).decode("utf-8")
     assert json.dumps([body.decode("ascii")])  # on the wire it is plain percent-encoded ASCII
+
+
+def test_honest_fields_keep_an_answer_a_page_holds_in_a_hidden_input() -> None:
+    """A ranking page keeps its order in a hidden input: the fields an adversary starts from (and an
+    honest participant posts) must keep it, or every ranking answer is 'missing field order'."""
+    from campaign.crowd.adversaries import answer_names
+    from campaign.crowd.forms import parse_form
+    from campaign.crowd.runner import Answerer
+    from campaign.tasks import ranking
+
+    items = [ShownItem(f"s{j}", t) for j, t in enumerate(list(TEXTS)[:5])]
+    form = parse_form(ranking.page(items, "Water", "Order"))
+    assert "order" in form.hidden
+    fields = answer_names(form, Answerer(TEXTS).answer(SimWorker("A1", "diligent"), form, rng_for(1, "r")))
+    assert [k for k, _ in fields] == ["order"] and len(fields[0][1].split(",")) == 5
