@@ -169,8 +169,10 @@ def unpaid_check(state: Path) -> dict[str, Any]:
 # ------------------------------------------------------------------------------------------------- running
 
 
-def one(config: str, seed: int, clean: bool, state: Path, max_seconds: float) -> dict[str, Any]:
-    """One run in this process: the spec (without its adversaries if `clean`), then its measures."""
+def one(config: str, seed: int, clean: bool, state: Path, max_seconds: float, share: float | None = None,
+        behaviours: dict[str, float] | None = None) -> dict[str, Any]:
+    """One run in this process: the spec (without its adversaries if `clean`; with `share` of them, of
+    `behaviours`, if given), then its measures."""
     import logging
 
     from campaign.daemon import RunOptions, run
@@ -180,6 +182,8 @@ def one(config: str, seed: int, clean: bool, state: Path, max_seconds: float) ->
     spec = load_spec(config)
     if clean:
         spec = with_adversaries(spec, 0.0)
+    elif share is not None or behaviours:
+        spec = with_adversaries(spec, share if share is not None else 0.25, behaviours)
     t0 = time.monotonic()
     code = run(spec, RunOptions(state_dir=state, seed=seed, max_seconds=max_seconds))
     seconds = time.monotonic() - t0
@@ -192,14 +196,15 @@ def _event_counts(state: Path) -> dict[str, int]:
                                                                      "GROUP BY kind")}
 
 
-def _spawn(config: str, seed: int, clean: bool, state: Path, max_seconds: float) -> subprocess.Popen:
+def _spawn(config: str, seed: int, clean: bool, state: Path, max_seconds: float, extra: list[str]) -> subprocess.Popen:
     argv = [sys.executable, "-m", "campaign.bench.hostile", "--one", "--config", config, "--seeds", str(seed),
-            "--state", str(state), "--max-seconds", str(max_seconds)] + (["--clean"] if clean else [])
+            "--state", str(state), "--max-seconds", str(max_seconds)] + (["--clean"] if clean else []) + extra
     env = {k: v for k, v in os.environ.items() if k != "CAMPAIGN_ADVERSARIES"}
     return subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=env, text=True)
 
 
-def runs(config: str, seeds: list[int], jobs: int, max_seconds: float, keep: Path | None) -> Iterator[dict[str, Any]]:
+def runs(config: str, seeds: list[int], jobs: int, max_seconds: float, keep: Path | None,
+         extra: list[str]) -> Iterator[dict[str, Any]]:
     with tempfile.TemporaryDirectory() as tmp:
         root = keep or Path(tmp)
         todo = [(seed, clean) for seed in seeds for clean in (False, True)]
@@ -208,7 +213,7 @@ def runs(config: str, seeds: list[int], jobs: int, max_seconds: float, keep: Pat
             while todo and len(running) < jobs:
                 seed, clean = todo.pop(0)
                 state = root / f"{'clean' if clean else 'hostile'}-{seed}"
-                running.append((_spawn(config, seed, clean, state, max_seconds), seed, clean))
+                running.append((_spawn(config, seed, clean, state, max_seconds, extra), seed, clean))
             proc, seed, clean = running.pop(0)
             out, _ = proc.communicate()
             last = out.strip().splitlines()[-1] if out.strip() else ""
@@ -244,19 +249,25 @@ def main(argv: list[str]) -> int:
     ap.add_argument("--jobs", type=int, default=2, help="runs at a time (default 2)")
     ap.add_argument("--max-seconds", type=float, default=900.0, help="a run not finished by then counts as stalled")
     ap.add_argument("--keep", type=Path, default=None, help="keep every run's state under this folder")
+    ap.add_argument("--share", type=float, default=None, help="instead of the spec's: this share of every crowd adversarial")
+    ap.add_argument("--behaviours", default=None, metavar="NAME[,NAME...]",
+                    help="instead of the spec's: only these behaviours, alike (e.g. hold,fast)")
     ap.add_argument("--json", action="store_true")
     ap.add_argument("--one", action="store_true", help=argparse.SUPPRESS)
     ap.add_argument("--clean", action="store_true", help=argparse.SUPPRESS)
     ap.add_argument("--state", type=Path, default=None, help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
     seeds = [int(s) for s in args.seeds.split(",") if s.strip()]
+    behaviours = {b.strip(): 1.0 for b in args.behaviours.split(",") if b.strip()} if args.behaviours else None
+    extra = (["--share", str(args.share)] if args.share is not None else []) + (
+        ["--behaviours", args.behaviours] if args.behaviours else [])
     if args.one:
         assert args.state is not None
-        print(json.dumps(one(args.config, seeds[0], args.clean, args.state, args.max_seconds)))
+        print(json.dumps(one(args.config, seeds[0], args.clean, args.state, args.max_seconds, args.share, behaviours)))
         return 0
     t0 = time.monotonic()
     results = []
-    for r in runs(args.config, seeds, max(1, args.jobs), args.max_seconds, args.keep):
+    for r in runs(args.config, seeds, max(1, args.jobs), args.max_seconds, args.keep, extra):
         results.append(r)
         if not args.json:
             print(f"seed {r['seed']} {'with' if r['adversaries'] else 'without'} adversaries: "
