@@ -32,7 +32,7 @@ DEFAULT_SIGMA = DEFAULT_MU / 3.0
 # Chosen by measurement (issue 16; `campaign bench ranking`, window planner, 50-pair batches, 10 seeds):
 # "pairs" reaches random rankings' final top-50 at 800 of 1,500 pairs at 100 items / 10% spam, "match"
 # at 1,100; at the final checkpoint "pairs" is ahead or level at 100 items and 120 / 10%, and at 300
-# items (0.682 vs 0.640), "match" ahead at 120 / 20% (0.894 vs 0.862). See README's Benchmarks. Its
+# items (0.682 vs 0.640), "match" ahead at 120 / 20% (0.894 vs 0.862). See docs/benchmarks.md. Its
 # sigmas are over-confident: a `target_confidence` stop rule trusts them less than with "match".
 RANKING_MODES = ("match", "pairs")
 DEFAULT_RANKING_MODE = "pairs"

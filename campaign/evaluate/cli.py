@@ -54,7 +54,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     """Add `evaluate` to the top-level subparsers of `campaign`."""
     ev = sub.add_parser("evaluate", help="score a system against a gold standard (TSC3 extract measures, gold nuggets, "
                                           "clustering measures, hierarchy overlap)",
-                        description="Score a system against a gold standard; see README, 'Scoring systems against the corpus'.")
+                        description="Score a system against a gold standard; see docs/evaluation.md.")
     kinds = ev.add_subparsers(dest="evaluate_kind", required=True, metavar="{" + ",".join(KINDS) + "}")
 
     ex = kinds.add_parser("extract", help="TSC3 precision, coverage and weighted coverage of an extract (seed 001)")

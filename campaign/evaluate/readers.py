@@ -1,6 +1,6 @@
 """File readers for `campaign evaluate`: every malformed line is reported as `file:line: message`.
 
-Formats (README, "Scoring systems against the corpus"): TSV files start with a header naming their
+Formats (docs/evaluation.md): TSV files start with a header naming their
 columns (other columns are ignored); blank lines and lines starting with `#` are skipped everywhere
 except in summaries. All files are UTF-8.
 """

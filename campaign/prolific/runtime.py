@@ -62,7 +62,7 @@ def site_addresses(campaigns: list[Campaign], market_port: int) -> tuple[str | N
 
     Real Prolific participants come through `task_site.public_url`; the HIT frames come from the
     content origin, the same host name at its own port, which an https public URL fixes at
-    `--market-port` + 1 so that a reverse proxy can forward both (README). Otherwise: the bound
+    `--market-port` + 1 so that a reverse proxy can forward both (docs/prolific.md). Otherwise: the bound
     addresses, any free content port."""
     real = [c.public_url.rstrip("/") for c in campaigns if c.marketplace == "prolific" and c.public_url]
     if not real:

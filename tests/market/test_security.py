@@ -1,6 +1,6 @@
 """Each attack of issue 14, tried as an attacker would, and refused; nothing it tried is changed.
 
-README's "Attacks the built-in marketplace refuses" table lists these tests.
+docs/marketplace.md's "Attacks the built-in marketplace refuses" table lists these tests.
 """
 
 from __future__ import annotations
