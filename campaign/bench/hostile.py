@@ -166,6 +166,75 @@ def unpaid_check(state: Path) -> dict[str, Any]:
     return {"violations": violations, "checked": checked}
 
 
+# ------------------------------------------------------------------------------------------- adversaries
+
+
+def who_misbehaved(spec: Any, seed: int, state: Path) -> dict[str, str]:
+    """Marketplace worker id -> behaviour of every adversary of the run, rebuilt as `campaign run` built its
+    crowds: a lone local crowd's pool is seeded with the run's seed, several with the seed and the
+    campaign's name; a Prolific crowd with the run's seed, its workers known on the task site by their
+    emulator participant (external id `sim:CAMPAIGN:WORKER`)."""
+    from campaign.crowd.adversaries import assign
+    from campaign.crowd.models import make_pool
+    from campaign.prolific.gate import site_worker_id
+    from campaign.rng import stable_seed
+
+    local = [c for c in spec.campaigns if c.crowd.kind == "simulated" and c.marketplace == "local"]
+    participants = {str(json.loads(b)["external_id"]): pid for pid, b in
+                    _rows(state / "prolific" / "prolific.db", "SELECT id, body FROM docs WHERE kind='participant'")
+                    if json.loads(b).get("external_id")}
+    out: dict[str, str] = {}
+    for c in spec.campaigns:
+        if c.crowd.kind != "simulated":
+            continue
+        if c in local:
+            pool_seed = seed if len(local) == 1 else stable_seed(seed, c.name) % 2**31
+            pool = make_pool(c.crowd.workers, pool_seed, dict(c.crowd.mix), arrival_span=c.crowd.arrival_span)
+            out.update(assign(pool, c.crowd.adversaries, pool_seed))
+        else:
+            pool = make_pool(c.crowd.workers, seed, dict(c.crowd.mix), arrival_span=c.crowd.arrival_span)
+            for wid, b in assign(pool, c.crowd.adversaries, seed).items():
+                pid = participants.get(f"sim:{c.name}:{wid}")
+                if pid is not None:
+                    out[site_worker_id(pid)] = b
+    return out
+
+
+def adversary_outcomes(spec: Any, seed: int, state: Path) -> dict[str, dict[str, Any]]:
+    """Per behaviour: what its workers' assignments became in the marketplace and the store, what the
+    ledger charged for them, and how many of their judgments reached the scores (not excluded)."""
+    who = who_misbehaved(spec, seed, state)
+    out: dict[str, dict[str, Any]] = {b: {"workers": 0, "market": {}, "collected": 0, "valid": 0, "approved": 0,
+                                          "judgments_scored": 0, "charged": "0.00"} for b in sorted(set(who.values()))}
+    for b in who.values():
+        out[b]["workers"] += 1
+    for wid, status in _rows(state / "market" / "market.db", "SELECT worker_id, status FROM assignments"):
+        if wid in who:
+            m = out[who[wid]]["market"]
+            m[status] = m.get(status, 0) + 1
+    store = state / "campaign.db"
+    for wid, status, valid in _rows(store, "SELECT worker_id, status, valid FROM assignments"):
+        if wid in who:
+            o = out[who[wid]]
+            o["collected"] += 1
+            o["valid"] += int(bool(valid))
+            o["approved"] += int(status == "approved")
+    for wid, n in _rows(store, "SELECT worker_id, COUNT(*) FROM judgments WHERE excluded = 0 AND item_key NOT LIKE 'trap:%' "
+                               "GROUP BY worker_id"):
+        if wid in who:
+            out[who[wid]]["judgments_scored"] += int(n)
+    from decimal import Decimal
+
+    charged: dict[str, Decimal] = {}
+    for wid, amount in _rows(store, "SELECT a.worker_id, l.amount FROM ledger l JOIN assignments a ON a.assignment_id = l.assignment_id "
+                                    "WHERE l.kind IN ('charge', 'bonus_charge')"):
+        if wid in who:
+            charged[who[wid]] = charged.get(who[wid], Decimal("0")) + Decimal(amount)
+    for b, amount in charged.items():
+        out[b]["charged"] = str(amount)
+    return out
+
+
 # ------------------------------------------------------------------------------------------------- running
 
 
@@ -188,7 +257,8 @@ def one(config: str, seed: int, clean: bool, state: Path, max_seconds: float, sh
     code = run(spec, RunOptions(state_dir=state, seed=seed, max_seconds=max_seconds))
     seconds = time.monotonic() - t0
     return {"seed": seed, "adversaries": not clean, "exit": code, "finished": code == 0, "seconds": round(seconds, 1),
-            "quality": quality(spec, state), "money": unpaid_check(state), "events": _event_counts(state)}
+            "quality": quality(spec, state), "money": unpaid_check(state), "events": _event_counts(state),
+            "adversary_outcomes": adversary_outcomes(spec, seed, state) if not clean else {}}
 
 
 def _event_counts(state: Path) -> dict[str, int]:
@@ -241,6 +311,23 @@ def table(results: list[dict[str, Any]]) -> dict[str, Any]:
     return stages
 
 
+def outcomes(results: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
+    """`adversary_outcomes` of every run summed per behaviour."""
+    from decimal import Decimal
+
+    out: dict[str, dict[str, Any]] = {}
+    for r in results:
+        for b, o in r.get("adversary_outcomes", {}).items():
+            t = out.setdefault(b, {"workers": 0, "market": {}, "collected": 0, "valid": 0, "approved": 0,
+                                   "judgments_scored": 0, "charged": "0.00"})
+            for k in ("workers", "collected", "valid", "approved", "judgments_scored"):
+                t[k] += o[k]
+            for k, v in o["market"].items():
+                t["market"][k] = t["market"].get(k, 0) + v
+            t["charged"] = str(Decimal(t["charged"]) + Decimal(o["charged"]))
+    return dict(sorted(out.items()))
+
+
 def main(argv: list[str]) -> int:
     ap = argparse.ArgumentParser(prog="campaign bench hostile", description=__doc__,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -282,7 +369,7 @@ def main(argv: list[str]) -> int:
                "seconds": round(time.monotonic() - t0, 1)}
     summary["met"] = summary["all_finished"] and unpaid == 0 and summary["every_stage_within_target"]
     if args.json:
-        print(json.dumps({"stages": stages, "runs": results, "summary": summary}))
+        print(json.dumps({"stages": stages, "adversaries": outcomes(results), "runs": results, "summary": summary}))
         return 0
     print(f"{args.config}, seeds {','.join(map(str, seeds))}: quality against the simulated truth, mean over the seeds")
     print(f"{'campaign/stage':<26} {'measure':<10} {'without':>8} {'with':>8} {'diff':>8}  per seed (with / without)")
@@ -290,6 +377,12 @@ def main(argv: list[str]) -> int:
         fmt = lambda v: "    n/a" if v is None else f"{v:8.3f}"  # noqa: E731
         per = " ".join(f"{h:.3f}/{c:.3f}" for h, c in zip(s["hostile"], s["clean"]))
         print(f"{name:<26} {s['measure']:<10} {fmt(s['clean_mean'])} {fmt(s['hostile_mean'])} {fmt(s['difference'])}  {per}")
+    print("what the adversaries' work became, summed over the seeds (marketplace statuses; collected, valid and "
+          "approved in the store; judgments in the scores; charged by the ledger, MTurk-style work only)")
+    for b, o in outcomes(results).items():
+        market = ", ".join(f"{k} {v}" for k, v in sorted(o["market"].items()))
+        print(f"  {b:<14} {o['workers']:>2} workers: {market or 'nothing'}; collected {o['collected']}, valid {o['valid']}, "
+              f"approved {o['approved']}; {o['judgments_scored']} judgments scored; charged {o['charged']}")
     for r in results:
         for v in r["money"]["violations"][:5]:
             print(f"  seed {r['seed']} {'with' if r['adversaries'] else 'without'}: {v}")

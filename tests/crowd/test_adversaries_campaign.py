@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from campaign.bench.hostile import quality, unpaid_check
+from campaign.bench.hostile import adversary_outcomes, quality, unpaid_check
 from campaign.daemon import RunOptions, run
 from campaign.spec import ADVERSARIES_ENV, Spec, load_spec
 
@@ -35,6 +35,11 @@ def test_a_hostile_crowd_neither_stops_the_campaign_nor_gets_paid_for_nothing(
     assert code == 0, "the campaign did not finish"
     money = unpaid_check(tmp_path / "state")
     assert money["violations"] == [] and sum(money["checked"].values()) > 0
+    outcomes = adversary_outcomes(spec, 1, tmp_path / "state")
+    c = spec.campaigns[0]
+    assert sum(o["workers"] for o in outcomes.values()) == round(c.crowd.adversaries.share * c.crowd.workers)
+    for b in ("empty", "no_work", "control_chars", "garbage", "return_midway"):  # nothing valid, nothing paid
+        assert outcomes.get(b, {}).get("approved", 0) == 0 and outcomes.get(b, {}).get("charged", "0.00") == "0.00", outcomes
     got = quality(spec, tmp_path / "state")
     for stage, lowest in floor.items():
         assert got[stage]["value"] >= lowest, got  # the clean crowd's: likert 0.93-0.94, ranking 0.63
