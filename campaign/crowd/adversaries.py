@@ -10,8 +10,9 @@ Behaviours (`campaign.spec.ADVERSARY_BEHAVIOURS`; docs/hostile-crowd.md has the 
   JSON, invalid UTF-8 and lone surrogates as raw bytes), repeated names with conflicting values and
   unknown fields; on the door, JSON of the wrong shape and types as well.
 - `empty`: the form posted with every answer field blank, or with no answer field at all.
-- `foreign`: answers another worker's assignment (an id leaked from elsewhere in the crowd) through
-  their own session, and through the content origin, which knows assignments by id alone.
+- `foreign`: answers another worker's assignment of the same HIT (an id leaked from elsewhere in the
+  crowd, a held one if any) through their own session, and through the content origin, which knows
+  assignments by id alone; on the door, another participant's latest assignment.
 - `double_submit`: a real answer, then the same assignment posted again with another answer, through
   both origins (on the door, twice through its API).
 - `hold`: accepts work and never answers nor returns it (the marketplace's deadline takes it back).
@@ -20,8 +21,9 @@ Behaviours (`campaign.spec.ADVERSARY_BEHAVIOURS`; docs/hostile-crowd.md has the 
 - `no_work`: submits without ever opening the task; on Prolific, starts a place and completes it at
   once, with a completion code leaked from an earlier participant when the crowd has seen one, else
   with none.
-- `fast`: answers at once without reading the task: random values in the field names of a form of the
-  same task seen earlier (a bot; the names may not even fit this HIT).
+- `fast`: submits the moment the page has loaded, random values in its fields, nothing read. (The
+  simulated honest workers take no simulated time either, so answer times cannot tell them apart here;
+  quality control sees a fast adversary by its answers.)
 
 An adversary that the site refuses (a 4xx) gives up as a person would: it returns the assignment, or
 on Prolific the place. Which workers misbehave, how, and every junk value come from the crowd's seed,

@@ -40,7 +40,6 @@ class DoorAdversaries:
         self.stats = AdversaryStats()
         self.codes: dict[str, str] = {}  # study id -> a completion code some participant was redirected with
         self.served: deque[tuple[str, str]] = deque(maxlen=100)  # (assignment id, worker id) the door handed out
-        self.forms: dict[str, Form] = {}  # study id -> a form seen in it (what `fast` fills in blind)
 
     def behaviour(self, worker_id: str) -> str | None:
         return self.behaviours.get(worker_id)
@@ -78,13 +77,8 @@ class DoorAdversaries:
                 return "return"
         return None
 
-    def blind(self, w: SimWorker, study_id: str) -> Form | None:
-        """The form a `fast` participant fills in without opening the task (None: it has seen none yet)."""
-        return self.forms.get(study_id) if self.behaviours.get(w.worker_id) == "fast" else None
-
     def fields(self, w: SimWorker, study_id: str, form: Form, rng: np.random.Generator) -> Any:
         """What the participant posts as the HIT's `fields` (a list of [name, value], or junk)."""
-        self.forms.setdefault(study_id, form)
         b = self.behaviours.get(w.worker_id)
         honest = answer_names(form, self.answer(w, form, rng))
         if b is None or b in ("double_submit", "return_midway"):

@@ -37,12 +37,13 @@ FORM = "application/x-www-form-urlencoded"
 
 class SiteAdversaries:
     """Carries out the adversaries' behaviours for one crowd. `answer(worker, form, rng)` is the crowd's
-    honest answerer; `others()` lists (assignment id, worker id) of assignments the rest of the crowd
-    accepted, newest first (the ids an adversary could have learnt from them)."""
+    honest answerer; `others()` lists (assignment id, worker id, HIT id) of assignments the crowd
+    accepted, newest first (the ids an adversary could have learnt). `foreign` only targets the same HIT's
+    (taken by workers earlier in its seeded order), so its target does not depend on timing."""
 
     def __init__(self, base_url: str, client: WorkerClient, behaviours: dict[str, str],
                  answer: Callable[[SimWorker, Form, np.random.Generator], list[tuple[str, str]]],
-                 others: Callable[[], Sequence[tuple[str, str]]]) -> None:
+                 others: Callable[[], Sequence[tuple[str, str, str]]]) -> None:
         self.base_url = base_url.rstrip("/")
         self.client = client
         self.behaviours = behaviours
@@ -50,8 +51,8 @@ class SiteAdversaries:
         self.others = others
         self.stats = AdversaryStats()
         self.content_origin: str | None = None
-        self._forms: dict[str, Form] = {}  # HIT type id -> a form of it seen before (what `fast` fills in)
         self.held: set[str] = set()  # assignments `hold` keeps
+        self._current_hit = ""
 
     def behaviour(self, worker_id: str) -> str | None:
         return self.behaviours.get(worker_id)
@@ -97,9 +98,7 @@ class SiteAdversaries:
             pass
 
     def _form(self, assignment_id: str, hit_type: str) -> Form:
-        form = parse_form(self.client.task_html(assignment_id))
-        self._forms.setdefault(hit_type, form)
-        return form
+        return parse_form(self.client.task_html(assignment_id))
 
     # -- the behaviours ---------------------------------------------------------------------------------------
     def work(self, w: SimWorker, hit: dict, assignment_id: str, rng: np.random.Generator) -> int:
@@ -108,6 +107,7 @@ class SiteAdversaries:
         handlers = {"hold": self._hold, "return_midway": self._return_midway, "no_work": self._no_work, "fast": self._fast,
                     "control_chars": self._control_chars, "garbage": self._garbage, "empty": self._empty,
                     "double_submit": self._double, "foreign": self._foreign}
+        self._current_hit = str(hit.get("HITId", ""))  # the crowd works one assignment at a time
         return handlers[b](w, str(hit.get("HITTypeId", "")), assignment_id, rng)
 
     def _one_form(self, b: str, w: SimWorker, assignment_id: str, body: bytes, rng: np.random.Generator) -> int:
@@ -136,7 +136,7 @@ class SiteAdversaries:
         return self._one_form("no_work", w, assignment_id, encode_form(assignment_id, []), rng)
 
     def _fast(self, w: SimWorker, hit_type: str, assignment_id: str, rng: np.random.Generator) -> int:
-        form = self._forms.get(hit_type) or self._form(assignment_id, hit_type)
+        form = self._form(assignment_id, hit_type)  # loaded, never read: random values at once
         fields = answer_names(form, self.answer(as_spammer(w), form, rng))
         return self._one_form("fast", w, assignment_id, encode_form(assignment_id, fields), rng)
 
@@ -168,7 +168,7 @@ class SiteAdversaries:
         """Answer someone else's assignment: through this worker's own session (which must look exactly
         like an unknown id) and through the content origin (which knows assignments by id alone), then
         hand back its own."""
-        targets = [(aid, wid) for aid, wid in self.others() if wid != w.worker_id]
+        targets = [(aid, wid) for aid, wid, hit in self.others() if wid != w.worker_id and hit == self._current_hit]
         form = self._form(assignment_id, hit_type)
         fields = answer_names(form, self.answer(as_spammer(w), form, rng))
         if targets:

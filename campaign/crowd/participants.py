@@ -284,9 +284,7 @@ class ParticipantCrowd:
                 del self._sessions[w.worker_id]
                 return submitted
             self.stats.accepted += 1
-            form = adv.blind(w, session.study_id)
-            if form is None:
-                form = parse_form(self._call("GET", "/prolific/api/task", {**session.query, "assignmentId": aid}, raw=True))
+            form = parse_form(self._call("GET", "/prolific/api/task", {**session.query, "assignmentId": aid}, raw=True))
             rng = rng_for(self.seed, "answer", w.worker_id, _content(form))
             fields = adv.fields(w, session.study_id, form, rng)
             target = adv.foreign_target(w)

@@ -92,7 +92,7 @@ class SimulatedCrowd:
         self._start_time: float | None = None
         self.on_error: Callable[[Exception], None] | None = None
         self.wants = wants  # which HITs (by id) this crowd works; None: every HIT it is shown
-        self._accepted: deque[tuple[str, str]] = deque(maxlen=100)  # (assignment id, worker id), newest last
+        self._accepted: deque[tuple[str, str, str]] = deque(maxlen=200)  # (assignment, worker, HIT id), newest last
         self.adversaries = SiteAdversaries(self.base_url, self.client, dict(adversaries or {}), self.answer,
                                            lambda: list(reversed(self._accepted)))
 
@@ -182,7 +182,7 @@ class SimulatedCrowd:
                 raise
             self.stats.accepted += 1
             aid = acc["AssignmentId"]
-            self._accepted.append((aid, w.worker_id))
+            self._accepted.append((aid, w.worker_id, hit_id))
             rng = rng_for(self.seed, "answer", w.worker_id, content)
             if self.adversaries.behaviour(w.worker_id) is not None:
                 n = self.adversaries.work(w, hit or {}, aid, rng)
