@@ -41,6 +41,8 @@ from typing import Any
 from campaign.market.engine import Engine, WorkerError
 from campaign.market.worker_site import Reply, SiteConfig, frame_html
 from campaign.prolific.gate import Admission, ProlificGate, Refused, StudySeat
+from campaign.untrusted import Refused as BadInput
+from campaign.untrusted import check_fields, loads_json_object
 
 SESSION_KEYS = ("PROLIFIC_PID", "STUDY_ID", "SESSION_ID")
 SUBMISSION_FIELD = "prolific_submission_id"
@@ -291,9 +293,8 @@ class ProlificDoor:
         try:
             data = _json_body(body) if api and method == "POST" else dict(q)
             if api and method == "POST" and path == "/prolific/api/submit":
+                fields = submitted_fields(data.get("fields"))  # refused before anything is asked or changed
                 adm = self._admit(data, fresh=True)
-                raw = data.get("fields") or []
-                fields = [(str(k), str(v)) for k, v in raw] if isinstance(raw, list) else []
                 step = self.submit(adm, str(data.get("assignmentId", "")), fields, confirmed=True)
                 return _json(200, self._step_out(adm, step))
             adm = self._admit(data, fresh=False)
@@ -371,10 +372,23 @@ def _refusal(api: bool, status: int, code: str, message: str) -> Reply:
 
 
 def _json_body(body: bytes) -> dict[str, Any]:
+    """The JSON API's body under `campaign.untrusted`'s rules (UTF-8, bounded depth, finite numbers, no
+    lone surrogate), or a 400."""
     try:
-        d = json.loads(body.decode("utf-8") or "{}")
-    except (UnicodeDecodeError, json.JSONDecodeError):
-        raise WorkerError("MalformedRequest", "The body is not JSON.", 400) from None
-    if not isinstance(d, dict):
-        raise WorkerError("MalformedRequest", "The body must be a JSON object.", 400)
-    return d
+        return loads_json_object(body)
+    except BadInput as exc:
+        raise WorkerError("MalformedRequest", f"The request was not read: {exc}", 400) from None
+
+
+def submitted_fields(raw: Any) -> list[tuple[str, str]]:
+    """`fields` of `/prolific/api/submit`: a list of [name, value] string pairs (absent: none), each
+    name and value passing `campaign.untrusted.check_fields`; anything else is a 400 the participant sees."""
+    if raw is None:
+        return []
+    if not isinstance(raw, list) or not all(isinstance(p, list) and len(p) == 2 and all(isinstance(x, str) for x in p)
+                                            for p in raw):
+        raise WorkerError("MalformedRequest", "fields must be a list of [name, value] pairs of strings.", 400)
+    try:
+        return check_fields((k, v) for k, v in raw)
+    except BadInput as exc:
+        raise WorkerError("InvalidInput", f"Your answer was not recorded: {exc}", 400) from None

@@ -22,6 +22,8 @@ from typing import Any
 
 import botocore.session  # type: ignore[import-untyped]
 
+from campaign.untrusted import MAX_JSON_DEPTH, Refused, loads_json_object
+
 TARGET_PREFIX = "MTurkRequesterServiceV20170117."
 CONTENT_TYPE = "application/x-amz-json-1.1"
 TURK_PREFIX = "AWS.MechanicalTurk."
@@ -114,47 +116,17 @@ def operation_for(target: str | None) -> str:
     return op
 
 
-MAX_DEPTH = 64  # no MTurk request shape nests deeper than a handful of levels
-
-
-def _depth_ok(raw: bytes) -> bool:
-    """Cheap pre-scan so a hostile 100k-deep body is refused before the recursive parser sees it."""
-    if raw.count(b"{") + raw.count(b"[") <= MAX_DEPTH:  # cannot nest deeper than it has brackets (every real request)
-        return True
-    depth = 0
-    in_str = esc = False
-    for b in raw:
-        if in_str:
-            if esc:
-                esc = False
-            elif b == 0x5C:
-                esc = True
-            elif b == 0x22:
-                in_str = False
-        elif b == 0x22:
-            in_str = True
-        elif b in (0x5B, 0x7B):
-            depth += 1
-            if depth > MAX_DEPTH:
-                return False
-        elif b in (0x5D, 0x7D):
-            depth -= 1
-    return True
+MAX_DEPTH = MAX_JSON_DEPTH  # no MTurk request shape nests deeper than a handful of levels
 
 
 def parse_json_object(raw: bytes) -> dict[str, Any]:
-    """A JSON object or a SerializationException (never a RecursionError or a 500)."""
-    if not raw.strip():
-        return {}
-    if not _depth_ok(raw):
-        raise serialization_error(f"Malformed JSON request body: nested deeper than {MAX_DEPTH} levels")
+    """A JSON object or a SerializationException: never a RecursionError or a 500. The body must be UTF-8
+    JSON nested at most `MAX_DEPTH` deep, with finite numbers and no lone surrogate (`campaign.untrusted`):
+    the real service refuses a body it cannot read as its shape the same way."""
     try:
-        body = json.loads(raw.decode("utf-8"))
-    except (UnicodeDecodeError, json.JSONDecodeError, RecursionError) as exc:
-        raise serialization_error(f"Malformed JSON request body: {exc.__class__.__name__}") from None
-    if not isinstance(body, dict):
-        raise serialization_error("Request body must be a JSON object")
-    return body
+        return loads_json_object(raw, "the request body")
+    except Refused as exc:
+        raise serialization_error(f"Malformed JSON request body: {exc}") from None
 
 
 def parse_body(raw: bytes) -> dict[str, Any]:

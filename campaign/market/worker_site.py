@@ -34,6 +34,7 @@ from campaign.market.engine import Engine, WorkerError, dollars, question_parts
 from campaign.market.protocol import LOOPBACK_HOSTS, ApiError, parse_json_object
 from campaign.market.worker_pages import WORKER_CSS, WORKER_JS, duration, inert, render
 from campaign.money import fmt
+from campaign.untrusted import Refused, read_form
 
 if TYPE_CHECKING:
     from campaign.market.prolific_site import ProlificDoor
@@ -188,15 +189,26 @@ def render_frame(src: str, height: str) -> str:
             f'<iframe src="{html.escape(src)}" width="100%" height="{html.escape(height)}" frameborder="0"></iframe></body></html>')
 
 
+def form_fields(body: bytes, refusal: str = "Your answer was not recorded") -> list[tuple[str, str]]:
+    """A posted form's fields in order, or a 400 `WorkerError` whose message the worker sees: the body
+    must be UTF-8 and no name or value may hold a control character, a lone surrogate or U+FFFE/U+FFFF
+    (`campaign.untrusted`). Both origins read every form through this, so they refuse alike."""
+    try:
+        return read_form(body)
+    except Refused as exc:
+        raise WorkerError("InvalidInput", f"{refusal}: {exc}", 400) from None
+
+
 def _form(body: bytes) -> dict[str, str]:
-    return dict(urllib.parse.parse_qsl(body.decode("utf-8", "replace"), keep_blank_values=True))
+    return dict(form_fields(body, "This form was not accepted"))
 
 
 def _body_json(body: bytes) -> dict[str, Any]:
     try:
         return parse_json_object(body)
-    except ApiError:
-        raise WorkerError("MalformedRequest", "The body must be a JSON object.", 400) from None
+    except ApiError as exc:
+        message = str(exc.body.get("Message") or "The body must be a JSON object.")
+        raise WorkerError("MalformedRequest", message, 400) from None
 
 
 class WorkerSite:
@@ -320,7 +332,7 @@ class WorkerSite:
             a, h = self._own(s, q.get("assignmentId", ""))
             return _inert_source(self._task(a, h))
         if method == "POST" and path == "/mturk/externalSubmit":
-            fields = urllib.parse.parse_qsl(body.decode("utf-8", "replace"), keep_blank_values=True)
+            fields = form_fields(body)
             aid = next((v for k, v in fields if k == "assignmentId"), "")
             if not aid:
                 raise WorkerError("MissingAssignmentId", "The form did not include an assignmentId field.", 400)
@@ -471,7 +483,7 @@ class ContentSite:
             page = frame_html(h["question"], hit_id, aid, q.get("workerId", ""), self.config.content_origin)
             return Reply(200, "text/html; charset=utf-8", page.encode("utf-8"), self._headers())
         if method == "POST" and path == "/mturk/externalSubmit":
-            fields = urllib.parse.parse_qsl(body.decode("utf-8", "replace"), keep_blank_values=True)
+            fields = form_fields(body)
             aid = next((v for k, v in fields if k == "assignmentId"), "")
             if not aid:
                 raise WorkerError("MissingAssignmentId", "The form did not include an assignmentId field.", 400)

@@ -158,7 +158,8 @@ class Marketplace(Protocol):
     def get_assignment(self, assignment_id: str) -> RemoteAssignment: ...
 
     def answer_fields(self, answer: str) -> list[tuple[str, str]]:
-        """The form fields (name, value) in a stored raw answer, in posting order."""
+        """The form fields (name, value) in a stored raw answer, in posting order; a `ValueError` (never
+        another exception) for an answer that cannot be read, which collect keeps as invalid."""
         ...
 
     def approve(self, assignment_id: str, feedback: str | None = None) -> None: ...

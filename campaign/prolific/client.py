@@ -24,6 +24,8 @@ from collections.abc import Callable, Iterable, Sequence
 from decimal import Decimal
 from typing import Any
 
+from campaign.untrusted import Refused, loads_json
+
 log = logging.getLogger(__name__)
 DEFAULT_BASE_URL = "https://api.prolific.com/api/v1/"
 REJECTION_MESSAGE_MIN = 100
@@ -73,7 +75,10 @@ class ProlificClient:
             try:
                 with urllib.request.urlopen(req, timeout=self.timeout) as resp:
                     raw = resp.read()
-                    return json.loads(raw) if raw.strip() else None
+                    try:  # bounded like every JSON from outside (campaign.untrusted): never a RecursionError
+                        return loads_json(raw, "Prolific's answer") if raw.strip() else None
+                    except Refused as exc:
+                        raise ProlificError(resp.status, "Unreadable answer", str(exc)) from None
             except urllib.error.HTTPError as exc:
                 raw = exc.read()
                 if exc.code in (429, 500, 502, 503, 504) and attempt + 1 < attempts:
@@ -207,8 +212,8 @@ class ProlificClient:
 
 def _error(status: int, raw: bytes) -> ProlificError:
     try:
-        payload = json.loads(raw)
-    except ValueError:
+        payload = loads_json(raw, "Prolific's error answer")
+    except ValueError:  # Refused
         return ProlificError(status, "HTTP error", raw[:200].decode("utf-8", "replace"))
     err = payload.get("error") if isinstance(payload, dict) else None
     if isinstance(err, dict):

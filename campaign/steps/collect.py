@@ -175,7 +175,10 @@ def store_assignments(ctx: Context, hit: HitRow, remote: Sequence[RemoteAssignme
                         WorkerRow.campaign == ctx.name, col(WorkerRow.worker_id).in_(wids))).all()}
                 try:
                     judgments = kind.parse(stage, ctx.market.answer_fields(row.answer_xml), items)
-                except (InvalidAnswer, ValueError) as exc:
+                except (InvalidAnswer, ValueError, SyntaxError) as exc:
+                    # what reading an answer may raise: a kind's InvalidAnswer, a marketplace's unreadable
+                    # answer (a ValueError: campaign.market.answers.MalformedAnswer), and the XML parser's
+                    # own ParseError (a SyntaxError) from any reader that lets it through
                     row.valid, row.error, judgments = False, str(exc)[:500], []
                 s.add(row)
                 labels += [{"campaign": ctx.name, "stage": hit.stage, "assignment_id": aid, "worker_id": row.worker_id,

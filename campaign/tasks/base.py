@@ -18,6 +18,8 @@ from typing import Any
 import jinja2
 from markupsafe import Markup
 
+from campaign.untrusted import Refused, check_text, field_label
+
 TEMPLATE_PACKAGE = "hit_templates"
 HTML_QUESTION_NS = "http://mechanicalturk.amazonaws.com/AWSMechanicalTurkDataSchemas/2011-11-11/HTMLQuestion.xsd"
 RESERVED_FIELDS = frozenset({"assignmentId", "hitId", "turkSubmitTo", "workerId",
@@ -102,11 +104,24 @@ def html_question(page: str, frame_height: int = 0) -> str:
 
 
 def answer_fields(fields: Sequence[tuple[str, str]]) -> dict[str, list[str]]:
-    """Group posted fields by name (repeated names keep every value, in order); reserved ones dropped."""
+    """Group posted fields by name (repeated names keep every value, in order); reserved ones dropped.
+
+    Every kind's `parse` starts here, so this is where a kind's parsing is made total: a field that is
+    not a (str, str) pair, or whose name or value holds a character the doors refuse (control
+    characters, lone surrogates: `campaign.untrusted`), is an `InvalidAnswer`, the same rule the task
+    site applies before storing, kept here for answers from elsewhere (a real marketplace, an old store)."""
     out: dict[str, list[str]] = {}
-    for name, value in fields:
+    for pair in fields:
+        if not (isinstance(pair, tuple | list) and len(pair) == 2 and isinstance(pair[0], str) and isinstance(pair[1], str)):
+            raise InvalidAnswer("a field is not a (name, value) pair of text")
+        name, value = pair
         if name in RESERVED_FIELDS:
             continue
+        try:
+            check_text(name, "a field name")
+            check_text(value, field_label(name))
+        except Refused as exc:
+            raise InvalidAnswer(str(exc)) from None
         out.setdefault(name, []).append(value)
     return out
 

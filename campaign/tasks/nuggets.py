@@ -27,6 +27,7 @@ from campaign.tasks.base import (
     summarise,
 )
 from campaign.tasks.kind import CountedJudgment, Export, PlanItem, StageData, TaskKind
+from campaign.untrusted import Refused, loads_json
 
 if TYPE_CHECKING:
     import numpy as np
@@ -96,10 +97,10 @@ def parse(fields: Sequence[tuple[str, str]], item_keys: Sequence[str], texts: Se
     if unknown:
         raise InvalidAnswer(f"unexpected fields: {', '.join(unknown[:5])}")
     raw = (got.get("nuggets") or [""])[-1].strip()
-    try:
-        spans = json.loads(raw) if raw else []
-    except json.JSONDecodeError:
-        raise InvalidAnswer("nuggets is not a JSON list of [sentence, first, last]") from None
+    try:  # bounded depth, finite numbers: never a RecursionError or a bare ValueError from a hostile answer
+        spans = loads_json(raw, "nuggets") if raw else []
+    except Refused as exc:
+        raise InvalidAnswer(f"nuggets is not a JSON list of [sentence, first, last]: {exc}") from None
     if not isinstance(spans, list):
         raise InvalidAnswer("nuggets is not a list")
     lengths = [len(tokens(t)) for t in texts] if texts is not None else None

@@ -69,7 +69,9 @@ def parse(fields: Sequence[tuple[str, str]], item_keys: Sequence[str]) -> list[J
     raw = single(got, "order").strip()
     parts = [p.strip() for p in raw.split(",")] if raw else []
     n = len(item_keys)
-    if not all(p.isdigit() for p in parts) or sorted(int(p) for p in parts) != list(range(n)):
+    # ASCII digits of at most 6 characters: str.isdigit() also takes "²" (which int() refuses) and
+    # "٣", and int() refuses more than 4,300 digits with a bare ValueError
+    if not all(p.isascii() and p.isdigit() and len(p) <= 6 for p in parts) or sorted(int(p) for p in parts) != list(range(n)):
         raise InvalidAnswer(f"order must be a permutation of the {n} items shown, got {raw[:40]!r}")
     return [Judgment(item_key=item_keys[int(slot)], value=float(pos)) for pos, slot in enumerate(parts, start=1)]
 

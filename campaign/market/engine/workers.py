@@ -13,6 +13,7 @@ from campaign.market import quals as Q
 from campaign.market.answers import build_answer_xml
 from campaign.market.engine.base import Conn, EngineBase, TurkError, WorkerError, dollars, new_id
 from campaign.money import fmt
+from campaign.untrusted import check_fields
 
 
 class WorkerSide(EngineBase):
@@ -179,7 +180,10 @@ class WorkerSide(EngineBase):
 
     def w_submit(self, c: Conn, now: float, aid: str, fields: list[tuple[str, str]]) -> dict[str, Any]:
         a, h = self._active(c, aid, now)
-        xml = build_answer_xml(fields)
+        try:  # the doors refuse such text first, with the same rule; this is the last line before the store
+            xml = build_answer_xml(check_fields(fields))
+        except ValueError as exc:  # Refused, UnwritableAnswer: the text says which field and character
+            raise WorkerError("InvalidInput", str(exc), 400) from None
         self._move(c, aid, a["hit_id"], "Accepted", "Submitted", submit_time=now, answer=xml,
                    auto_approval_time=now + h["auto_approval"])
         return {"AssignmentId": aid, "HITId": a["hit_id"]}

@@ -25,6 +25,7 @@ from typing import Any
 from campaign.clock import Clock, ScaledClock, WallClock
 from campaign.prolific.emulator.engine import RANGE_FILTERS, SELECT_FILTERS, ApiError, Emulator
 from campaign.prolific.emulator.store import DocStore
+from campaign.untrusted import Refused, loads_json
 
 MAX_BODY = 1 << 20
 LOOPBACK = {"127.0.0.1", "::1"}
@@ -56,6 +57,17 @@ def _page(rows: list[Any], query: dict[str, str], base: str) -> dict[str, Any]:
             "_links": {"self": {"href": base, "title": "Current"}, "next": {"href": nxt, "title": "Next"},
                        "previous": {"href": prev, "title": "Previous"}, "last": {"href": base, "title": "Last"}},
             "meta": {"count": total}}
+
+
+def read_json_body(data: bytes) -> Any:
+    """A request body as JSON under `campaign.untrusted`'s rules (UTF-8, bounded depth, finite numbers,
+    no lone surrogate); empty is `{}`; anything else is a 400 `ApiError`, never another exception."""
+    if not data.strip():
+        return {}
+    try:
+        return loads_json(data, "the request body")
+    except Refused as exc:
+        raise ApiError(400, f"The request body is not valid JSON: {exc}") from None
 
 
 class EmulatorHTTPServer(ThreadingHTTPServer):
@@ -153,12 +165,7 @@ class Handler(BaseHTTPRequestHandler):
         data = self.rfile.read(n) if n else b""
         if len(data) != n:
             raise ApiError(400, "The request body is shorter than its Content-Length.")
-        if not data.strip():
-            return {}
-        try:
-            return json.loads(data.decode("utf-8"))
-        except (ValueError, RecursionError):
-            raise ApiError(400, "The request body is not valid JSON.") from None
+        return read_json_body(data)
 
     def _handle(self) -> None:
         try:
@@ -169,7 +176,7 @@ class Handler(BaseHTTPRequestHandler):
             status, payload = self._route(req)
         except ApiError as exc:
             status, payload = exc.status, exc.body()
-        except (ValueError, TypeError, KeyError, AttributeError) as exc:
+        except (ValueError, TypeError, KeyError, AttributeError, OverflowError) as exc:  # OverflowError: float(10**4000)
             status, payload = 400, ApiError(400, f"Malformed request ({type(exc).__name__}).").body()
         except (BrokenPipeError, ConnectionResetError):
             return
