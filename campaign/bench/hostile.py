@@ -340,6 +340,7 @@ def main(argv: list[str]) -> int:
     ap.add_argument("--behaviours", default=None, metavar="NAME[,NAME...]",
                     help="instead of the spec's: only these behaviours, alike (e.g. hold,fast)")
     ap.add_argument("--json", action="store_true")
+    ap.add_argument("--report", type=Path, default=None, metavar="FILE", help="print the report of a saved --json output")
     ap.add_argument("--one", action="store_true", help=argparse.SUPPRESS)
     ap.add_argument("--clean", action="store_true", help=argparse.SUPPRESS)
     ap.add_argument("--state", type=Path, default=None, help=argparse.SUPPRESS)
@@ -348,6 +349,10 @@ def main(argv: list[str]) -> int:
     behaviours = {b.strip(): 1.0 for b in args.behaviours.split(",") if b.strip()} if args.behaviours else None
     extra = (["--share", str(args.share)] if args.share is not None else []) + (
         ["--behaviours", args.behaviours] if args.behaviours else [])
+    if args.report is not None:
+        saved = json.loads(args.report.read_text(encoding="utf-8"))
+        render(args.config, saved["runs"], saved["stages"], saved["summary"])
+        return 0
     if args.one:
         assert args.state is not None
         print(json.dumps(one(args.config, seeds[0], args.clean, args.state, args.max_seconds, args.share, behaviours)))
@@ -371,7 +376,19 @@ def main(argv: list[str]) -> int:
     if args.json:
         print(json.dumps({"stages": stages, "adversaries": outcomes(results), "runs": results, "summary": summary}))
         return 0
-    print(f"{args.config}, seeds {','.join(map(str, seeds))}: quality against the simulated truth, mean over the seeds")
+    render(args.config, results, stages, summary)
+    return 0
+
+
+def render(config: str, results: list[dict[str, Any]], stages: dict[str, Any], summary: dict[str, Any]) -> None:
+    """The text report (`--report FILE` prints it again from a saved `--json`)."""
+    seeds = summary["seeds"]
+    unpaid = summary["payments_without_valid_answer"]
+    print(f"{config}, seeds {','.join(map(str, seeds))}: quality against the simulated truth, mean over the seeds")
+    for r in results:
+        print(f"  seed {r['seed']} {'with' if r['adversaries'] else 'without'} adversaries: "
+              f"{'finished' if r['finished'] else 'NOT finished (exit ' + str(r['exit']) + ')'} in {r['seconds']} s; "
+              f"payments without a valid answer: {len(r['money']['violations'])}")
     print(f"{'campaign/stage':<26} {'measure':<10} {'without':>8} {'with':>8} {'diff':>8}  per seed (with / without)")
     for name, s in stages.items():
         fmt = lambda v: "    n/a" if v is None else f"{v:8.3f}"  # noqa: E731
@@ -389,7 +406,6 @@ def main(argv: list[str]) -> int:
     print(f"all runs finished: {summary['all_finished']}; payments without a valid answer: {unpaid}; "
           f"every stage within {TARGET}: {summary['every_stage_within_target']}; target met: {summary['met']} "
           f"({summary['seconds']} s)")
-    return 0
 
 
 if __name__ == "__main__":
