@@ -239,16 +239,18 @@ def adversary_outcomes(spec: Any, seed: int, state: Path) -> dict[str, dict[str,
 
 
 def one(config: str, seed: int, clean: bool, state: Path, max_seconds: float, share: float | None = None,
-        behaviours: dict[str, float] | None = None) -> dict[str, Any]:
+        behaviours: dict[str, float] | None = None, only: tuple[str, ...] = ()) -> dict[str, Any]:
     """One run in this process: the spec (without its adversaries if `clean`; with `share` of them, of
     `behaviours`, if given), then its measures."""
     import logging
 
     from campaign.daemon import RunOptions, run
-    from campaign.spec import load_spec, with_adversaries
+    from campaign.spec import Spec, load_spec, with_adversaries
 
     logging.getLogger("apscheduler").setLevel(logging.ERROR)
     spec = load_spec(config)
+    if only:
+        spec = Spec(path=spec.path, campaigns=tuple(c for c in spec.campaigns if c.name in only))
     if clean:
         spec = with_adversaries(spec, 0.0)
     elif share is not None or behaviours:
@@ -339,6 +341,7 @@ def main(argv: list[str]) -> int:
     ap.add_argument("--share", type=float, default=None, help="instead of the spec's: this share of every crowd adversarial")
     ap.add_argument("--behaviours", default=None, metavar="NAME[,NAME...]",
                     help="instead of the spec's: only these behaviours, alike (e.g. hold,fast)")
+    ap.add_argument("--campaign", action="append", default=[], metavar="NAME", help="only this campaign (repeatable)")
     ap.add_argument("--json", action="store_true")
     ap.add_argument("--report", type=Path, default=None, metavar="FILE", help="print the report of a saved --json output")
     ap.add_argument("--one", action="store_true", help=argparse.SUPPRESS)
@@ -348,14 +351,15 @@ def main(argv: list[str]) -> int:
     seeds = [int(s) for s in args.seeds.split(",") if s.strip()]
     behaviours = {b.strip(): 1.0 for b in args.behaviours.split(",") if b.strip()} if args.behaviours else None
     extra = (["--share", str(args.share)] if args.share is not None else []) + (
-        ["--behaviours", args.behaviours] if args.behaviours else [])
+        ["--behaviours", args.behaviours] if args.behaviours else []) + [x for n in args.campaign for x in ("--campaign", n)]
     if args.report is not None:
         saved = json.loads(args.report.read_text(encoding="utf-8"))
         render(args.config, saved["runs"], saved["stages"], saved["summary"])
         return 0
     if args.one:
         assert args.state is not None
-        print(json.dumps(one(args.config, seeds[0], args.clean, args.state, args.max_seconds, args.share, behaviours)))
+        print(json.dumps(one(args.config, seeds[0], args.clean, args.state, args.max_seconds, args.share, behaviours,
+                             tuple(args.campaign))))
         return 0
     t0 = time.monotonic()
     results = []
