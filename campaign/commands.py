@@ -55,6 +55,7 @@ COMMAND_MODULES: tuple[str, ...] = (
     "campaign.tools_cli",
     "campaign.crowd.cli",
     "campaign.ops",
+    "campaign.answers.cli",
 )
 
 
@@ -120,12 +121,13 @@ def register(sub: argparse._SubParsersAction) -> None:
     _common(st)
     st.set_defaults(func=cmd_status)
 
-    ex = sub.add_parser("export", help="write a campaign's scores (the final export once finished, scores so far before)")
+    ex = sub.add_parser("export", help="write a campaign's scores (the final export once finished, scores so far before), or with --answers every answer")
     _name(ex)
-    ex.add_argument("--format", choices=("csv", "jsonl"), default="csv", help="output format")
     ex.add_argument("--out", default=None, help="output file (default: standard output)")
     _common(ex)
-    ex.set_defaults(func=cmd_ops)
+    from campaign.answers.cli import add_export_options
+
+    add_export_options(ex)  # --format, --answers, --raw-ids: scores or every answer
 
     rp = sub.add_parser("report", help="write an HTML report: results, agreement, quality control, spend")
     _name(rp)

@@ -28,6 +28,7 @@ from apscheduler.schedulers.background import BackgroundScheduler
 from sqlalchemy.exc import IntegrityError
 
 from campaign.clock import Clock, ScaledClock, WallClock
+from campaign.filemodes import private_dir
 from campaign.money import fmt, shown
 from campaign.spec import SIMULATED_OK, Campaign, Spec
 from campaign.steps.budget import EXHAUSTED, SET_KEY
@@ -256,7 +257,7 @@ def start_runtime(spec: Spec, opts: RunOptions) -> Runtime:
         prolific_rt.check_environment(chosen)
     except prolific_rt.ProlificStartError as exc:
         raise RunError(str(exc)) from None
-    opts.state_dir.mkdir(parents=True, exist_ok=True)
+    private_dir(opts.state_dir)
     store = Store.open(opts.state_dir, opts.db)
     clock = make_clock(chosen, opts.state_dir)
     rt = Runtime(store=store, clock=clock, contexts=[])

@@ -18,6 +18,8 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
+from campaign.filemodes import private_dir
+
 
 class AlreadyRunning(RuntimeError):
     """Another daemon holds this state directory."""
@@ -25,9 +27,9 @@ class AlreadyRunning(RuntimeError):
 
 @contextmanager
 def state_lock(state_dir: Path) -> Iterator[None]:
-    state_dir.mkdir(parents=True, exist_ok=True)
+    private_dir(state_dir)
     path = state_dir / "daemon.lock"
-    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o600)
     try:
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)

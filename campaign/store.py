@@ -24,6 +24,7 @@ from sqlalchemy.engine import Connection, Engine, make_url
 from sqlalchemy.exc import DatabaseError
 from sqlmodel import Field, Session, SQLModel, create_engine, select
 
+from campaign.filemodes import private_db, private_dir
 from campaign.leases import LeaseRow  # noqa: F401  (its table is one of the store's: registered in the metadata here)
 
 if TYPE_CHECKING:
@@ -253,6 +254,9 @@ class Store:
         kwargs: dict[str, Any] = {}
         if url.startswith("sqlite"):
             kwargs["connect_args"] = {"check_same_thread": False, "timeout": 30}
+            u = make_url(url)
+            if u.database not in (None, "", ":memory:") and not str(u.database).startswith("file:"):
+                private_db(u.database)  # answers and worker ids: readable by the owner only
         self.engine: Engine = create_engine(url, **kwargs)
         if url.startswith("sqlite"):
             event.listen(self.engine, "connect", _sqlite_pragmas)
@@ -356,7 +360,7 @@ class Store:
             if not f.is_file():
                 raise StoreError(f"no store at {f}; `campaign run` creates it (or give --state/--db)")
         else:
-            p.mkdir(parents=True, exist_ok=True)
+            private_dir(p)
         return cls(f"sqlite:///{f}")
 
     @contextmanager

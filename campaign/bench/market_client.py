@@ -18,6 +18,7 @@ import json
 import threading
 import time
 import urllib.parse
+import uuid
 from collections.abc import Iterator
 from typing import Any
 
@@ -27,7 +28,7 @@ from campaign.market.protocol import CONTENT_TYPE, TARGET_PREFIX
 
 REGION = "us-east-1"
 SERVICE = "mturk-requester"
-SIGNED_HEADERS = "content-type;host;x-amz-date;x-amz-target"
+SIGNED_HEADERS = "amz-sdk-invocation-id;content-type;host;x-amz-date;x-amz-target"
 
 
 class RequestFailed(Exception):
@@ -56,13 +57,14 @@ class SignedClient:
         stamp = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime())
         date = stamp[:8]
         target = TARGET_PREFIX + op
+        invocation = uuid.uuid4().hex  # as boto3 does: two identical calls in one second still sign differently
         canonical = "\n".join(["POST", "/", "",
-                               f"content-type:{CONTENT_TYPE}\nhost:{self._netloc}\nx-amz-date:{stamp}\nx-amz-target:{target}\n",
+                               f"amz-sdk-invocation-id:{invocation}\ncontent-type:{CONTENT_TYPE}\nhost:{self._netloc}\nx-amz-date:{stamp}\nx-amz-target:{target}\n",
                                SIGNED_HEADERS, hashlib.sha256(body).hexdigest()])
         scope = f"{date}/{REGION}/{SERVICE}/aws4_request"
         to_sign = "\n".join([ALGORITHM, stamp, scope, hashlib.sha256(canonical.encode("utf-8")).hexdigest()])
         signature = hmac.new(signing_key(self._secret, date, REGION, SERVICE), to_sign.encode("utf-8"), hashlib.sha256).hexdigest()
-        return {"Content-Type": CONTENT_TYPE, "Host": self._netloc, "X-Amz-Date": stamp, "X-Amz-Target": target,
+        return {"amz-sdk-invocation-id": invocation, "Content-Type": CONTENT_TYPE, "Host": self._netloc, "X-Amz-Date": stamp, "X-Amz-Target": target,
                 "Authorization": f"{ALGORITHM} Credential={self._key_id}/{scope}, SignedHeaders={SIGNED_HEADERS}, "
                                  f"Signature={signature}"}
 

@@ -12,8 +12,6 @@ from __future__ import annotations
 import hashlib
 import logging
 import threading
-import urllib.parse
-import urllib.request
 from collections import deque
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -43,13 +41,6 @@ class CrowdStats:
     refused: int = 0
     errors: int = 0
     by_worker: dict[str, int] = field(default_factory=dict)
-
-
-def _preview_html(base_url: str, hit_id: str) -> str:
-    """What a worker sees before accepting (the frame with assignmentId=ASSIGNMENT_ID_NOT_AVAILABLE)."""
-    query = urllib.parse.urlencode({"hitId": hit_id, "assignmentId": "ASSIGNMENT_ID_NOT_AVAILABLE"})
-    with urllib.request.urlopen(f"{base_url}/worker/frame?{query}", timeout=30) as resp:
-        return resp.read().decode("utf-8")
 
 
 class Answerer:
@@ -87,6 +78,7 @@ class SimulatedCrowd:
         self.stats = CrowdStats()
         self._done: set[tuple[str, str]] = set()  # (hit_id, worker_id) tried, never again
         self._content: dict[str, str] = {}  # hit_id -> content hash
+        self._seen_by: dict[str, str] = {}  # hit_id -> a worker it was listed for (who previews it)
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
         self._start_time: float | None = None
@@ -147,6 +139,7 @@ class SimulatedCrowd:
             for h in self.client.available(w.worker_id, max=100):
                 if self.wants is None or self.wants(h["HITId"]):
                     hits.setdefault(h["HITId"], h)
+                    self._seen_by.setdefault(h["HITId"], w.worker_id)
         submitted = 0
         for hit_id in sorted(hits, key=lambda h: (hits[h].get("CreationTime", 0), h)):
             if self._stop.is_set():
@@ -156,7 +149,9 @@ class SimulatedCrowd:
 
     def _content_hash(self, hit_id: str) -> str:
         if hit_id not in self._content:
-            html = _preview_html(self.base_url, hit_id)
+            # previewed by a worker who was shown it (a HIT may be open to qualified workers only); the
+            # preview's HTML is the same whoever looks, so the hash does not depend on who that was
+            html = self.client.preview_html(self._seen_by[hit_id], hit_id)
             self._content[hit_id] = hashlib.sha256(html.encode("utf-8")).hexdigest()
         return self._content[hit_id]
 

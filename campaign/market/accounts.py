@@ -20,6 +20,8 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+from campaign.filemodes import private_db, private_dir
+
 ACCOUNT_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
 KEY_ALPHABET = "ABCDEFGHIJKLMNOPQRSTUVWXYZ234567"
 SECRET_ALPHABET = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/"
@@ -35,6 +37,8 @@ CREATE TABLE IF NOT EXISTS worker_codes (
   code_hash TEXT PRIMARY KEY, worker_id TEXT NOT NULL, expires REAL NOT NULL);
 CREATE TABLE IF NOT EXISTS sessions (
   token_hash TEXT PRIMARY KEY, worker_id TEXT NOT NULL, csrf TEXT NOT NULL, expires REAL NOT NULL);
+CREATE INDEX IF NOT EXISTS sessions_worker ON sessions (worker_id);
+CREATE INDEX IF NOT EXISTS codes_worker ON worker_codes (worker_id);
 """
 
 
@@ -71,21 +75,13 @@ def new_credentials() -> Credentials:
 
 class Accounts:
     def __init__(self, state_dir: Path) -> None:
-        state_dir = Path(state_dir)
-        state_dir.mkdir(parents=True, exist_ok=True)
-        self.path = state_dir / "auth.db"
-        if not self.path.exists():
-            os.close(os.open(self.path, os.O_CREAT | os.O_WRONLY, 0o600))
-        os.chmod(self.path, 0o600)
+        state_dir = private_dir(state_dir)
+        self.path = private_db(state_dir / "auth.db")
         self._lock = threading.Lock()
         self._keys: dict[str, tuple[str, str]] = {}
         self._conn = sqlite3.connect(str(self.path), check_same_thread=False, isolation_level=None, timeout=10)
         self._conn.execute("PRAGMA journal_mode=WAL")
         self._conn.executescript(SCHEMA)
-        for extra in ("-wal", "-shm"):
-            side = self.path.with_name(self.path.name + extra)
-            if side.exists():
-                os.chmod(side, 0o600)
 
     def close(self) -> None:
         with self._lock:
@@ -136,10 +132,15 @@ class Accounts:
 
     # -- workers --------------------------------------------------------------------------------------
     def issue_code(self, worker_id: str, ttl: float = CODE_TTL) -> str:
-        """A new sign-in code for the worker; earlier codes of that worker stop working."""
-        code = secrets.token_urlsafe(24)
+        """A new sign-in code for the worker; earlier codes of that worker stop working and the worker's
+        open sessions end (a code is re-issued when the old one may have leaked).
+
+        The code starts with the worker id (`AWORKER-...`): it names whom a wrong guess was aimed at, so
+        sign-in attempts can be limited per worker as well as per address (`SignInLimiter`)."""
+        code = f"{worker_id}-{secrets.token_urlsafe(24)}"
         with self._lock:
             self._conn.execute("DELETE FROM worker_codes WHERE worker_id=?", (worker_id,))
+            self._conn.execute("DELETE FROM sessions WHERE worker_id=?", (worker_id,))
             self._conn.execute("INSERT INTO worker_codes (code_hash, worker_id, expires) VALUES (?,?,?)",
                                (_digest(code), worker_id, time.time() + ttl))
         return code
@@ -152,6 +153,16 @@ class Accounts:
         if row is None or row[1] < time.time():
             return None
         return str(row[0])
+
+    def revoke_worker(self, worker_id: str) -> int:
+        """Ends every session of the worker and voids their sign-in code; returns how many sessions ended."""
+        with self._lock:
+            self._conn.execute("DELETE FROM worker_codes WHERE worker_id=?", (worker_id,))
+            return int(self._conn.execute("DELETE FROM sessions WHERE worker_id=?", (worker_id,)).rowcount)
+
+    def has_session(self, worker_id: str) -> bool:
+        """Whether the worker has a session that has not ended or expired (frame links need one)."""
+        return self._one("SELECT 1 FROM sessions WHERE worker_id=? AND expires>=? LIMIT 1", (worker_id, time.time())) is not None
 
     def open_session(self, worker_id: str, ttl: float = SESSION_TTL) -> tuple[str, Session]:
         """Returns the session token (for the cookie, never stored) and the session."""

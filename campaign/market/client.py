@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import threading
 import time
+import uuid
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -86,6 +87,17 @@ class MarketClient:
             yield from page.get(result_key, [])
 
 
+NONCE_HEADER = "x-campaign-nonce"
+
+
+def _sign_a_nonce(request: Any, **_: Any) -> None:
+    """Adds a fresh value to every attempt before it is signed. boto3 signs neither its invocation id nor
+    its attempt number, so two identical calls within one second would carry the same signature, and the
+    built-in marketplace answers a repeated state-changing signature with the first call's answer instead
+    of doing it again (its replay guard, `campaign.market.auth.ReplayCache`)."""
+    request.headers[NONCE_HEADER] = uuid.uuid4().hex
+
+
 def make_client(marketplace: str, endpoint_url: str | None = None, *, production_ok: bool = False,
                 max_rps: float = 20.0, retry_mode: str = "standard", max_attempts: int = 10,
                 credentials: Credentials | None = None, credentials_file: Path | None = None,
@@ -117,4 +129,6 @@ def make_client(marketplace: str, endpoint_url: str | None = None, *, production
     else:
         kwargs["endpoint_url"] = endpoint_url or (SANDBOX_ENDPOINT if marketplace == "mturk-sandbox" else PRODUCTION_ENDPOINT)
     raw = boto3.session.Session().client("mturk", **kwargs)
+    if marketplace == "local":
+        raw.meta.events.register("before-sign.mturk", _sign_a_nonce)
     return MarketClient(raw, marketplace, kwargs.get("endpoint_url"), max_rps)

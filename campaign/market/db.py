@@ -18,6 +18,8 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
+from campaign.filemodes import private_db, private_dir
+
 SCHEMA_VERSION = 3
 CHECKPOINT_INTERVAL = 0.5  # seconds between background WAL checkpoints while writes come in
 WAL_SIZE_LIMIT = 64 * 1024 * 1024  # bytes
@@ -176,9 +178,8 @@ class Database:
     """
 
     def __init__(self, state_dir: Path) -> None:
-        state_dir = Path(state_dir)
-        state_dir.mkdir(parents=True, exist_ok=True)
-        self.path = state_dir / "market.db"
+        state_dir = private_dir(state_dir)
+        self.path = private_db(state_dir / "market.db")
         self.lock = threading.RLock()
         self.conn = self._connect()
         self.conn.execute("PRAGMA journal_mode=WAL")

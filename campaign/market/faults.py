@@ -7,15 +7,30 @@ and benchmarks produce those conditions on demand and reproducibly (seeded RNG, 
 
 from __future__ import annotations
 
+import math
 import random
 import threading
 import time
 from dataclasses import asdict, dataclass, fields
 from typing import Any
 
+# Each setting's allowed range (inclusive). Latency beyond a minute would hold a server thread for as long
+# as a client's own time-out; a lag beyond a day is no test of anything the real service does.
+LIMITS: dict[str, tuple[float, float]] = {
+    "throttle_rate": (0.0, 1_000_000.0),
+    "throttle_burst": (0.0, 1_000_000.0),
+    "fault_rate": (0.0, 1.0),
+    "latency_ms": (0.0, 60_000.0),
+    "visibility_lag": (0.0, 86_400.0),
+    "seed": (0, 2**63 - 1),
+}
+
 
 @dataclass
 class FaultConfig:
+    """Fault settings; every value is a finite number inside `LIMITS` (checked on construction, so the
+    command line, `/admin/faults` and tests all get the same ValueError for a bad one)."""
+
     throttle_rate: float = 0.0  # requests per second refilled; 0 = no throttling
     throttle_burst: float = 10.0
     fault_rate: float = 0.0  # probability of a ServiceFault per request
@@ -23,13 +38,31 @@ class FaultConfig:
     visibility_lag: float = 0.0  # clock seconds a submission stays invisible to the requester
     seed: int = 0
 
+    def __post_init__(self) -> None:
+        for f in fields(self):
+            value = getattr(self, f.name)
+            lo, hi = LIMITS[f.name]
+            if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) \
+                    or not lo <= value <= hi:
+                raise ValueError(f"{f.name} must be a number from {lo:g} to {hi:g}, not {value!r}")
+
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> FaultConfig:
         known = {f.name for f in fields(cls)}
         unknown = set(d) - known
         if unknown:
             raise ValueError(f"unknown fault settings: {', '.join(sorted(unknown))}")
-        values: dict[str, Any] = {k: (int(v) if k == "seed" else float(v)) for k, v in d.items()}
+        values: dict[str, Any] = {}
+        for k, v in d.items():
+            if isinstance(v, bool) or not isinstance(v, (int, float, str)):
+                raise ValueError(f"{k} must be a number, not {type(v).__name__}")
+            number = float(v)  # a string as the command line gives it; "nan" and "inf" fail the range check
+            if k == "seed":
+                if not number.is_integer():
+                    raise ValueError(f"seed must be a whole number, not {v!r}")
+                values[k] = int(v) if isinstance(v, int) else int(number)
+            else:
+                values[k] = number
         return cls(**values)
 
     def to_dict(self) -> dict[str, Any]:

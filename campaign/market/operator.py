@@ -47,6 +47,10 @@ class Operator:
                                         "NumberHITsApproved": int(p.approved), "Masters": bool(p.masters)})
         return self.accounts.issue_code(worker_id, ttl)
 
+    def revoke_worker(self, worker_id: str) -> int:
+        """Ends every session of the worker (and their sign-in code); `add_worker` issues a new code."""
+        return self.accounts.revoke_worker(worker_id)
+
     def signin_link(self, code: str, worker_url: str | None = None) -> str:
         base = (worker_url or self.worker_url or "").rstrip("/")
         return f"{base}/signin?{urllib.parse.urlencode({'code': code})}"

@@ -38,6 +38,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from campaign.filemodes import private_db, private_dir
 from campaign.market.engine import Engine, WorkerError
 from campaign.market.worker_site import Reply, SiteConfig, frame_html
 from campaign.prolific.gate import Admission, ProlificGate, Refused, StudySeat
@@ -75,12 +76,12 @@ class ProlificDoor:
         """`ttl`: how long a confirmation may be reused for requests that change nothing (0: never).
         `items_of`: HIT id -> the ids of the items it shows (trap items left out), so that a participant
         is never given an item twice in a stage; without it, only whole HITs are never repeated."""
-        state_dir.mkdir(parents=True, exist_ok=True)
+        private_dir(state_dir)
         self.engine = engine
         self.config = config
         self.items_of = items_of
         self._items: dict[str, frozenset[str]] = {}
-        self._db = sqlite3.connect(state_dir / "prolific-site.sqlite", check_same_thread=False, isolation_level=None)
+        self._db = sqlite3.connect(private_db(state_dir / "prolific-site.sqlite"), check_same_thread=False, isolation_level=None)
         self._db.row_factory = sqlite3.Row
         self._db.executescript(SCHEMA)
         self._lock = threading.RLock()

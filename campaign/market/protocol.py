@@ -10,13 +10,14 @@ refuse on shape grounds is refused here with the same text.
 from __future__ import annotations
 
 import json
+import math
 import re
 import time
 import urllib.parse
 import uuid
 import xml.etree.ElementTree as ET
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import UTC, datetime
 from functools import lru_cache
 from typing import Any
 
@@ -164,11 +165,59 @@ def validate(op: str, params: dict[str, Any]) -> dict[str, Any]:
         if isinstance(v, str) and MODEL_AMOUNT_RE.match(v) and not AMOUNT_RE.match(v):
             problems.append(f"Value '{v[:40]}' at '{_camel(member)}' failed to satisfy constraint: Member must be an "
                             f"amount of US dollars between 0.00 and {AMOUNT_MAX} with at most two decimals")
+    problems += bound_problems(out)
     if problems:
         raise validation_error(problems)
     if isinstance(question, str):
         check_external_url(question)
     return out
+
+
+# Every time, count and amount a request can carry, bounded. MTurk's documented limits where it has them
+# (mturk-api.md "Limits"); where MTurk states none, the bound is what its own types allow (qualification
+# values are 32-bit integers) or the longest time any of its other durations may have (one year).
+# Amounts are checked above (AMOUNT_RE) and MaxResults by the model itself (1-100).
+YEAR = 31_536_000
+INT32 = (-(2**31), 2**31 - 1)
+TIME_MAX = 253_402_300_799.0  # 9999-12-31T23:59:59Z: the last instant a datetime (boto3's type) can hold
+BOUNDS: dict[str, tuple[int, int]] = {
+    "AssignmentDurationInSeconds": (30, YEAR),
+    "LifetimeInSeconds": (30, YEAR),
+    "AutoApprovalDelayInSeconds": (0, 2_592_000),
+    "MaxAssignments": (1, 1_000_000_000),
+    "NumberOfAdditionalAssignments": (1, 1_000_000_000),
+    "RetryDelayInSeconds": (0, YEAR),
+    "TestDurationInSeconds": (1, YEAR),
+    "IntegerValue": INT32,
+    "AutoGrantedValue": INT32,
+    "IntegerValues": INT32,
+}
+
+
+def bound_problems(params: dict[str, Any], path: str = "") -> list[str]:
+    """Out-of-range members anywhere in validated parameters, as ValidationException lines."""
+    problems: list[str] = []
+    for key, value in params.items():
+        where = _join(path, key)
+        if isinstance(value, dict):
+            problems += bound_problems(value, where)
+        elif isinstance(value, list):
+            for i, v in enumerate(value):
+                if isinstance(v, dict):
+                    problems += bound_problems(v, f"{where}.{i + 1}.member")
+                elif key in BOUNDS and isinstance(v, int) and not isinstance(v, bool):
+                    problems += _bound(f"{where}.{i + 1}.member", v, *BOUNDS[key])
+        elif key in BOUNDS and isinstance(value, int) and not isinstance(value, bool):
+            problems += _bound(where, value, *BOUNDS[key])
+    return problems
+
+
+def _bound(where: str, value: int, lo: int, hi: int) -> list[str]:
+    if value < lo:
+        return [f"Value '{value}' at '{where}' failed to satisfy constraint: Member must have value greater than or equal to {lo}"]
+    if value > hi:
+        return [f"Value '{value}' at '{where}' failed to satisfy constraint: Member must have value less than or equal to {hi}"]
+    return []
 
 
 QUESTION_MAX = 65_535  # MTurk: "The Question ... must not exceed 64 kilobytes"
@@ -255,14 +304,24 @@ def _check(shape, value: Any, path: str, problems: list[str]) -> Any:
     if t == "timestamp":
         if isinstance(value, bool):
             raise serialization_error(f"Expected a timestamp at '{where}'")
+        when: float | None = None
         if isinstance(value, (int, float)):
-            return float(value)
-        if isinstance(value, str):
+            when = float(value)
+        elif isinstance(value, str):
             try:
-                return datetime.fromisoformat(value.replace("Z", "+00:00")).timestamp()
+                parsed = datetime.fromisoformat(value.replace("Z", "+00:00"))
             except ValueError:
-                pass
-        raise serialization_error(f"Expected a timestamp at '{where}'")
+                parsed = None
+            if parsed is not None:
+                when = (parsed if parsed.tzinfo else parsed.replace(tzinfo=UTC)).timestamp()
+        if when is None:
+            raise serialization_error(f"Expected a timestamp at '{where}'")
+        if not math.isfinite(when) or not 0.0 <= when <= TIME_MAX:
+            # a time no client can read back (boto3 fails on every later answer that shows it) or NaN
+            problems.append(f"Value '{_render(value)[:40]}' at '{where}' failed to satisfy constraint: Member must be "
+                            "a time between 1970-01-01T00:00:00Z and 9999-12-31T23:59:59Z")
+            return 0.0
+        return when
     if t in ("double", "float"):
         if isinstance(value, bool) or not isinstance(value, (int, float)):
             raise serialization_error(f"Expected a number at '{where}'")

@@ -167,6 +167,7 @@ class Core:
         self.accounts = accounts
         self.site = site
         self.content = content
+        self.signing = auth.Signing(())  # the Host names it answers to: set once the sockets are bound
 
 
 class _Base(BaseHTTPRequestHandler):
@@ -322,7 +323,7 @@ class Handler(_Base):
             if url.path == "/health":
                 return self._send(200, "application/json", b'{"ok": true}')
             query = dict(urllib.parse.parse_qsl(url.query, keep_blank_values=True))
-            reply = market.site.route(method, url.path, query, body, dict(self.headers.items()))
+            reply = market.site.route(method, url.path, query, body, dict(self.headers.items()), self.client_address[0])
         except Exception as exc:  # noqa: BLE001 - one bad request must never take the server down
             return self._send(500, "application/json", json.dumps({"error": "InternalError", "message": type(exc).__name__}).encode())
         if reply is None:
@@ -333,7 +334,8 @@ class Handler(_Base):
         rid = P.new_request_id()
         market = self.server.market
         try:
-            requester = auth.verify("POST", url.path, url.query, self.headers, body, market.accounts.lookup_key, time.time())
+            requester = auth.verify("POST", url.path, url.query, self.headers, body, market.accounts.lookup_key, time.time(),
+                                    market.signing)
             verdict = market.faults.decide()
             if verdict == "throttle":
                 raise P.throttling()
@@ -348,6 +350,7 @@ class Handler(_Base):
         except Exception:  # noqa: BLE001 - unexpected: MTurk's answer for its own bugs is a ServiceFault
             err = P.service_fault()
             status, payload = err.status, err.body
+        market.signing.settle(status, payload)
         headers = {"x-amzn-RequestId": rid}
         if status == 403:
             headers["x-amzn-ErrorType"] = str(payload.get("__type", ""))
@@ -488,6 +491,7 @@ def start_market(state_dir: Path, clock: Clock | None = None, mode: str = "sandb
         public = urllib.parse.urlsplit(site_cfg.worker_origin)
         content_url = _url(public.hostname or host, content_httpd.server_address[1], public.scheme)
     site_cfg.content_origin = _origin(content_url)
+    core.signing = auth.Signing.for_urls(endpoint, site_cfg.worker_origin)
     if site_cfg.worker_origin == site_cfg.content_origin:
         raise ValueError("the content origin must differ from the worker site's origin")
     return RunningMarket(core, httpd, content_httpd, db, credentials, endpoint, site_cfg.content_origin)
@@ -596,6 +600,9 @@ def _admin_parser() -> argparse.ArgumentParser:
     wadd.add_argument("--approved", type=int, default=0, help="prior number of HITs approved")
     wadd.add_argument("--masters", action="store_true")
     wadd.add_argument("--json", action="store_true")
+    wrev = wrk.add_parser("revoke", help="end every session of a worker and void their sign-in code")
+    wrev.add_argument("worker_id")
+    wrev.add_argument("--state", type=Path, default=Path("state/market"))
     return ap
 
 
@@ -622,6 +629,10 @@ def admin_main(argv: list[str]) -> int:
             path = Path(args.state) / "credentials"
             write_credentials_file(path, args.name, creds)
             print(f"account {args.name!r}: access key {creds.access_key_id}; secret written to {path} (profile {args.name})")
+            return 0
+        if args.action == "revoke":
+            ended = op.revoke_worker(args.worker_id)
+            print(f"worker {args.worker_id}: {ended} session(s) ended; sign-in code voided (worker add issues a new one)")
             return 0
         try:
             code = op.add_worker(args.worker_id, WorkerProfile(country=args.country, subdivision=args.subdivision,

@@ -139,6 +139,13 @@ class WorkerClient:
             self._owner[out["AssignmentId"]] = worker_id
         return out
 
+    def preview_html(self, worker_id: str, hit_id: str) -> str:
+        """A HIT's source as the worker previews it before accepting (assignmentId=ASSIGNMENT_ID_NOT_AVAILABLE).
+        Signed in as that worker: a HIT whose requirements guard Preview is shown to qualified workers only."""
+        q = urllib.parse.urlencode({"hitId": hit_id, "assignmentId": "ASSIGNMENT_ID_NOT_AVAILABLE"})
+        status, _, data = self._request("GET", f"/worker/frame?{q}", worker_id=worker_id)
+        return self._check(status, data, json_body=False).decode("utf-8")
+
     def task_html(self, assignment_id: str) -> str:
         q = urllib.parse.urlencode({"assignmentId": assignment_id})
         status, _, data = self._request("GET", f"/worker/api/task?{q}", worker_id=self._worker_of(assignment_id))

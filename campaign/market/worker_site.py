@@ -24,6 +24,7 @@ import html
 import http.cookies
 import json
 import secrets
+import time
 import urllib.parse
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -32,6 +33,7 @@ from typing import TYPE_CHECKING, Any
 from campaign.market.accounts import Accounts, Session
 from campaign.market.engine import Engine, WorkerError, dollars, question_parts
 from campaign.market.protocol import LOOPBACK_HOSTS, ApiError, parse_json_object
+from campaign.market.signin_limits import SignInLimiter
 from campaign.market.worker_pages import WORKER_CSS, WORKER_JS, duration, inert, render
 from campaign.money import fmt
 from campaign.untrusted import Refused, read_form
@@ -47,6 +49,7 @@ REWRITES = (
 )
 PREVIEW = "ASSIGNMENT_ID_NOT_AVAILABLE"
 COOKIE = "mkt_session"
+FRAME_TTL = 2 * 3600  # seconds a frame link works; the worker page makes a new one each time it is shown
 
 EXTERNAL_HIT_SHIM = """// Local stand-in for MTurk's externalHIT_v1.js: same entry point, same behaviour.
 function turkGetParam(name, dflt) {
@@ -106,23 +109,40 @@ SUBMITTED_PAGE = ('<!DOCTYPE html><html><head><meta charset="utf-8"><title>Submi
 
 @dataclass
 class SiteConfig:
-    """Origins as browsers see them, and the key that signs frame URLs for the content origin."""
+    """Origins as browsers see them, and the key that signs frame URLs for the content origin.
+
+    A frame link is made for one worker (the one signed in on the worker site) and expires: its
+    signature covers the HIT, the assignment, the worker and the expiry time, so a copied link neither
+    lasts nor can be re-pointed at another worker."""
 
     worker_origin: str = "http://127.0.0.1"
     content_origin: str = "http://127.0.0.1:1"
     frame_key: bytes = field(default_factory=lambda: secrets.token_bytes(32))
+    frame_ttl: float = FRAME_TTL
 
     @property
     def secure(self) -> bool:
         return self.worker_origin.startswith("https://")
 
-    def frame_sig(self, hit_id: str, assignment_id: str) -> str:
-        return hmac.new(self.frame_key, f"{hit_id}|{assignment_id}".encode(), hashlib.sha256).hexdigest()[:32]
+    def frame_sig(self, hit_id: str, assignment_id: str, worker_id: str, expires: int) -> str:
+        msg = "|".join((hit_id, assignment_id, worker_id, str(expires))).encode()
+        return hmac.new(self.frame_key, msg, hashlib.sha256).hexdigest()[:32]
 
     def frame_src(self, hit_id: str, assignment_id: str, worker_id: str) -> str:
+        expires = int(time.time() + self.frame_ttl)
         q = urllib.parse.urlencode({"assignmentId": assignment_id, "hitId": hit_id, "turkSubmitTo": self.content_origin,
-                                    "workerId": worker_id, "sig": self.frame_sig(hit_id, assignment_id)})
+                                    "workerId": worker_id, "exp": expires,
+                                    "sig": self.frame_sig(hit_id, assignment_id, worker_id, expires)})
         return f"{self.content_origin}/hit?{q}"
+
+    def frame_worker(self, q: dict[str, str]) -> str:
+        """The worker a frame link was made for, if its signature holds and it has not expired."""
+        hit_id, aid, wid, exp = (q.get(k, "") for k in ("hitId", "assignmentId", "workerId", "exp"))
+        expires = int(exp) if exp.isdigit() and len(exp) < 12 else 0
+        if not wid or not hmac.compare_digest(self.frame_sig(hit_id, aid or PREVIEW, wid, expires), q.get("sig", "")) \
+                or expires < time.time():
+            raise WorkerError("InvalidFrameLink", "This link has expired or was not made for you; open HITs from the worker site.", 403)
+        return wid
 
 
 @dataclass
@@ -221,6 +241,7 @@ class WorkerSite:
         self.config = config
         self.signin_providers: dict[str, Callable[[dict[str, str], bytes], str | None]] = {}
         self.prolific: ProlificDoor | None = None  # /prolific/...: set when the campaign recruits on Prolific
+        self.limiter = SignInLimiter()
 
     # -- sessions -------------------------------------------------------------------------------------
     def _session(self, headers: dict[str, str]) -> tuple[str, Session] | None:
@@ -247,6 +268,18 @@ class WorkerSite:
         origin = next((v for k, v in headers.items() if k.lower() == "origin"), None)
         return origin is None or origin == self.config.worker_origin
 
+    def _redeem(self, code: str, peer: str) -> str | None:
+        """The worker a sign-in code belongs to; None for a wrong one (counted against the address and the
+        worker it names); TooManySignInAttempts once either has failed too often, the right code included."""
+        code = code.strip()
+        wait = self.limiter.blocked(peer, code)
+        if wait > 0:
+            raise WorkerError("TooManySignInAttempts", f"Too many wrong sign-in codes; try again in {int(wait) + 1} s.", 429)
+        wid = self.accounts.redeem(code)
+        if wid is None:
+            self.limiter.failed(peer, code)
+        return wid
+
     @staticmethod
     def _csrf_ok(s: Session, token: str | None) -> bool:
         return bool(token) and hmac.compare_digest(s.csrf, str(token))
@@ -264,15 +297,17 @@ class WorkerSite:
             "Cache-Control": "no-store", **(headers or {})})
 
     # -- routing --------------------------------------------------------------------------------------
-    def route(self, method: str, path: str, query: dict[str, str], body: bytes, headers: dict[str, str]) -> Reply | None:
+    def route(self, method: str, path: str, query: dict[str, str], body: bytes, headers: dict[str, str],
+              peer: str = "") -> Reply | None:
+        """`peer`: the client's address (sign-in attempts are limited per address)."""
         if self.prolific is not None and path.startswith("/prolific/"):
             return self.prolific.route(method, path, query, body)
         found = self._session(headers)
         session = found[1] if found else None
         try:
             if path.startswith("/worker/api/") or (path == "/mturk/externalSubmit"):
-                return self._api(method, path, query, body, headers, session)
-            return self._pages(method, path, query, body, headers, found)
+                return self._api(method, path, query, body, headers, session, peer)
+            return self._pages(method, path, query, body, headers, found, peer)
         except WorkerError as exc:
             if path.startswith("/worker/api/") or path == "/mturk/externalSubmit":
                 return _err(exc)
@@ -284,16 +319,14 @@ class WorkerSite:
         return session
 
     def _own(self, s: Session, aid: str) -> tuple[Any, Any]:
-        a, h = self.engine.worker("task", aid)
-        if a["worker_id"] != s.worker_id:
-            raise WorkerError("AssignmentNotFound", f"Assignment {aid} does not exist.", 404)
-        return a, h
+        """The worker's own open assignment; someone else's is AssignmentNotFound, like an unknown id."""
+        return self.engine.worker("task", aid, s.worker_id)
 
     def _api(self, method: str, path: str, q: dict[str, str], body: bytes, headers: dict[str, str],
-             session: Session | None) -> Reply | None:
+             session: Session | None, peer: str = "") -> Reply | None:
         e = self.engine
         if method == "POST" and path == "/worker/api/signin":
-            wid = self.accounts.redeem(str(_body_json(body).get("Code", "")))
+            wid = self._redeem(str(_body_json(body).get("Code", "")), peer)
             if wid is None:
                 raise WorkerError("InvalidSignInCode", "This sign-in code is unknown or has expired.", 403)
             s, cookie = self.start_session(wid)
@@ -326,8 +359,7 @@ class WorkerSite:
             return _json(200, e.worker("request_qualification", s.worker_id, str(d.get("QualificationTypeId", ""))))
         if method == "POST" and path == "/worker/api/return":
             aid = str(_body_json(body).get("AssignmentId", ""))
-            self._own(s, aid)
-            return _json(200, e.worker("return", aid))
+            return _json(200, e.worker("return", aid, s.worker_id))
         if method == "GET" and path == "/worker/api/task":
             a, h = self._own(s, q.get("assignmentId", ""))
             return _inert_source(self._task(a, h))
@@ -336,8 +368,7 @@ class WorkerSite:
             aid = next((v for k, v in fields if k == "assignmentId"), "")
             if not aid:
                 raise WorkerError("MissingAssignmentId", "The form did not include an assignmentId field.", 400)
-            self._own(s, aid)
-            return _json(200, e.worker("submit", aid, fields))
+            return _json(200, e.worker("submit", aid, fields, s.worker_id))
         return None
 
     def _task(self, a: Any, h: Any) -> str:
@@ -348,7 +379,7 @@ class WorkerSite:
                 "requester": inert(h["requester"]), "reward": fmt(dollars(h["reward_cents"])), "allotted": duration(h["duration"])}
 
     def _pages(self, method: str, path: str, q: dict[str, str], body: bytes, headers: dict[str, str],
-               found: tuple[str, Session] | None) -> Reply | None:
+               found: tuple[str, Session] | None, peer: str = "") -> Reply | None:
         e = self.engine
         session = found[1] if found else None
         if method == "GET" and path == "/static/worker.js":
@@ -366,7 +397,10 @@ class WorkerSite:
         if method == "POST" and path == "/signin":
             if not self._same_origin(headers):
                 raise WorkerError("CrossSiteRequest", "Sign in from this site's own sign-in page.", 403)
-            wid = self.accounts.redeem(_form(body).get("code", "").strip())
+            try:
+                wid = self._redeem(_form(body).get("code", ""), peer)
+            except WorkerError as exc:
+                return self._page(exc.status, "signin.html", None, {"X-Error-Code": exc.code}, code="", error=exc.message)
             if wid is None:
                 return self._page(403, "signin.html", None, code="", error="This sign-in code is unknown or has expired.")
             _, cookie = self.start_session(wid)
@@ -400,9 +434,7 @@ class WorkerSite:
                 acc = e.worker("accept", session.worker_id, form.get("hitId", ""))
                 return _redirect("/worker/work?" + urllib.parse.urlencode({"assignmentId": acc["AssignmentId"]}))
             if path == "/worker/return":
-                aid = form.get("assignmentId", "")
-                self._own(session, aid)
-                e.worker("return", aid)
+                e.worker("return", form.get("assignmentId", ""), session.worker_id)
                 return _redirect("/worker")
             return None
         if path == "/worker/preview":
@@ -469,18 +501,21 @@ class ContentSite:
         if path == "/shims/submitted.js":
             return Reply(200, js, SUBMITTED_SHIM.encode())
         if method == "GET" and path == "/hit":
-            hit_id, aid = q.get("hitId", ""), q.get("assignmentId", PREVIEW)
-            if not hmac.compare_digest(self.config.frame_sig(hit_id, aid), q.get("sig", "")):
-                raise WorkerError("InvalidFrameLink", "Open HITs from the worker site.", 403)
+            hit_id, aid = q.get("hitId", ""), q.get("assignmentId", PREVIEW) or PREVIEW
+            wid = self.config.frame_worker(q)
+            door = self.site.prolific if self.site is not None else None
+            if door is not None and aid != PREVIEW and door.submission_of(aid) is not None:
+                door.check_frame(aid)  # a Prolific participant's frame: valid while their submission may work
+            elif self.site is not None and not self.site.accounts.has_session(wid):
+                # the worker signed out, or was revoked, since the link was made
+                raise WorkerError("InvalidFrameLink", "This link has expired or was not made for you; open HITs from the worker site.", 403)
             if aid == PREVIEW:
-                h = self.engine.worker("preview", hit_id, None)
+                h = self.engine.worker("preview", hit_id, wid)
             else:
-                a, h = self.engine.worker("task", aid)
+                a, h = self.engine.worker("task", aid, wid)
                 if a["hit_id"] != hit_id:
                     raise WorkerError("AssignmentNotFound", f"Assignment {aid} does not exist.", 404)
-                if self.site is not None and self.site.prolific is not None:
-                    self.site.prolific.check_frame(aid)
-            page = frame_html(h["question"], hit_id, aid, q.get("workerId", ""), self.config.content_origin)
+            page = frame_html(h["question"], hit_id, aid, wid, self.config.content_origin)
             return Reply(200, "text/html; charset=utf-8", page.encode("utf-8"), self._headers())
         if method == "POST" and path == "/mturk/externalSubmit":
             fields = form_fields(body)

@@ -25,6 +25,7 @@ from dataclasses import replace
 from decimal import Decimal
 from pathlib import Path
 
+from campaign.filemodes import private_db, private_dir
 from campaign.market.prolific_site import ProlificDoor
 from campaign.marketplaces.base import (
     Capabilities,
@@ -109,8 +110,8 @@ class ProlificMarketplace:
         self.name = name
         self.capabilities: Capabilities = inner.capabilities
         self.fees = ProlificFees(cfg)
-        state_dir.mkdir(parents=True, exist_ok=True)
-        self._db = sqlite3.connect(state_dir / "prolific-market.sqlite", check_same_thread=False, isolation_level=None)
+        private_dir(state_dir)
+        self._db = sqlite3.connect(private_db(state_dir / "prolific-market.sqlite"), check_same_thread=False, isolation_level=None)
         self._db.executescript(SCHEMA)
         self._lock = threading.RLock()
 

@@ -28,6 +28,7 @@ from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
+from campaign.filemodes import private_db, private_dir
 from campaign.prolific.verdict import Verdict
 from campaign.steps.context import crash_point
 
@@ -43,9 +44,9 @@ FINAL = ("APPROVED", "REJECTED", "RETURNED", "TIMED-OUT", "SCREENED OUT")
 
 class ProlificStudies:
     def __init__(self, api: Any, state_dir: Path) -> None:
-        state_dir.mkdir(parents=True, exist_ok=True)
+        private_dir(state_dir)
         self.api = api
-        self._db = sqlite3.connect(state_dir / "prolific-journal.sqlite", check_same_thread=False, isolation_level=None)
+        self._db = sqlite3.connect(private_db(state_dir / "prolific-journal.sqlite"), check_same_thread=False, isolation_level=None)
         self._db.row_factory = sqlite3.Row
         self._db.executescript(SCHEMA)
         self._lock = threading.RLock()

@@ -19,6 +19,7 @@ from typing import Any, TypeVar
 from sqlmodel import Session, SQLModel
 
 from campaign.clock import Clock
+from campaign.filemodes import private_dir
 from campaign.marketplaces.base import Marketplace
 from campaign.spec import Campaign
 from campaign.steps.scores import StoreStageData
@@ -86,9 +87,7 @@ class Context:
         return f"campaign={self.name};stage={stage};hit={hit_key};instance={self.instance}"
 
     def out_dir(self) -> Path:
-        p = self.state_dir / self.name
-        p.mkdir(parents=True, exist_ok=True)
-        return p
+        return private_dir(self.state_dir / self.name)
 
 
 RowT = TypeVar("RowT", bound=SQLModel)

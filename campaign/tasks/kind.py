@@ -28,6 +28,9 @@ if TYPE_CHECKING:
     from campaign.spec import Campaign, Stage
 
 EXPORT_COLUMNS = ("rank", "item", "score", "n", "sd", "text")
+#: the columns a kind fills in each row of the answers export (`TaskKind.answer_labels`): the label
+#: itself, and for a span the token offsets of its first and last word within the item (a sentence)
+ANSWER_LABEL_COLUMNS = ("label", "first", "last")
 
 
 @dataclass(frozen=True)
@@ -186,6 +189,19 @@ class TaskKind(ABC):
         """What the campaign writes when this kind's stage is its last one."""
         return Export(rows=data.scores(stage.name))
 
+    # -- the answers export ----------------------------------------------------------------------------
+    #: keys of a judgment's `extra` that hold the worker's own words (not a label): `campaign forget`
+    #: removes them with the rest of a person's answers' personal data
+    free_text_extra: ClassVar[tuple[str, ...]] = ()
+
+    def answer_labels(self, value: float, extra: Mapping[str, Any]) -> list[dict[str, Any]]:
+        """One stored judgment (a worker's answer about one item) as rows of the answers export, each a
+        dict over `ANSWER_LABEL_COLUMNS` (a missing column is empty). At least one row, so every item an
+        answer covered is in the export; more than one when a judgment holds several labels (spans).
+        Every row's `label` is what `aggregate` reads for this item from this answer, so a file's kept
+        rows give the kind's scores back."""
+        return [{"label": int(value) if float(value).is_integer() else value}]
+
     # -- quality control -------------------------------------------------------------------------------
     def evidence(self, stage: Stage, rows: Sequence[ReviewedJudgment]) -> tuple[list[Label], list[TrapResult]] | None:
         """Labels and trap results for the review policy; None when this kind is not policed.
@@ -203,6 +219,6 @@ class TaskKind(ABC):
 
 
 __all__ = [
-    "EXPORT_COLUMNS", "BatchInput", "BatchPlan", "CountedJudgment", "Export", "InvalidAnswer", "PlanItem",
+    "ANSWER_LABEL_COLUMNS", "EXPORT_COLUMNS", "BatchInput", "BatchPlan", "CountedJudgment", "Export", "InvalidAnswer", "PlanItem",
     "ReviewedJudgment", "StageData", "TaskKind", "answers_by_assignment",
 ]

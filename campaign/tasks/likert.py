@@ -5,7 +5,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from campaign.rng import rng_for
 from campaign.tasks.base import (
@@ -122,6 +122,10 @@ class LikertKind(TaskKind):
 
     def aggregate(self, values_by_item: Mapping[str, Sequence[float]]) -> list[dict]:
         return aggregate(values_by_item)
+
+    def answer_labels(self, value: float, extra: Mapping[str, Any]) -> list[dict[str, Any]]:
+        """The rating, 5 (extremely important) to 1 (not at all), as an integer."""
+        return [{"label": int(value)}]
 
     def evidence(self, stage: Stage, rows: Sequence[ReviewedJudgment]) -> tuple[list[Label], list[TrapResult]]:
         """A rating per item; a trap passes when rated at most `traps.max_rating`."""

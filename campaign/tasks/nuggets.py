@@ -189,6 +189,7 @@ class NuggetKind(TaskKind):
     """Windows of consecutive sentences of one document; spans marked by their first and last word."""
 
     name = KIND
+    free_text_extra = ("keywords",)  # the 2-3 words a worker who found no nugget typed
 
     def plan(self, stage: Stage, items: Sequence[PlanItem], traps: Sequence[str], seed: int) -> list[HitDraft]:
         return plan([(i.doc or "", i.key) for i in items], stage.name, _nuggets(stage).window)
@@ -211,6 +212,17 @@ class NuggetKind(TaskKind):
         return Export(rows=data.scores(stage.name),
                       files={"gold_nuggets.jsonl": gold_jsonl(found)},
                       competence=competence, summary=f"{len(found)} gold nuggets")
+
+    def answer_labels(self, value: float, extra: Mapping[str, Any]) -> list[dict[str, Any]]:
+        """One row per span the worker marked in the sentence (`first`, `last`: word offsets within it,
+        both inclusive, as `gold_nuggets.jsonl` gives them) with label 1; a sentence the worker saw and
+        marked nothing in is one row with label 0 and no span, so the export keeps who saw what (the
+        "at least k of n workers" rule needs it). Label 1/0 is what the stage's score (the share of
+        workers marking a sentence) averages."""
+        spans = [sp for sp in extra.get("spans", []) if isinstance(sp, list | tuple) and len(sp) == 2]
+        if not spans:
+            return [{"label": 0}]
+        return [{"label": 1, "first": int(a), "last": int(b)} for a, b in spans]
 
     def simulate(self, worker: SimWorker, form: Form, truth_of: Callable[[str], float],
                  rng: np.random.Generator) -> list[tuple[str, str]]:

@@ -288,6 +288,10 @@ class RankingKind(TaskKind):
             row["kept"] = rank <= keep and row["score"] is not None
         return Export(rows=rows, columns=RANKING_COLUMNS)
 
+    def answer_labels(self, value: float, extra: Mapping[str, Any]) -> list[dict[str, Any]]:
+        """The item's position in the worker's order of its HIT, 1 = most important."""
+        return [{"label": int(value)}]
+
     def evidence(self, stage: Stage, rows: Sequence[ReviewedJudgment]) -> tuple[list[Label], list[TrapResult]]:
         """A worker's order of a HIT's items against the mean position the other workers gave the same
         items in the same HIT (labels keyed by HIT and item); a trap passes when placed last or within

@@ -23,7 +23,7 @@ from campaign.market.engine.base import (
     new_id,
 )
 from campaign.market.engine.questions import check_question
-from campaign.market.protocol import TurkError, range_problem
+from campaign.market.protocol import YEAR, TurkError, range_problem
 from campaign.money import assignment_cost, fmt
 
 
@@ -147,6 +147,8 @@ class HITOps(EngineBase):
     def op_UpdateExpirationForHIT(self, c: Conn, req: str, p: Params, now: float) -> Result:
         h = self._hit_row(c, p["HITId"], req)
         at = float(int(p["ExpireAt"]))
+        # a HIT lives at most a year (LifetimeInSeconds' limit); an extension cannot go further either
+        check_ranges(range_problem("ExpireAt", int(at), None, int(now) + YEAR))
         implicit = f"{h['id']}{int(at)}"
         if self._token_seen(c, req, "expire", implicit, now):
             raise invalid(f'The idempotency token "{implicit}" has already been processed.')

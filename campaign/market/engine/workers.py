@@ -126,15 +126,21 @@ class WorkerSide(EngineBase):
         return h
 
     def w_preview(self, c: Conn, now: float, hit_id: str, wid: str | None) -> sqlite3.Row:
+        """The HIT, if `wid` may see its content. A HIT with no requirement guarding Preview may be
+        previewed by anyone (as on MTurk); a guarded one only by a known worker who meets them."""
         h = self._live_hit(c, hit_id)
-        if wid:
+        reqs = json.loads(h["quals"])
+        if reqs and any("preview" in Q.guarded(r) for r in reqs):
+            if not wid:
+                raise WorkerError("NotSignedIn", "Sign in to preview this HIT: it is open only to qualified workers.", 401)
             w = c.execute("SELECT * FROM workers WHERE id=?", (wid,)).fetchone()
-            reqs = json.loads(h["quals"])
-            if w is not None and reqs:
+            ok = w is not None
+            if w is not None:
                 vals = self._values(c, w)
                 self._auto_grant(c, w, reqs, vals, now)
-                if not Q.allowed(reqs, vals, "preview"):
-                    raise WorkerError("DoesNotMeetRequirements", "You do not meet the qualification requirements to preview this HIT.", 403)
+                ok = Q.allowed(reqs, vals, "preview")
+            if not ok:
+                raise WorkerError("DoesNotMeetRequirements", "You do not meet the qualification requirements to preview this HIT.", 403)
         return h
 
     def w_accept(self, c: Conn, now: float, wid: str, hit_id: str) -> dict[str, Any]:
@@ -165,21 +171,23 @@ class WorkerSide(EngineBase):
         c.execute("UPDATE hits SET n_accepted=n_accepted+1 WHERE id=?", (hit_id,))
         return {"AssignmentId": aid, "Deadline": deadline, "HITId": hit_id}
 
-    def _active(self, c: Conn, aid: str, now: float) -> tuple[sqlite3.Row, sqlite3.Row]:
+    def _active(self, c: Conn, aid: str, now: float, wid: str | None = None) -> tuple[sqlite3.Row, sqlite3.Row]:
+        """The open assignment and its HIT. With `wid`, someone else's assignment is refused exactly as an
+        unknown one is (ownership is checked before status, so its status does not leak)."""
         if aid == "ASSIGNMENT_ID_NOT_AVAILABLE":
             raise WorkerError("Preview", "This HIT is being previewed; accept it before submitting.", 400)
         a = c.execute("SELECT * FROM assignments WHERE id=?", (aid,)).fetchone()
-        if a is None:
+        if a is None or (wid is not None and a["worker_id"] != wid):
             raise WorkerError("AssignmentNotFound", f"Assignment {aid} does not exist.", 404)
         if a["status"] != "Accepted":
             raise WorkerError("AssignmentNotActive", f"Assignment {aid} is {a['status']}, not open for work.", 409)
         return a, self._hit_row(c, a["hit_id"])
 
-    def w_task(self, c: Conn, now: float, aid: str) -> tuple[sqlite3.Row, sqlite3.Row]:
-        return self._active(c, aid, now)
+    def w_task(self, c: Conn, now: float, aid: str, wid: str | None = None) -> tuple[sqlite3.Row, sqlite3.Row]:
+        return self._active(c, aid, now, wid)
 
-    def w_submit(self, c: Conn, now: float, aid: str, fields: list[tuple[str, str]]) -> dict[str, Any]:
-        a, h = self._active(c, aid, now)
+    def w_submit(self, c: Conn, now: float, aid: str, fields: list[tuple[str, str]], wid: str | None = None) -> dict[str, Any]:
+        a, h = self._active(c, aid, now, wid)
         try:  # the doors refuse such text first, with the same rule; this is the last line before the store
             xml = build_answer_xml(check_fields(fields))
         except ValueError as exc:  # Refused, UnwritableAnswer: the text says which field and character
@@ -188,8 +196,8 @@ class WorkerSide(EngineBase):
                    auto_approval_time=now + h["auto_approval"])
         return {"AssignmentId": aid, "HITId": a["hit_id"]}
 
-    def w_return(self, c: Conn, now: float, aid: str) -> dict[str, Any]:
-        a, _ = self._active(c, aid, now)
+    def w_return(self, c: Conn, now: float, aid: str, wid: str | None = None) -> dict[str, Any]:
+        a, _ = self._active(c, aid, now, wid)
         self._move(c, aid, a["hit_id"], "Accepted", "Returned")
         return {"AssignmentId": aid}
 

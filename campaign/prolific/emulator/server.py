@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from campaign.clock import Clock, ScaledClock, WallClock
+from campaign.filemodes import private_dir
 from campaign.prolific.emulator.engine import RANGE_FILTERS, SELECT_FILTERS, ApiError, Emulator
 from campaign.prolific.emulator.store import DocStore
 from campaign.untrusted import Refused, loads_json
@@ -288,8 +289,7 @@ def start_emulator(state_dir: Path, clock: Clock | None = None, *, fee_rate: Dec
     The researcher token is made on first start and kept in `state_dir/token` (mode 0600), the
     emulator's own credentials file, so a restarted emulator accepts the same token.
     """
-    state_dir = Path(state_dir)
-    state_dir.mkdir(parents=True, exist_ok=True)
+    state_dir = private_dir(state_dir)
     store = DocStore(state_dir / "prolific.db")
     em = Emulator(store, clock or WallClock(), fee_rate=fee_rate, vat_rate=vat_rate, currency=currency,
                   balance_minor=balance_minor)
