@@ -52,7 +52,7 @@ def test_a_hostile_crowd_neither_stops_the_campaign_nor_gets_paid_for_nothing(
     outcomes = adversary_outcomes(spec, 1, tmp_path / "state")
     c = spec.campaigns[0]
     assert sum(o["workers"] for o in outcomes.values()) == round(c.crowd.adversaries.share * c.crowd.workers)
-    for b in ("empty", "no_work", "return_midway"):  # nothing answered: nothing approved, nothing paid
+    for b in ("empty", "no_work"):  # nothing answered: nothing approved, nothing paid (return_midway answers part of a Prolific bundle)
         assert outcomes.get(b, {}).get("approved", 0) == 0 and outcomes.get(b, {}).get("charged", "0.00") == "0.00", outcomes
     got = quality(spec, tmp_path / "state")
     for stage, lowest in floor.items():
