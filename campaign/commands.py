@@ -56,6 +56,7 @@ COMMAND_MODULES: tuple[str, ...] = (
     "campaign.crowd.cli",
     "campaign.ops",
     "campaign.answers.cli",
+    "campaign.held_cli",
 )
 
 

@@ -33,7 +33,9 @@ from campaign.money import fmt, shown
 from campaign.spec import SIMULATED_OK, Campaign, Spec
 from campaign.steps.budget import EXHAUSTED, SET_KEY
 from campaign.steps.context import Context
+from campaign.steps.isolation import StepGuard, pending_decisions
 from campaign.steps.pipeline import DONE_STATUSES, END_STATUSES, run_pass
+from campaign.steps.settle import settle_decisions
 from campaign.store import CampaignRow, Store
 
 log = logging.getLogger(__name__)
@@ -171,7 +173,12 @@ def tick(ctx: Context, step_ms: dict[str, list[float]] | None = None) -> None:
         with ctx.store.session() as s:
             row = s.get(CampaignRow, ctx.name)
             status = row.status if row is not None else "missing"
-        if status in DONE_STATUSES or status == "missing":
+        if status == "missing":
+            return
+        if status in DONE_STATUSES:  # over, but the operator may still settle what was held
+            if pending_decisions(ctx.store, ctx.name):
+                StepGuard.next_pass(ctx)
+                StepGuard(ctx).run("decisions", lambda: settle_decisions(ctx))
             return
         run_pass(ctx, status, step_ms=step_ms)
 
@@ -238,6 +245,8 @@ def check_market_knows_store(ctx: Context, market_dir: Path, sample: int = 5) ->
 def _ended(store: Store, name: str) -> bool:
     """Nothing left for this run to do: finished, cancelled, or out of money with no new budget waiting."""
     status = campaign_status(store, name)
+    if status in END_STATUSES and pending_decisions(store, name):  # decisions on held rows wait for this run
+        return False
     if status == EXHAUSTED:
         return not store.get_kv(name, SET_KEY, "")
     return status in END_STATUSES
@@ -530,7 +539,7 @@ class _Leases:
         self.next_balance = time.monotonic() + self.keeper.ttl / 3
         try:
             statuses = {ctx.name: campaign_status(self.rt.store, ctx.name) for ctx in self.rt.contexts}
-            done = [n for n, st in statuses.items() if st in ("finished", "cancelled")]
+            done = [n for n, st in statuses.items() if st in ("finished", "cancelled") and not pending_decisions(self.rt.store, n)]
             acquired, surplus = self.keeper.balance([n for n in statuses if n not in done], done)
         except Exception:
             log.exception("lease rebalancing failed; retrying in %.0f s", self.keeper.ttl / 3)

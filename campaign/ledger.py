@@ -196,10 +196,11 @@ def release_assignment(session: Session, campaign: str, hit_key: str, assignment
     return row is not None and _book(session, row)
 
 
-def release_hit_rest(session: Session, campaign: str, hit_key: str) -> Decimal:
-    """When a HIT closes (done, expired, cancelled, failed), release whatever of its reservation is left."""
+def release_hit_rest(session: Session, campaign: str, hit_key: str, keep: Decimal = ZERO) -> Decimal:
+    """When a HIT closes (done, expired, cancelled, failed), release whatever of its reservation is left
+    but `keep`: the shares of work held for the operator, charged or released when it is settled."""
     rows = session.exec(select(LedgerRow.kind, LedgerRow.amount).where(LedgerRow.campaign == campaign, LedgerRow.hit_key == hit_key)).all()
-    left = ZERO
+    left = -keep
     for kind, amount in rows:
         if kind == "reserve":
             left += Decimal(amount)

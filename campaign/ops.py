@@ -16,6 +16,7 @@ from typing import Any
 
 from sqlmodel import col, select
 
+from campaign.jsonout import dumps
 from campaign.store import CampaignRow, EventRow, Store, WorkerRow
 
 
@@ -180,12 +181,16 @@ def workers(args: argparse.Namespace) -> int:
     store = open_existing(args)
     if store is None or missing(store, args.name):
         return 2
+    from campaign.held import held_by_worker
+
     with store.session() as s:
         rows = s.exec(select(WorkerRow).where(WorkerRow.campaign == args.name).order_by(WorkerRow.worker_id)).all()
+        held = held_by_worker(s, args.name)  # rows of theirs a step failed on, waiting for the operator
     data: list[dict[str, Any]] = [{"worker": w.worker_id, "assignments": w.assignments, "excluded": w.excluded, "blocked": w.blocked,
-             "reason": w.reason, "evidence": json.loads(w.evidence) if w.evidence else None} for w in rows]
+             "reason": w.reason, "evidence": json.loads(w.evidence) if w.evidence else None,
+             "held": held.get(w.worker_id, 0)} for w in rows]
     if args.json:
-        print(json.dumps(data, indent=2))
+        print(dumps(data, indent=2))
         return 0
     from rich.console import Console
     from rich.markup import escape
@@ -199,7 +204,8 @@ def workers(args: argparse.Namespace) -> int:
     for d in data:
         e = d["evidence"] or {}
         r = e.get("correlation")
-        decision = " + ".join(w for w, flag in (("excluded", d["excluded"]), ("blocked", d["blocked"])) if flag)
+        decision = " + ".join(w for w, flag in (("excluded", d["excluded"]), ("blocked", d["blocked"]),
+                                                 (f"{d['held']} held", d["held"])) if flag)
         t.add_row(escape(d["worker"]), str(d["assignments"]), str(e.get("labels", "")), "" if r is None else f"{r:.2f}",
                   str(e.get("shared_items", "")), f"{e.get('traps_passed', 0)}/{e.get('traps_seen', 0)}" if e else "", decision)
         if d["reason"]:
@@ -210,6 +216,8 @@ def workers(args: argparse.Namespace) -> int:
         console.print("reasons:")
         for line in reasons:
             console.print(line)
+    if held:
+        console.print(f"{sum(held.values())} row(s) held for the operator: `campaign held {escape(args.name)}`")
     return 0
 
 
@@ -221,7 +229,7 @@ def events(args: argparse.Namespace) -> int:
         rows = s.exec(select(EventRow).where(EventRow.campaign == args.name).order_by(col(EventRow.id).desc()).limit(args.limit)).all()
     rows = list(reversed(rows))
     if args.json:
-        print(json.dumps([{"ts": e.ts, "level": e.level, "kind": e.kind, "subject": e.subject, "message": e.message,
+        print(dumps([{"ts": e.ts, "level": e.level, "kind": e.kind, "subject": e.subject, "message": e.message,
                            "data": json.loads(e.data) if e.data else None} for e in rows], indent=2))
         return 0
     for e in rows:

@@ -246,6 +246,12 @@ def _money(d: Decimal, currency: str = "USD") -> str:
     return shown(d, currency)
 
 
+def _held_rows(store: Store, name: str) -> list[dict[str, Any]]:
+    from campaign.held import held_rows
+
+    return held_rows(store, name, include_settled=True)
+
+
 def build_context(store: Store, name: str, export_dir: Path | None = None) -> dict[str, Any]:
     """Everything the template shows, read from the store (and the final export in `export_dir`)."""
     with store.session() as s:
@@ -357,6 +363,8 @@ def build_context(store: Store, name: str, export_dir: Path | None = None) -> di
                        "invalid": v.counts.get("invalid", 0), "labels": v.labels, "labels_excluded": v.labels_excluded,
                        "workers_excluded": sum(1 for e in excluded if e["stage"] == v.name)} for v in stages],
         "excluded": excluded, "blocked": blocked, "rejections": [{"worker": w, "stage": stg, "reason": why, "answers": n} for (w, stg, why), n in reasons.most_common()],
+        # rows a step failed on and quarantined (invariant 8): open ones wait for `campaign decide`
+        "held": _held_rows(store, name),
         "bonuses": {"count": len(bonuses), "total": _money(sum((Decimal(a) - Decimal(f) for _, _, a, f in bonuses), Decimal("0.00")), cur)},
         "spend_chart": Markup(spend_chart), "spend_table": spend_table,
         "generated": _when(time.time()), "headings": HEADINGS, "top_rows": TOP_ROWS, "cell": _cell,

@@ -41,7 +41,7 @@ BASELINE = "0001"
 # The newest revision in campaign/migrations/versions (a test checks they agree). Known here so that
 # opening a store that is already at it needs no Alembic import, which costs a second of start-up on a
 # busy machine for every `campaign status`.
-SCHEMA_HEAD = "0002"
+SCHEMA_HEAD = "0003"
 
 
 class StoreError(Exception):
@@ -189,6 +189,37 @@ class EventRow(SQLModel, table=True):
     data: str | None = None  # JSON evidence
 
 
+class HeldRow(SQLModel, table=True):
+    """A row a step failed on, quarantined until the operator settles it (invariant 8).
+
+    `row_kind` names what is held: an `assignment` (a submitted answer: its status is `held` too), a
+    `hit` (a draft whose posting failed: its status is `held`), or a `bonus` (reserved, not sent). One
+    row per held thing: holding it again changes nothing, so its event is written once.
+    `status`: held -> settled. `decision` (approve | reject | drop) is the operator's, written by
+    `campaign decide`; the daemon carries it out through the ledger and the marketplace and then writes
+    `outcome` and `settled_at`. Holding moves no money: a held row's reservation stays until then.
+    """
+
+    __tablename__ = "held"
+    __table_args__ = (UniqueConstraint("campaign", "row_kind", "row_key"), Index("ix_held_campaign_status", "campaign", "status"))
+    id: int | None = Field(default=None, primary_key=True)
+    campaign: str = Field(index=True)
+    row_kind: str
+    row_key: str
+    step: str
+    error: str
+    hit_key: str | None = None
+    worker_id: str | None = None
+    held_at: float = Field(default_factory=time.time)
+    status: str = "held"
+    decision: str | None = None
+    message: str | None = None
+    decided_at: float | None = None
+    settled_at: float | None = None
+    outcome: str | None = None
+    data: str | None = None  # JSON: what settling needs (a bonus's amount and assignment, an interrupted call's intent)
+
+
 class KVRow(SQLModel, table=True):
     """Small per-campaign state: cursors, online model snapshots."""
 
@@ -209,7 +240,7 @@ def _sqlite_pragmas(dbapi_conn: Any, _record: Any) -> None:
     cur.close()
 
 
-STORE_TABLES = frozenset({"campaigns", "items", "hits", "assignments", "judgments", "workers", "ledger", "events", "kv", "leases"})
+STORE_TABLES = frozenset({"campaigns", "items", "hits", "assignments", "judgments", "workers", "ledger", "events", "kv", "leases", "held"})
 
 
 def metadata() -> MetaData:

@@ -11,6 +11,7 @@ from collections.abc import Sequence
 #: `campaign bench NAME` runs `campaign.bench.NAME.main(argv)`; one line each, shown by `campaign bench --help`.
 BENCHES: dict[str, str] = {
     "market": "throughput, latency and memory of the built-in marketplace under a campaign's load",
+    "aggregation": "`auto` vs majority vote, MACE and Dawid-Skene on simulated crowds (and --real: the real sets)",
     "ranking": "random pairs vs random 5-item rankings vs adaptive batches: Spearman and top-k precision",
     "mace": "MACE vs majority vote on Snow et al. (2008) RTE/TEMP/WSD and UKPConvArg1",
     "nuggets": "seed 002's gold nuggets and agreement recomputed from its raw crowd data",

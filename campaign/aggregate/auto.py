@@ -1,26 +1,36 @@
-"""The default aggregator for categorical labels (`auto`): majority vote unless the data itself shows a
-model is better, judged without gold.
+"""The default aggregator for categorical labels (`auto`): the method that predicts unseen labels best,
+judged without gold, with majority vote as the default a model has to beat with confidence.
 
-MACE and Dawid-Skene beat majority vote when annotators differ and each item has enough labels, and fall
-below it when the model is not identified by the data: few labels per item, a rare class (MACE predicted
-21-29% positives on a set with 12%), or annotators whose errors are correlated. So a model is chosen only
-when three kinds of evidence available without gold agree:
+MACE and Dawid-Skene beat majority vote when annotators differ and each item has enough labels (most
+of all where the majority is systematically wrong: many annotators sharing one bias, a confusable pair
+of classes, a few good annotators among many poor ones), and fall below it when the data do not
+identify the model: few labels per item, a rare class, annotators whose errors are correlated. The
+evidence that tells these apart without gold is how well each method predicts labels it did not see:
 
-* **held-back labels**: one label of every item with at least three is held back (seeded), every method
-  is fitted on the rest, and the held-back labels are scored by the probability the fit gives them
-  (majority vote as the one-coin model). A model has to predict unseen labels better than majority vote
-  by `margin` nats per label; an over-fitted model does not.
+* **cross-validated held-back labels**: in each of `folds` folds one label of every item with at least
+  three labels is held back (a different label per fold, seeded), every method is fitted on the rest and
+  the held-back labels are scored by the probability the fit gives them (majority vote as the one-coin
+  model). A model is chosen when its gain over majority vote, in nats per held-back label, stays above
+  zero by `z` standard errors (clustered by item, since one item's folds share labels). Its share of
+  the classes may differ from majority vote's: where the majority is systematically wrong, the
+  correction is exactly such a shift, so disagreement with majority vote is no evidence against a model.
 * **stable restarts**: the two restarts with the best likelihood must agree on at least
-  `min_restart_agreement` of the items; when they do not, the likelihood surface has several peaks
-  and the winner is a coin toss.
-* **class balance**: the predicted share of every class must stay within `max_balance_shift` (total
-  variation distance) of majority vote's; a model that invents a class's frequency is not trusted.
+  `min_restart_agreement` of the items, or disagree on fewer than half the items on which the model
+  changes majority vote's label. Otherwise the likelihood has several peaks of nearly the same height,
+  and which of them wins decides as many labels as the model corrects: the correction is a coin toss.
+  (A biased crowd can leave two peaks 1 nat apart that differ on 5% of the items while both correct
+  20% of majority vote's labels: that disagreement does not show the correction wrong.)
 
-Among the models that pass, the best held-back score wins; if none passes, majority vote.
+Among the models that pass, Dawid-Skene (a full confusion matrix per annotator, which nests MACE's
+"knows, else answers from a strategy") is taken unless MACE predicts the held-back labels better than
+it by `z` standard errors (paired, label by label): the richer model where the data support both, the
+simpler one where the data say it is better. If none passes, majority vote. Every
+figure behind the choice is kept in `evidence_` (None, with a reason, where nothing could be held back).
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Hashable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
@@ -33,6 +43,7 @@ from campaign.aggregate.majority import MajorityVote
 
 METHODS = ("auto", "majority", "mace", "ds")
 Triple = tuple[Hashable, Hashable, Hashable]
+NO_HELD_BACK = "no item has three or more labels, so no label can be held back"
 
 
 def make(method: str, seed: int = 0) -> Any:
@@ -46,29 +57,64 @@ def make(method: str, seed: int = 0) -> Any:
     raise ValueError(f"unknown method {method!r}; choose one of {', '.join(METHODS)}")
 
 
-def holdout_split(triples: list[Triple], seed: int) -> tuple[list[Triple], list[Triple]]:
-    """One random label held back from every item with at least three labels."""
-    rng = np.random.default_rng([seed, 16])
+def cv_folds(triples: list[Triple], folds: int, seed: int) -> list[list[int]]:
+    """Per fold, the indices of the held-back labels: one per item with at least three labels, a
+    different one in each fold (an item with n labels is held back in its first min(n, folds) folds),
+    so every training set keeps at least two labels of every item."""
+    rng = np.random.default_rng([seed, 30])
     by_item: dict[Hashable, list[int]] = {}
     for k, t in enumerate(triples):
         by_item.setdefault(t[0], []).append(k)
-    held = {idx[int(rng.integers(len(idx)))] for idx in by_item.values() if len(idx) >= 3}
+    out: list[list[int]] = [[] for _ in range(folds)]
+    for idx in by_item.values():
+        if len(idx) < 3:
+            continue
+        order = rng.permutation(len(idx))
+        for f in range(min(folds, len(idx))):
+            out[f].append(idx[int(order[f])])
+    return [sorted(f) for f in out if f]
+
+
+def holdout_split(triples: list[Triple], seed: int) -> tuple[list[Triple], list[Triple]]:
+    """One random label held back from every item with at least three labels (the first fold)."""
+    folds = cv_folds(triples, 1, seed)
+    held = set(folds[0]) if folds else set()
     return [t for k, t in enumerate(triples) if k not in held], [t for k, t in enumerate(triples) if k in held]
+
+
+def heldout_log_probs(method: str, train: list[Triple], test: list[Triple], seed: int) -> np.ndarray:
+    """Log-probability of each held-back label under `method` fitted on the rest."""
+    model = make(method, seed).fit(train)
+    if method == "majority":
+        p = np.asarray(model.label_probability([t[0] for t in test], [t[2] for t in test]), dtype=float)
+    else:
+        ii = {it: k for k, it in enumerate(model.items_)}
+        li = {lab: k for k, lab in enumerate(model.labels_)}
+        known = np.array([t[2] in li and t[0] in ii for t in test], dtype=bool)
+        keep = [t for t, ok in zip(test, known) if ok]
+        p = np.full(len(test), 1e-6)  # a label value never seen in training scores as unknown
+        if keep:
+            p[known] = model.label_probability(np.array([ii[t[0]] for t in keep], dtype=np.int64), [t[1] for t in keep],
+                                               np.array([li[t[2]] for t in keep], dtype=np.int64))
+    return np.log(np.clip(p, 1e-12, 1.0))
 
 
 def heldout_score(method: str, train: list[Triple], test: list[Triple], seed: int) -> float:
     """Mean log-probability of the held-back labels under `method` fitted on the rest."""
-    model = make(method, seed).fit(train)
-    if method == "majority":
-        p = np.asarray(model.label_probability([t[0] for t in test], [t[2] for t in test]))
-    else:
-        ii = {it: k for k, it in enumerate(model.items_)}
-        li = {lab: k for k, lab in enumerate(model.labels_)}
-        keep = [t for t in test if t[2] in li and t[0] in ii]  # a label value never seen in training scores as unknown
-        p = model.label_probability(np.array([ii[t[0]] for t in keep], dtype=np.int64), [t[1] for t in keep],
-                                    np.array([li[t[2]] for t in keep], dtype=np.int64))
-        p = np.concatenate([p, np.full(len(test) - len(keep), 1e-6)])
-    return float(np.mean(np.log(np.clip(p, 1e-12, 1.0))))
+    return float(np.mean(heldout_log_probs(method, train, test, seed)))
+
+
+def paired_gain(diff: np.ndarray, item: np.ndarray) -> tuple[float, float]:
+    """Mean of per-label differences and its standard error, clustered by item (the labels one item
+    gives to several folds are not independent evidence)."""
+    n = len(diff)
+    mean = float(diff.mean())
+    _, inv = np.unique(item, return_inverse=True)
+    resid = np.bincount(inv, weights=diff - mean)
+    clusters = len(resid)
+    if clusters < 2:
+        return mean, math.inf
+    return mean, float(math.sqrt(clusters / (clusters - 1) * float(np.sum(resid ** 2))) / n)
 
 
 def class_shares(pred: dict, labels: list) -> np.ndarray:
@@ -84,12 +130,16 @@ def restart_agreement(restarts: list[tuple[float, np.ndarray]]) -> float:
     return float(np.mean(a[1] == b[1]))
 
 
+def _r(x: float, digits: int = 5) -> float | None:
+    return round(x, digits) if math.isfinite(x) else None
+
+
 @dataclass
 class AutoAggregator:
     seed: int = 0
-    margin: float = 0.005
+    folds: int = 5
+    z: float = 2.0  # a model must beat majority vote by this many standard errors of the held-out gain
     min_restart_agreement: float = 0.97
-    max_balance_shift: float = 0.05
     candidates: tuple[str, ...] = ("ds", "mace")
 
     method_: str = field(default="majority", init=False)
@@ -100,35 +150,67 @@ class AutoAggregator:
 
     def fit(self, labels: Iterable[Triple]) -> AutoAggregator:
         triples = list(labels)
-        train, test = holdout_split(triples, self.seed)
+        folds = cv_folds(triples, self.folds, self.seed)
+        names = ("majority", *self.candidates)
+        logp: dict[str, list[np.ndarray]] = {n: [] for n in names}
+        held_items: list[Hashable] = []
+        for held in folds:
+            hs = set(held)
+            train = [t for k, t in enumerate(triples) if k not in hs]
+            test = [triples[k] for k in held]
+            held_items += [t[0] for t in test]
+            for n in names:
+                logp[n].append(heldout_log_probs(n, train, test, self.seed))
+        lp = {n: np.concatenate(v) if v else np.zeros(0) for n, v in logp.items()}
+        item_codes = np.array([repr(i) for i in held_items])
+        n_held = len(held_items)
+        base = float(lp["majority"].mean()) if n_held else math.nan
         majority = MajorityVote().fit(triples)
         mv_shares = class_shares(majority.predict(), majority.labels_)
-        base = heldout_score("majority", train, test, self.seed) if test else float("nan")
-        self.evidence_ = {"majority": {"heldout_log_prob": round(base, 5), "held_back_labels": len(test)}}
+        self.evidence_ = {"majority": {"heldout_log_prob": _r(base), "held_back_labels": n_held, "folds": len(folds)}}
+        if not n_held:
+            self.evidence_["majority"]["heldout_log_prob_null_because"] = NO_HELD_BACK
         fitted: dict[str, Any] = {"majority": majority}
         passing: list[tuple[float, str]] = []
         for name in self.candidates:
             model = make(name, self.seed).fit(triples)
             fitted[name] = model
-            score = heldout_score(name, train, test, self.seed) if test else float("nan")
+            gain, se = paired_gain(lp[name] - lp["majority"], item_codes) if n_held else (math.nan, math.nan)
             agree = restart_agreement(model.restarts_)
-            shift = 0.5 * float(np.abs(class_shares(model.predict(), majority.labels_) - mv_shares).sum())
-            checks = {"predicts_held_back_labels_better": bool(test) and score >= base + self.margin,
-                      "restarts_agree": agree >= self.min_restart_agreement,
-                      "class_balance_kept": shift <= self.max_balance_shift}
-            self.evidence_[name] = {"heldout_log_prob": round(score, 5), "restart_agreement": round(agree, 4),
-                                    "class_balance_shift": round(shift, 4), **checks}
+            pred, mv_pred = model.predict(), majority.predict()
+            changed = sum(pred[it] != mv_pred[it] for it in mv_pred) / max(len(mv_pred), 1)
+            shift = 0.5 * float(np.abs(class_shares(pred, majority.labels_) - mv_shares).sum())
+            checks = {"predicts_held_back_labels_better": bool(n_held) and gain - self.z * se > 0,
+                      "restarts_agree": agree >= self.min_restart_agreement or 1.0 - agree < 0.5 * changed}
+            ev: dict[str, Any] = {"heldout_log_prob": _r(float(lp[name].mean()) if n_held else math.nan),
+                                  "gain_over_majority": _r(gain), "gain_se": _r(se), "restart_agreement": round(agree, 4),
+                                  "changed_from_majority": round(changed, 4), "class_balance_shift": round(shift, 4), **checks}
+            if not n_held:
+                ev["null_because"] = NO_HELD_BACK
+            self.evidence_[name] = ev
             if all(checks.values()):
-                passing.append((score, name))
+                passing.append((gain, name))
         if passing:
-            self.method_ = max(passing)[1]
-            self.reason_ = (f"{self.method_} predicts held-back labels better than majority vote "
-                            f"({self.evidence_[self.method_]['heldout_log_prob']:.4f} vs {base:.4f} nats per label), "
-                            f"its best restarts agree and it keeps majority vote's class balance")
+            order = [n for n in self.candidates if n in {p[1] for p in passing}]  # richest first
+            self.method_ = order[0]
+            for other in order[1:]:
+                gain, se = paired_gain(lp[other] - lp[self.method_], item_codes)
+                self.evidence_[other][f"gain_over_{self.method_}"] = _r(gain)
+                self.evidence_[other][f"gain_over_{self.method_}_se"] = _r(se)
+                if gain - self.z * se > 0:
+                    self.method_ = other
+            e = self.evidence_[self.method_]
+            self.reason_ = (f"{self.method_} predicts held-back labels better than majority vote over {len(folds)} folds "
+                            f"(+{e['gain_over_majority']:.4f} ± {e['gain_se']:.4f} nats per label, {n_held} labels) "
+                            f"and its best restarts agree ({e['restart_agreement']:.3f})")
         else:
             self.method_ = "majority"
-            failed = {n: [k for k, v in self.evidence_[n].items() if v is False] for n in self.candidates}
-            self.reason_ = "no model passed every check (" + "; ".join(f"{n}: {', '.join(f) or 'ok'}" for n, f in failed.items()) + ")"
+            if not n_held:
+                self.reason_ = f"majority vote: {NO_HELD_BACK}"
+            else:
+                failed = {n: [k for k, v in self.evidence_[n].items() if v is False] for n in self.candidates}
+                self.reason_ = "no model passed every check (" + "; ".join(
+                    f"{n}: {', '.join(f) or 'ok'}" for n, f in failed.items()) + ")"
         self.model_ = fitted[self.method_]
         self.models_ = fitted
         return self

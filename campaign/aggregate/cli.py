@@ -13,11 +13,11 @@ from __future__ import annotations
 
 import argparse
 import csv
-import json
 import math
 import sys
 from pathlib import Path
-from typing import Any
+
+from campaign.jsonout import dumps
 
 REQUIRED = ("item", "worker", "label")
 FALSE = frozenset({"false", "0", "no"})
@@ -102,18 +102,6 @@ def _finite(value: object) -> float | None:
     return round(v, 4) if math.isfinite(v) else None
 
 
-def _strict(obj: Any) -> Any:
-    """`obj` with every non-finite float (a held-back score of -inf, say) as None: `--json` prints strict
-    JSON, which has no NaN or Infinity."""
-    if isinstance(obj, float):
-        return obj if math.isfinite(obj) else None
-    if isinstance(obj, dict):
-        return {k: _strict(v) for k, v in obj.items()}
-    if isinstance(obj, list | tuple):
-        return [_strict(v) for v in obj]
-    return obj
-
-
 def run(args: argparse.Namespace) -> int:
     from campaign.aggregate.auto import aggregate
 
@@ -132,7 +120,7 @@ def run(args: argparse.Namespace) -> int:
     out = {"method": method, "requested": args.method, "items": {str(k): str(v) for k, v in sorted(items.items())},
            "workers": workers, "evidence": evidence, "labels": len(triples)}
     if args.json:
-        print(json.dumps(_strict(out), allow_nan=False))
+        print(dumps(out))
         return 0
     why = f" ({evidence['reason']})" if evidence.get("reason") else ""
     print(f"method: {method}{why}")
@@ -153,8 +141,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("labels", help="TSV file with a header naming columns item, worker, label (e.g. `campaign export NAME "
                                   "--answers`: only its kept rows are read)")
     p.add_argument("--method", choices=METHODS, default="auto",
-                   help="auto (default): majority vote unless a model predicts held-back labels better, restarts "
-                        "agree and the class balance holds")
+                   help="auto (default): majority vote unless a model predicts held-back labels better over 5 "
+                        "folds (by 2 standard errors) and its restarts agree (docs/aggregation.md)")
     p.add_argument("--seed", type=int, default=0, help="seeds MACE's and Dawid-Skene's restarts and the held-back labels")
     p.add_argument("--json", action="store_true", help="print one JSON object: method, items, workers, evidence")
     p.set_defaults(func=run)

@@ -93,6 +93,7 @@ class DawidSkene:
     competence_: dict = field(default_factory=dict, init=False)  # P(annotator's label is right), prior-weighted
     log_likelihood_: float = field(default=float("-inf"), init=False)
     restarts_: list = field(default_factory=list, init=False)  # (log-likelihood, argmax per item) per restart
+    counts_: np.ndarray | None = field(default=None, init=False)  # W x K x K expected counts behind `confusion_`
 
     def fit(self, labels: Iterable[tuple[Hashable, Hashable, Hashable]] | np.ndarray) -> DawidSkene:
         """`labels`: (item, worker, label) triples, or a dense items x workers matrix ("" / None / NaN missing)."""
@@ -113,17 +114,23 @@ class DawidSkene:
         assert best is not None
         ll, priors, conf, post = best
         self.log_likelihood_, self.priors_, self.confusion_, self.posteriors_ = float(ll), priors, conf, post
+        self.counts_ = self._expected_counts(enc, post)
         diag = np.einsum("wkk->wk", conf)
         self.competence_ = {w: float(diag[k] @ priors) for k, w in enumerate(self.workers_)}
         return self
 
-    def _m_step(self, enc: Encoded, post: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    @staticmethod
+    def _expected_counts(enc: Encoded, post: np.ndarray) -> np.ndarray:
+        """W x K x K: [w, t, l] = expected count of (worker w said l, truth t)."""
         n_workers, n_labels = len(enc.workers), len(enc.labels)
-        priors = (post.sum(axis=0) + self.smoothing) / (len(post) + n_labels * self.smoothing)
-        # conf[w, t, l] = expected count of (worker w said l, truth t)
         idx = ((enc.worker[:, None] * n_labels + np.arange(n_labels)[None, :]) * n_labels + enc.label[:, None]).ravel()
         counts = np.bincount(idx, weights=post[enc.item].ravel(), minlength=n_workers * n_labels * n_labels)
-        conf = counts.reshape(n_workers, n_labels, n_labels) + self.smoothing
+        return counts.reshape(n_workers, n_labels, n_labels)
+
+    def _m_step(self, enc: Encoded, post: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        n_labels = len(enc.labels)
+        priors = (post.sum(axis=0) + self.smoothing) / (len(post) + n_labels * self.smoothing)
+        conf = self._expected_counts(enc, post) + self.smoothing
         conf /= conf.sum(axis=2, keepdims=True)
         return priors, conf
 
@@ -162,14 +169,22 @@ class DawidSkene:
         best = np.argmax(self.posteriors_, axis=1)
         return {it: self.labels_[best[k]] for k, it in enumerate(self.items_)}
 
-    def label_probability(self, item_index: np.ndarray, worker: list, label_index: np.ndarray) -> np.ndarray:
-        """P(worker gives this label to this item), under the fit: for scoring held-back labels.
-        A worker the fit never saw gets the prior-weighted mean confusion matrix."""
-        if self.posteriors_ is None or self.confusion_ is None:
+    def label_probability(self, item_index: np.ndarray, worker: list, label_index: np.ndarray,
+                          predictive: float = 1.0) -> np.ndarray:
+        """P(worker gives this label to this item), for scoring held-back labels: each confusion row is
+        the posterior predictive under a Dirichlet(`predictive`) prior (expected counts + `predictive`
+        per cell), not the near-maximum-likelihood row the fit uses. A worker with 15 items of a class
+        and no error of one kind among them would otherwise give that error a probability near 0.0007,
+        and one such held-back label would cost 7 nats: the score would measure the point estimate's
+        overconfidence, not whether the model explains unseen labels (MACE's are scored under its own
+        priors likewise). A worker the fit never saw gets the mean predictive confusion matrix."""
+        if self.posteriors_ is None or self.counts_ is None:
             raise RuntimeError("call fit() first")
+        pred = self.counts_ + predictive
+        pred = pred / pred.sum(axis=2, keepdims=True)
         wi = {w: k for k, w in enumerate(self.workers_)}
-        mean_conf = self.confusion_.mean(axis=0)
-        conf = np.stack([self.confusion_[wi[w]] if w in wi else mean_conf for w in worker])  # N x K x K
+        mean_conf = pred.mean(axis=0)
+        conf = np.stack([pred[wi[w]] if w in wi else mean_conf for w in worker])  # N x K x K
         post = self.posteriors_[item_index]  # N x K
         return np.einsum("nk,nk->n", post, conf[np.arange(len(label_index)), :, label_index])
 

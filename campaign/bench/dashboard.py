@@ -25,6 +25,7 @@ from campaign.dashboard.figures import collect_figures
 from campaign.dashboard.screen import UIState
 from campaign.dashboard.screen import build as build_screen
 from campaign.dashboard.view import build
+from campaign.jsonout import dumps
 from campaign.store import Store
 
 
@@ -137,7 +138,7 @@ def main(argv: list[str]) -> int:
     result["target_ms"] = 200
     result["meets_target"] = result["redraw_ms_max"] < 200
     if args.json:
-        print(json.dumps(result))
+        print(dumps(result))
     else:
         d80, d200, st = result["dashboard_80x24"], result["dashboard_200x50"], result["status"]
         print(f"dashboard on {result['hits']} HITs / {result['assignments']} assignments "

@@ -9,12 +9,12 @@ corpus was built; the reference reproduces 99.66% and Spearman 0.989).
 from __future__ import annotations
 
 import argparse
-import json
 import time
 
 from campaign.aggregate.dawid_skene import DawidSkene
 from campaign.aggregate.mace import MACE
 from campaign.aggregate.majority import accuracy, majority_vote
+from campaign.jsonout import dumps
 from campaign.paths import shared_data_dir
 
 REFERENCE = {"rte": 0.926, "temp": 0.942, "wsd": 0.994}
@@ -92,7 +92,7 @@ def main(argv: list[str]) -> int:
     if not args.no_ukp:
         out["ukpconvarg1"] = ukp(args.ukp_iterations)
     if args.json:
-        print(json.dumps(out))
+        print(dumps(out))
         return 0
     print(f"{'set':<6} {'MACE':>7} {'ref':>6} {'majority':>9} {'seconds':>8}   {'MACE-csv':>8} {'ref':>7}   "
           f"{'MV-1':>6} {'DS':>7} {'DS s':>6} {'auto':>7}  auto chose")

@@ -13,10 +13,10 @@ measure the client. Every request goes over HTTP with a real SigV4 signature or 
 from __future__ import annotations
 
 import argparse
-import json
 import multiprocessing
 import os
 import random
+import resource
 import subprocess
 import sys
 import tempfile
@@ -31,6 +31,8 @@ from typing import Any, Protocol
 from botocore import xform_name  # type: ignore[import-untyped]
 
 from campaign.bench.market_client import SignedClient
+from campaign.bench.slowloris import Trickle, probe
+from campaign.jsonout import dumps
 from campaign.market.accounts import read_credentials_file
 from campaign.market.client import make_client
 from campaign.market.operator import offline
@@ -43,13 +45,23 @@ QUESTION = ('<HTMLQuestion xmlns="http://mechanicalturk.amazonaws.com/AWSMechani
             '</HTMLContent><FrameHeight>0</FrameHeight></HTMLQuestion>')
 
 
-def _start_server(state: Path) -> tuple[subprocess.Popen, str]:
-    proc = subprocess.Popen([sys.executable, "-m", "campaign", "market", "serve", "--port", "0", "--state", str(state)],
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+SERVERS = {
+    "new": ["-m", "campaign", "market", "serve"],  # uvicorn (campaign.web.server), as users run it
+    "legacy": ["-m", "campaign.bench.legacy_market"],  # the standard library's ThreadingHTTPServer it replaced
+}
+
+
+def _start_server(state: Path, server: str = "new", max_files: int | None = None) -> tuple[subprocess.Popen, str]:
+    def limit() -> None:
+        if max_files:
+            resource.setrlimit(resource.RLIMIT_NOFILE, (max_files, max_files))
+
+    proc = subprocess.Popen([sys.executable, *SERVERS[server], "--port", "0", "--state", str(state)],
+                            stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, preexec_fn=limit)
     line = proc.stdout.readline().strip() if proc.stdout else ""
     if not line.startswith("http://"):
         proc.kill()
-        raise RuntimeError(f"marketplace did not start: {line!r} {proc.stderr.read() if proc.stderr else ''}")
+        raise RuntimeError(f"marketplace did not start: {line!r}")
     return proc, line
 
 
@@ -281,10 +293,12 @@ def _phase(clients: _Clients, name: str, jobs: Sequence[Any], server_pid: int | 
 
 
 def run(hits: int, per_hit: int, threads: int = 4, open_hits: int = 10_000, crowd: int = 200,
-        rounds: int = 10, processes: int = 2, client_kind: str = "boto3") -> dict[str, Any]:
+        rounds: int = 10, processes: int = 2, client_kind: str = "boto3", server: str = "new",
+        slowloris: int = 0, slowloris_seconds: float = 20.0, max_files: int | None = None) -> dict[str, Any]:
+    slow: dict[str, Any] | None = None
     with tempfile.TemporaryDirectory(prefix="bench-market-") as tmp:
         state = Path(tmp) / "state"
-        proc, url = _start_server(state)
+        proc, url = _start_server(state, server, max_files)
         operator, close_operator = offline(state)  # adds the bench's workers, as the operator would
         clients: _Clients | None = None
         try:
@@ -306,6 +320,8 @@ def run(hits: int, per_hit: int, threads: int = 4, open_hits: int = 10_000, crow
             phases += [stats, _phase(clients, "approve", collected, proc.pid)[0]]
             phases += _crowd_phases(client, clients, crowd_names, open_hits, rounds, proc.pid)
             peak = _peak_rss_kib(proc.pid)
+            if slowloris:
+                slow = _slowloris(url, state / "credentials", slowloris, slowloris_seconds)
         finally:
             if clients is not None:
                 clients.close()
@@ -317,10 +333,28 @@ def run(hits: int, per_hit: int, threads: int = 4, open_hits: int = 10_000, crow
                 proc.kill()
     total_req = sum(p["requests"] for p in phases)
     total_s = sum(p["seconds"] for p in phases)
-    return {"hits": hits, "assignments": len(collected), "threads": threads, "processes": processes, "client": client_kind,
-            "open_hits": open_hits, "crowd": crowd, "phases": phases,
+    return {"server": server, "hits": hits, "assignments": len(collected), "threads": threads, "processes": processes,
+            "client": client_kind, "open_hits": open_hits, "crowd": crowd, "phases": phases, "slowloris": slow,
+            "server_max_files": max_files,
             "requests": total_req, "seconds": round(total_s, 2), "rps": round(total_req / total_s, 1) if total_s else 0.0,
             "server_peak_rss_mib": round(peak / 1024, 1) if peak else None}
+
+
+def _slowloris(url: str, credentials_file: Path, sockets: int, seconds: float) -> dict[str, Any]:
+    """`sockets` connections trickling a header byte every 8 s while `/health` and a signed
+    `GetAccountBalance` (new connection each, 5 s allowed) are asked every half second."""
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if soft != resource.RLIM_INFINITY and soft < sockets + 256:  # this process holds the attacking sockets
+        resource.setrlimit(resource.RLIMIT_NOFILE, (min(hard, sockets + 256) if hard != resource.RLIM_INFINITY
+                                                    else sockets + 256, hard))
+    port = int(url.rsplit(":", 1)[1])
+    trickle = Trickle("127.0.0.1", port, sockets, interval=8.0).start()
+    try:
+        time.sleep(2.0)
+        result = probe(url, read_credentials_file(credentials_file, "default"), seconds=seconds, every=0.5, timeout=5.0)
+    finally:
+        trickle.stop()
+    return {"sockets": sockets, "seconds": seconds, "reconnects": trickle.reconnects, **result.summary()}
 
 
 def _crowd_phases(client: Any, clients: _Clients, names: list[str], open_hits: int, rounds: int,
@@ -343,6 +377,41 @@ def _crowd_phases(client: Any, clients: _Clients, names: list[str], open_hits: i
     return phases
 
 
+def compare(results: dict[str, dict[str, Any]]) -> dict[str, Any]:
+    """The new server against the legacy one, phase by phase, with the issue's checks: no phase slower,
+    p99 under 50 ms, and at least 500 req/s wherever the legacy server reached it."""
+    old = {p["phase"]: p for p in results["legacy"]["phases"]}
+    rows = []
+    for p in results["new"]["phases"]:
+        o = old[p["phase"]]
+        rows.append({"phase": p["phase"], "legacy_rps": o["rps"], "new_rps": p["rps"],
+                     "ratio": round(p["rps"] / o["rps"], 2) if o["rps"] else None,
+                     "legacy_p50_ms": o["p50_ms"], "new_p50_ms": p["p50_ms"],
+                     "legacy_p99_ms": o["p99_ms"], "new_p99_ms": p["p99_ms"],
+                     "not_slower": p["rps"] >= o["rps"], "p99_under_50ms": p["p99_ms"] < 50.0,
+                     "500_where_legacy_did": p["rps"] >= 500 or o["rps"] < 500})
+    checks = {k: all(r[k] for r in rows) for k in ("not_slower", "p99_under_50ms", "500_where_legacy_did")}
+    return {"phases": rows, "checks": checks}
+
+
+def _print_one(result: dict[str, Any]) -> None:
+    for p in result["phases"]:
+        print(f"  {p['phase']:<9} {p['requests']:>6} req  {p['seconds']:>7.2f} s  {p['rps']:>8.1f} req/s  "
+              f"p50 {p['p50_ms']:.2f} ms  p99 {p['p99_ms']:.2f} ms  CPU/req server {p['server_cpu_ms_per_req']} ms, "
+              f"client {p['client_cpu_ms_per_req']} ms")
+    print(f"  total    {result['requests']} req in {result['seconds']} s = {result['rps']} req/s; "
+          f"server peak RSS {result['server_peak_rss_mib']} MiB")
+
+
+def _print_slow(name: str, slow: dict[str, Any] | None) -> None:
+    if not slow:
+        return
+    h, b = slow["health"], slow["balance"]
+    print(f"  {name}: {slow['sockets']} trickling sockets for {slow['seconds']:.0f} s: "
+          f"/health answered {h['answered']}/{h['probes']} (p50 {h['p50_ms']} ms, max {h['max_ms']} ms); "
+          f"GetAccountBalance {b['answered']}/{b['probes']} (p50 {b['p50_ms']} ms, max {b['max_ms']} ms)")
+
+
 def main(argv: list[str]) -> int:
     ap = argparse.ArgumentParser(prog="campaign bench market")
     ap.add_argument("--hits", type=int, default=2000)
@@ -357,22 +426,45 @@ def main(argv: list[str]) -> int:
     ap.add_argument("--crowd", type=int, default=200, help="distinct workers in the crowd phase")
     ap.add_argument("--rounds", type=int, default=10, help="list-and-accept rounds per worker")
     ap.add_argument("--quick", action="store_true", help="50 HITs x 5 assignments; 300 open HITs, 20 workers x 5")
+    ap.add_argument("--server", choices=("new", "legacy", "both"), default="new",
+                    help="new: the marketplace as served (uvicorn); legacy: the standard library's server it replaced; "
+                         "both: legacy then new with the same client, side by side")
+    ap.add_argument("--slowloris", type=int, default=0, metavar="N",
+                    help="after the phases, N sockets trickle header bytes while /health and GetAccountBalance are timed")
+    ap.add_argument("--slowloris-seconds", type=float, default=20.0)
+    ap.add_argument("--max-files", type=int, default=None,
+                    help="the server's file limit (ulimit -n), e.g. 1024 with --slowloris 1100")
     ap.add_argument("--json", action="store_true")
     args = ap.parse_args(argv)
     hits, total = (50, 250) if args.quick else (args.hits, args.assignments)
     per_hit = max(1, total // max(1, hits))
     open_hits, crowd, rounds = (300, 20, 5) if args.quick else (args.open_hits, args.crowd, args.rounds)
-    result = run(hits, per_hit, args.threads, open_hits, crowd, rounds, args.processes, args.client)
-    if args.json:
-        print(json.dumps(result))
+    servers = ["legacy", "new"] if args.server == "both" else [args.server]
+    results = {name: run(hits, per_hit, args.threads, open_hits, crowd, rounds, args.processes, args.client, name,
+                         args.slowloris, args.slowloris_seconds, args.max_files) for name in servers}
+    if args.server != "both":
+        result = results[args.server]
+        if args.json:
+            print(dumps(result))
+            return 0
+        print(f"marketplace bench ({args.server} server): {result['hits']} HITs, {result['assignments']} assignments, "
+              f"{args.processes} client processes x {args.threads} threads, {args.client} requesters; "
+              f"crowd of {crowd} on {open_hits} open HITs")
+        _print_one(result)
+        _print_slow(args.server, result["slowloris"])
         return 0
-    print(f"marketplace bench: {result['hits']} HITs, {result['assignments']} assignments, {args.processes} client processes "
-          f"x {args.threads} threads, {args.client} requesters; "
+    comparison = compare(results)
+    if args.json:
+        print(dumps({"servers": results, "comparison": comparison}))
+        return 0
+    print(f"marketplace bench, legacy then new server, same client: {hits} HITs, {per_hit * hits} assignments, "
+          f"{args.processes} client processes x {args.threads} threads, {args.client} requesters; "
           f"crowd of {crowd} on {open_hits} open HITs")
-    for p in result["phases"]:
-        print(f"  {p['phase']:<9} {p['requests']:>6} req  {p['seconds']:>7.2f} s  {p['rps']:>8.1f} req/s  "
-              f"p50 {p['p50_ms']:.2f} ms  p99 {p['p99_ms']:.2f} ms  CPU/req server {p['server_cpu_ms_per_req']} ms, "
-              f"client {p['client_cpu_ms_per_req']} ms")
-    print(f"  total    {result['requests']} req in {result['seconds']} s = {result['rps']} req/s; "
-          f"server peak RSS {result['server_peak_rss_mib']} MiB")
+    print(f"  {'phase':<9} {'legacy req/s':>12} {'new req/s':>10} {'new/old':>7}   {'legacy p50/p99 ms':>18}   {'new p50/p99 ms':>15}")
+    for r in comparison["phases"]:
+        print(f"  {r['phase']:<9} {r['legacy_rps']:>12.1f} {r['new_rps']:>10.1f} {r['ratio']:>7}   "
+              f"{r['legacy_p50_ms']:>8.2f} / {r['legacy_p99_ms']:<7.2f}   {r['new_p50_ms']:>6.2f} / {r['new_p99_ms']:<7.2f}")
+    for name in servers:
+        _print_slow(name, results[name]["slowloris"])
+    print("  checks: " + ", ".join(f"{k} {'yes' if v else 'NO'}" for k, v in comparison["checks"].items()))
     return 0

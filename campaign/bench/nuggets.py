@@ -11,7 +11,6 @@ each HIT's workers in the 7 coder slots.
 from __future__ import annotations
 
 import argparse
-import json
 import time
 from collections import defaultdict
 from typing import cast
@@ -19,6 +18,7 @@ from typing import cast
 import numpy as np
 
 from campaign.aggregate.gold_nuggets import SpanVote, gold_nuggets
+from campaign.jsonout import dumps
 from campaign.metrics.agreement import alpha_u, binary_token_counts, fleiss
 from campaign.paths import shared_data_dir
 
@@ -98,7 +98,7 @@ def main(argv: list[str]) -> int:
     out = run()
     out["differences"] = EXPLAIN
     if args.json:
-        print(json.dumps(out))
+        print(dumps(out))
         return 0
     g, a, r = out["gold_nuggets"], out["agreement"], out["rebuild"]
     print(f"rebuilt {r['hits']} HITs, {r['rows']} span rows ({r['rows_not_placed']} not placed), {r['tokens']} tokens")

@@ -28,6 +28,7 @@ import numpy as np
 from sqlmodel import col, select
 
 from campaign.crowd.models import make_pool, rng_for
+from campaign.jsonout import dumps
 from campaign.money import fmt
 from campaign.paths import shared_data_dir
 from campaign.quality.evidence import Label
@@ -227,7 +228,7 @@ def main(argv: list[str]) -> int:
                "met": recovered >= 0.95 and out["0.25"]["with_policy"]["good_workers_wrongly_blocked"] < 0.01,
                "seconds": round(time.monotonic() - t0, 1), "items": args.items, "workers": args.workers, "seeds": args.seeds}
     if args.json:
-        print(json.dumps({**out, "summary": summary}))
+        print(dumps({**out, "summary": summary}))
         return 0
     print(f"Likert stage, {args.items} items, {args.workers} workers, {args.seeds} seed(s), 20% of HITs with a trap")
     print(f"{'spam':>5} {'policy':>7} {'pearson':>8} {'spam labels out':>16} {'good wrongly hit':>17} {'paid to spammers':>17}")
@@ -247,7 +248,7 @@ def _main_real(args: argparse.Namespace) -> int:
         return 2
     out = real(args.resamples)
     if args.json:
-        print(json.dumps(out))
+        print(dumps(out))
         return 0
     print("review policy on Snow et al. (2008) ratings, no traps: Pearson of item means with the gold, "
           f"paired bootstrap over items ({args.resamples} resamples), CI of policy - all")

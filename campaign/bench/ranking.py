@@ -32,7 +32,6 @@ from __future__ import annotations
 import argparse
 import csv
 import gzip
-import json
 import math
 import sys
 import time
@@ -47,6 +46,7 @@ from scipy.stats import spearmanr
 from campaign.aggregate.bradley_terry import fit_from_matrix, ranking_to_pairs
 from campaign.aggregate.trueskill_online import DEFAULT_RANKING_MODE, OnlineRanker
 from campaign.crowd.models import DEFAULT_NOISE, SimWorker, make_pool, ranking_answer, rng_for, stable_seed
+from campaign.jsonout import dumps
 from campaign.paths import shared_data_dir
 from campaign.plan.pack import pack_pairs
 from campaign.plan.pairs import (
@@ -545,7 +545,7 @@ def main(argv: list[str]) -> int:
     result = run(s, mode_check=not (a.quick or a.no_mode_check), real=not a.no_real, with_limits=not (a.quick or a.no_limits))
     result["seconds"] = round(time.perf_counter() - t0, 2)
     if a.json:
-        print(json.dumps(result))
+        print(dumps(result))
     else:
         print_table(result)
         print(f"({result['seconds']} s)")

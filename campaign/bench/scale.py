@@ -29,6 +29,7 @@ from pathlib import Path
 from typing import Any
 
 from campaign.bench.quality import write_inputs  # N propositions with a hidden truth, the same generator
+from campaign.jsonout import dumps
 
 ITEMS_PER_HIT = 5
 ASSIGNMENTS = 5
@@ -225,7 +226,7 @@ def main(argv: list[str] | None = None) -> int:
         ap.error(f"--propositions must be at least {ITEMS_PER_HIT}")
     out = run_scale(args.propositions, args.seed, args.keep)
     if args.json:
-        print(json.dumps(out, indent=2))
+        print(dumps(out, indent=2))
         return 0
     tick = out["tick_ms"]
     print(f"{out['propositions']:,} propositions, {out['hits']:,} HITs, {out['assignments']:,} assignments")

@@ -7,11 +7,11 @@ exits 2, where opening the store would have left a fresh `state/campaign.db` beh
 from __future__ import annotations
 
 import argparse
-import json
 from collections.abc import Callable
 
 from campaign.dashboard.stores import open_existing as open_existing
 from campaign.dashboard.stores import sqlite_path as sqlite_path
+from campaign.jsonout import dumps
 
 
 def register(sub: argparse._SubParsersAction, common: Callable[[argparse.ArgumentParser], None]) -> None:
@@ -41,7 +41,7 @@ def cmd_status(args: argparse.Namespace) -> int:
         if args.json:
             from campaign.dashboard.figures import collect_figures
 
-            print(json.dumps(collect_figures(store), indent=2, sort_keys=True))
+            print(dumps(collect_figures(store), indent=2, sort_keys=True))
             return 0
         from campaign.dashboard.view import render_once
 

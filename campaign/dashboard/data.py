@@ -31,6 +31,7 @@ from campaign.dashboard.series import (
     recent_rate,
     weighted_series_np,
 )
+from campaign.held import held_counts
 from campaign.ledger import totals
 from campaign.spec import currency_of
 from campaign.store import AssignmentRow, CampaignRow, EventRow, HitRow, JudgmentRow, KVRow, LedgerRow, Store, WorkerRow
@@ -38,9 +39,9 @@ from campaign.store import AssignmentRow, CampaignRow, EventRow, HitRow, Judgmen
 N_BUCKETS = 48
 PENDING = ("submitted", "approving", "rejecting")
 REVIEWED = ("approved", "rejected")
-USER_EVENT_KINDS = ("pause", "resume", "cancel", "extend", "budget")  # written by commands, not by the daemon
+USER_EVENT_KINDS = ("pause", "resume", "cancel", "extend", "budget", "decide")  # written by commands, not by the daemon
 ERROR_KINDS = ("marketplace_error", "throttled", "review_error", "post_failed", "cancel_error", "extend_error",
-               "block_error", "bonus_error", "step_error")
+               "block_error", "bonus_error", "step_error", "held", "row_error")
 
 
 @dataclass
@@ -95,6 +96,7 @@ class CampaignView:
     acknowledged: dict[str, Any] | None  # the heartbeat's status, when the daemon writes one
     alerts: list[Alert]
     currency: str = "USD"  # what its amounts are in (Prolific campaigns may pay in GBP)
+    held: int = 0  # rows a step failed on, held for the operator (`campaign held`)
 
     @property
     def committed(self) -> Decimal:
@@ -220,6 +222,8 @@ class Reader:
         view.acknowledged = beat
         view.events = self._events(name)
         view.exclusions = self._exclusions(name)
+        with self.store.session() as s:
+            view.held = held_counts(s, name)["open"]
         view.alerts = compute_alerts(alert_input(view, now))
         return view
 

@@ -14,6 +14,7 @@ from typing import Any
 from sqlalchemy import func
 from sqlmodel import col, select
 
+from campaign.held import held_counts, held_rows
 from campaign.ledger import totals
 from campaign.money import fmt
 from campaign.spec import currency_of
@@ -21,6 +22,7 @@ from campaign.steps.repeat import retest_figures
 from campaign.store import AssignmentRow, CampaignRow, EventRow, HitRow, JudgmentRow, Store, WorkerRow
 
 HIT_OPEN = ("posted",)
+HELD_SHOWN = 20  # held rows listed in a campaign's figures (all of them: `campaign held`)
 
 
 def campaign_figures(store: Store, name: str, now: float | None = None) -> dict[str, Any]:
@@ -56,6 +58,7 @@ def campaign_figures(store: Store, name: str, now: float | None = None) -> dict[
                        .order_by(col(WorkerRow.excluded).desc(), col(WorkerRow.blocked).desc(), col(WorkerRow.worker_id)).limit(5)).all()
         evidence = [json.loads(e) for e in s.exec(select(WorkerRow.evidence).where(
             WorkerRow.campaign == name, WorkerRow.evidence != None)).all() if e]  # noqa: E711
+        held = held_counts(s, name)
     traps_seen = sum(e.get("traps_seen", 0) for e in evidence)
     traps_passed = sum(e.get("traps_passed", 0) for e in evidence)
     weighted = [(e["correlation"], e["labels"]) for e in evidence if e.get("correlation") is not None]
@@ -92,6 +95,8 @@ def campaign_figures(store: Store, name: str, now: float | None = None) -> dict[
                     "worst_workers": [{"worker": w.worker_id, "reason": w.reason, "excluded": w.excluded, "blocked": w.blocked}
                                       for w in worst]},
         "events": [{"ts": e.ts, "level": e.level, "kind": e.kind, "message": e.message} for e in events],
+        # rows a step failed on, quarantined for the operator (`campaign held`, `campaign decide`)
+        "held": {**held, "rows": held_rows(store, name, limit=HELD_SHOWN) if held["open"] else []},
     }
 
 

@@ -181,6 +181,8 @@ def campaign_summary(c: CampaignView, width: int) -> Text:
         t.append(f"  ·  r {c.agreement:.2f}" if c.agreement is not None else "")
         t.append(f" · traps {c.trap_pass_rate:.0%}" if c.trap_pass_rate is not None else "")
     t.append(f" · workers {c.workers} ({c.workers_excluded} excl, {c.workers_blocked} blocked) · labels excl {c.labels_excluded}/{c.labels}")
+    if c.held:
+        t.append(f" · {c.held} held for the operator (campaign held {c.name})", style="red")
     return t
 
 

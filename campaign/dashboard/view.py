@@ -62,6 +62,12 @@ def build(figures: dict, width: int = WIDE) -> Group:
         qt.add_row("labels excluded", f"{q['labels_excluded']} of {q['labels']}")
         for w in q["worst_workers"]:
             qt.add_row(f"worker {escape(w['worker'])}", escape(str(w["reason"])))
+        held = c.get("held") or {}
+        if held.get("open"):
+            waiting = f", {held['waiting']} decided, waiting for the daemon" if held.get("waiting") else ""
+            qt.add_row("held for the operator", f"{held['open']}{waiting} (`campaign held {escape(c['name'])}`)")
+            for r in held.get("rows", [])[:5]:
+                qt.add_row(f"held {escape(r['kind'])} {escape(r['row'])}", escape(f"{r['step']}: {r['reason']}"[:120]))
         for e in c["events"][:5]:
             qt.add_row(f"{time.strftime('%H:%M:%S', time.localtime(e['ts']))} {e['level']}", escape(e["message"][:120]))
         parts.append(qt)

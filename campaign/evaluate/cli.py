@@ -8,9 +8,10 @@ message` on stderr, like `campaign validate`; a usage error exits 2 through argp
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from collections.abc import Callable, Container, Mapping
+
+from campaign.jsonout import dumps
 
 KINDS = ("extract", "nuggets", "clusters", "hierarchy")
 
@@ -99,7 +100,7 @@ def run(args: argparse.Namespace) -> int:
         print(f"{exc}", file=sys.stderr)
         return 2
     if args.json:
-        print(json.dumps(result, indent=2, ensure_ascii=False))
+        print(dumps(result, indent=2, ensure_ascii=False))
     else:
         _print_table(args.evaluate_kind, result)
     return 0

@@ -16,7 +16,6 @@ the daemon, benchmarks) and returns a `RunningMarket` with the credentials of it
 from __future__ import annotations
 
 import argparse
-import email.utils
 import hmac
 import json
 import os
@@ -28,12 +27,11 @@ import threading
 import time
 import urllib.parse
 from decimal import Decimal
-from http import HTTPStatus
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
 from campaign.clock import Clock, ScaledClock, WallClock
+from campaign.jsonout import dumps
 from campaign.market import auth
 from campaign.market import protocol as P
 from campaign.market.accounts import DEFAULT_ACCOUNT, AccountError, Accounts, Credentials, write_credentials_file
@@ -42,122 +40,15 @@ from campaign.market.engine import Engine
 from campaign.market.faults import FaultConfig, Faults
 from campaign.market.operator import Operator, WorkerProfile, offline, register_in_process, unregister_in_process
 from campaign.market.worker_site import ContentSite, Reply, SiteConfig, WorkerSite
+from campaign.web.request import Refusal, Request, Response
+from campaign.web.server import Limits, RunningServer, listen
 
 LOOPBACK = {"127.0.0.1", "::1", "localhost"}
 MAX_BODY = 4 * 1024 * 1024  # a Question is at most 64 KiB; an answer form far less than this
-READ_TIMEOUT = 20.0  # seconds a client may take to send its headers and body
-MAX_LINE = 65536  # a request line or header line longer than this is refused (as http.server does)
-MAX_HEADERS = 100  # more header lines than this is refused (as http.client does)
-
-
-class BadRequest(Exception):
-    def __init__(self, status: int, code: str, message: str) -> None:
-        super().__init__(message)
-        self.status, self.code, self.message = status, code, message
-
-
-class MarketHTTPServer(ThreadingHTTPServer):
-    daemon_threads = True
-    allow_reuse_address = True
-    request_queue_size = 128
-
-    def __init__(self, addr: tuple[str, int], handler: type[BaseHTTPRequestHandler], market: Core) -> None:
-        super().__init__(addr, handler)
-        self.market = market
-
-    def handle_error(self, request: Any, client_address: Any) -> None:
-        """A client that goes away mid-request is normal on the internet; no traceback for it."""
-        exc = sys.exc_info()[1]
-        if isinstance(exc, (ConnectionError, TimeoutError, socket.timeout, OSError)):
-            return
-        print(f"marketplace: request failed: {type(exc).__name__}", file=sys.stderr)
-
-
-class RequestHeaders:
-    """A request's header lines as sent, looked up without regard to case.
-
-    The part of `http.client.HTTPMessage` the handlers use (get, get_all, items), built from the raw
-    lines in one pass: the stdlib builds a full MIME message per request through the email parser,
-    which was the largest single cost of a small API request here.
-    """
-
-    __slots__ = ("_items", "_by_name")
-
-    def __init__(self, items: list[tuple[str, str]]) -> None:
-        self._items = items
-        self._by_name: dict[str, list[str]] = {}
-        for name, value in items:
-            self._by_name.setdefault(name.lower(), []).append(value)
-
-    def get(self, name: str, failobj: Any = None) -> Any:
-        values = self._by_name.get(name.lower())
-        return values[0] if values else failobj
-
-    def get_all(self, name: str, failobj: Any = None) -> Any:
-        values = self._by_name.get(name.lower())
-        return list(values) if values else failobj
-
-    def items(self) -> list[tuple[str, str]]:
-        return list(self._items)
-
-    def __getitem__(self, name: str) -> str | None:
-        return self.get(name)
-
-    def __contains__(self, name: object) -> bool:
-        return isinstance(name, str) and name.lower() in self._by_name
-
-
-class HeaderError(Exception):
-    """A header section that cannot be read: too long a line, too many lines, a line without a colon."""
-
-    def __init__(self, status: HTTPStatus, message: str) -> None:
-        super().__init__(message)
-        self.status, self.message = status, message
-
-
-def read_headers(rfile: Any) -> RequestHeaders:
-    """The header lines up to the blank line; a folded line (leading space or tab) continues the one before."""
-    items: list[tuple[str, str]] = []
-    while True:
-        line = rfile.readline(MAX_LINE + 1)
-        if len(line) > MAX_LINE:
-            raise HeaderError(HTTPStatus.REQUEST_HEADER_FIELDS_TOO_LARGE, "Line too long")
-        if line in (b"\r\n", b"\n", b""):
-            return RequestHeaders(items)
-        if len(items) >= MAX_HEADERS:
-            raise HeaderError(HTTPStatus.REQUEST_HEADER_FIELDS_TOO_LARGE, "Too many headers")
-        text = line.decode("iso-8859-1").rstrip("\r\n")
-        if text[:1] in (" ", "\t"):
-            if not items:
-                raise HeaderError(HTTPStatus.BAD_REQUEST, "A header section cannot start with a continuation line")
-            name, value = items[-1]
-            items[-1] = (name, f"{value} {text.strip()}")
-            continue
-        name, sep, value = text.partition(":")
-        if not sep or not name or name != name.strip():
-            raise HeaderError(HTTPStatus.BAD_REQUEST, "Malformed header line")
-        items.append((name, value.strip()))
-
-
-_date_cache: tuple[int, str] = (0, "")
-
-
-def http_date() -> str:
-    """The Date header's value, formatted once per second rather than once per response."""
-    global _date_cache
-    now = int(time.time())
-    cached = _date_cache
-    if cached[0] != now:
-        cached = (now, email.utils.formatdate(now, usegmt=True))
-        _date_cache = cached
-    return cached[1]
-
-
-_PHRASES = {s.value: s.phrase for s in HTTPStatus}
 
 
 class Core:
-    """What both servers share."""
+    """What both origins share."""
 
     def __init__(self, engine: Engine, faults: Faults, accounts: Accounts, site: WorkerSite, content: ContentSite,
                  admin_token: str = "") -> None:
@@ -170,233 +61,119 @@ class Core:
         self.signing = auth.Signing(())  # the Host names it answers to: set once the sockets are bound
 
 
-class _Base(BaseHTTPRequestHandler):
-    server: MarketHTTPServer
-    raw_requestline: bytes  # set by BaseHTTPRequestHandler.handle_one_request
-    protocol_version = "HTTP/1.1"  # keep-alive: boto3 and the worker client reuse connections
-    server_version = "campaign-market"
-    disable_nagle_algorithm = True  # headers and body go out in separate writes; Nagle would add ~40 ms
-    timeout = READ_TIMEOUT
-
-    def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 - stdlib signature
-        return  # request lines carry ids of workers and assignments; nothing is logged
-
-    def handle_one_request(self) -> None:
-        try:
-            super().handle_one_request()
-        except (ConnectionError, TimeoutError):
-            self.close_connection = True
-
-    def parse_request(self) -> bool:
-        """The request line and headers, as `BaseHTTPRequestHandler.parse_request` reads them, but with the
-        headers read by `read_headers` (see `RequestHeaders`). HTTP/1.1 keeps the connection open unless
-        the client says `Connection: close`; HTTP/1.0 closes it unless the client asks for keep-alive."""
-        self.command = None  # type: ignore[assignment]  # stdlib convention until the line is read
-        self.request_version = self.default_request_version
-        self.close_connection = True
-        self.requestline = str(self.raw_requestline, "iso-8859-1").rstrip("\r\n")
-        words = self.requestline.split()
-        if not words:
-            return False
-        if len(words) == 3:
-            version = words[2]
-            major, dot, minor = version[5:].partition(".")
-            if (not version.startswith("HTTP/") or not dot or not major.isdigit() or not minor.isdigit()
-                    or len(major) > 10 or len(minor) > 10):
-                self.send_error(HTTPStatus.BAD_REQUEST, f"Bad request version ({version!r})")
-                return False
-            number = (int(major), int(minor))
-            if number >= (2, 0):
-                self.send_error(HTTPStatus.HTTP_VERSION_NOT_SUPPORTED, f"Invalid HTTP version ({version[5:]})")
-                return False
-            self.close_connection = number < (1, 1)
-            self.request_version = version
-        elif len(words) != 2 or words[0] != "GET":
-            self.send_error(HTTPStatus.BAD_REQUEST, f"Bad request syntax ({self.requestline!r})")
-            return False
-        self.command, self.path = words[0], words[1]
-        if self.path.startswith("//"):  # "//host/x" is an absolute URI to a browser: never echo one back
-            self.path = "/" + self.path.lstrip("/")
-        try:
-            self.headers = read_headers(self.rfile)  # type: ignore[assignment]
-        except HeaderError as exc:
-            self.send_error(exc.status, exc.message)
-            return False
-        conntype = (self.headers.get("Connection") or "").lower()
-        if conntype == "close":
-            self.close_connection = True
-        elif conntype == "keep-alive":
-            self.close_connection = False
-        if ((self.headers.get("Expect") or "").lower() == "100-continue" and self.request_version >= "HTTP/1.1"
-                and not self.handle_expect_100()):
-            return False
-        return True
-
-    # -- plumbing -------------------------------------------------------------------------------------
-    def _body(self) -> bytes:
-        """The whole body or a BadRequest: never a prefix of it (a short body is not the request)."""
-        if self.headers.get("Transfer-Encoding"):
-            raise BadRequest(411, "LengthRequired", "Transfer-Encoding is not supported; send Content-Length.")
-        raw = self.headers.get("Content-Length")
-        if raw is None:
-            return b""
-        raw = raw.strip()
-        if not raw.isdigit():
-            raise BadRequest(400, "InvalidContentLength", "Content-Length is not a number.")
-        n = int(raw)
-        if n > MAX_BODY:
-            raise BadRequest(413, "RequestEntityTooLarge", f"The body is larger than {MAX_BODY} bytes.")
-        if n == 0:
-            return b""
-        try:
-            data = self.rfile.read(n)
-        except TimeoutError:
-            data = b""
-        if len(data) < n:
-            raise BadRequest(400, "IncompleteBody", "The body is shorter than its Content-Length.")
-        return data
-
-    def _no_body(self) -> bytes:
-        """A GET carries no body; if one is announced, the connection is not reused (it would be misread)."""
-        if self.headers.get("Transfer-Encoding") or (self.headers.get("Content-Length") or "0").strip() != "0":
-            self.close_connection = True
-        return b""
-
-    def _send(self, status: int, content_type: str, body: bytes, headers: dict[str, str] | None = None) -> None:
-        """Status line, headers and body in one write (one system call, one TCP segment for small replies)."""
-        lines = [f"{self.protocol_version} {status} {_PHRASES.get(status, '')}", f"Server: {self.server_version}",
-                 f"Date: {http_date()}", f"Content-Type: {content_type}", f"Content-Length: {len(body)}",
-                 "X-Content-Type-Options: nosniff"]
-        lines += [f"{k}: {v}" for k, v in (headers or {}).items()]
-        if self.close_connection:
-            lines.append("Connection: close")
-        lines.append("\r\n")
-        data = "\r\n".join(lines).encode("latin-1", "strict")
-        try:
-            self.wfile.write(data if self.command == "HEAD" else data + body)
-        except (ConnectionError, TimeoutError):
-            self.close_connection = True
-
-    def _reply(self, reply: Reply) -> None:
-        self._send(reply.status, reply.content_type, reply.body, reply.headers)
-
-    def _bad(self, exc: BadRequest, api: bool) -> None:
-        self.close_connection = True
-        if api:
-            body = {"__type": "com.amazon.coral.service#SerializationException", "Message": exc.message}
-            self._send(exc.status, P.CONTENT_TYPE, json.dumps(body).encode(), {"x-amzn-RequestId": P.new_request_id()})
-        else:
-            self._send(exc.status, "application/json", json.dumps({"error": exc.code, "message": exc.message}).encode())
-
-    def do_HEAD(self) -> None:
-        self.do_GET()
-
-    def do_GET(self) -> None:
-        self._dispatch("GET")
-
-    def do_POST(self) -> None:
-        self._dispatch("POST")
-
-    def _dispatch(self, method: str) -> None:
-        raise NotImplementedError
-
-    def _cookies(self) -> str:
-        return self.headers.get("Cookie") or ""
+def _json_reply(status: int, payload: Any, headers: dict[str, str] | None = None) -> Response:
+    return Response(status, "application/json", json.dumps(payload).encode("utf-8"), headers or {})
 
 
-class Handler(_Base):
-    """The worker site's origin: requester API, worker pages, admin."""
+def _response(reply: Reply | None) -> Response:
+    if reply is None:
+        return Response(404, "text/plain; charset=utf-8", b"not found", dict(NOSNIFF))
+    return Response(reply.status, reply.content_type, reply.body, {**NOSNIFF, **(reply.headers or {})})
 
-    def _dispatch(self, method: str) -> None:
-        url = urllib.parse.urlsplit(self.path)
-        is_api = method == "POST" and url.path == "/"
-        try:
-            body = self._body() if method == "POST" else self._no_body()
-        except BadRequest as exc:
-            return self._bad(exc, is_api)
-        market = self.server.market
-        try:
-            if is_api:
-                return self._requester_api(url, body)
-            if url.path == "/admin/faults":
-                return self._admin(method, body)
-            if url.path == "/health":
-                return self._send(200, "application/json", b'{"ok": true}')
-            query = dict(urllib.parse.parse_qsl(url.query, keep_blank_values=True))
-            reply = market.site.route(method, url.path, query, body, dict(self.headers.items()), self.client_address[0])
-        except Exception as exc:  # noqa: BLE001 - one bad request must never take the server down
-            return self._send(500, "application/json", json.dumps({"error": "InternalError", "message": type(exc).__name__}).encode())
-        if reply is None:
-            return self._send(404, "text/plain; charset=utf-8", b"not found")
-        self._reply(reply)
 
-    def _requester_api(self, url: urllib.parse.SplitResult, body: bytes) -> None:
+NOSNIFF = {"X-Content-Type-Options": "nosniff"}
+
+
+class MarketApp:
+    """The worker site's origin: requester API (`POST /`), worker pages and API, the Prolific door's
+    routes (through `WorkerSite.route`), `/health` and the loopback admin. No socket here: the server
+    (`campaign.web.server`) hands it whole requests."""
+
+    max_body = MAX_BODY
+
+    def __init__(self, core: Core) -> None:
+        self.core = core
+
+    def refuse(self, method: str, path: str, refusal: Refusal) -> Response:
+        """The error shape of a request refused before routing: the API's on `POST /`, JSON elsewhere."""
+        if method == "POST" and path == "/":
+            body = {"__type": "com.amazon.coral.service#SerializationException", "Message": refusal.message}
+            return Response(refusal.status, P.CONTENT_TYPE, json.dumps(body).encode(),
+                            {**NOSNIFF, "x-amzn-RequestId": P.new_request_id()}, close=True)
+        return _error_reply(refusal)
+
+    def handle(self, req: Request) -> Response:
+        if req.method not in ("GET", "HEAD", "POST"):
+            return Response(501, "application/json", b'{"error": "NotImplemented"}', dict(NOSNIFF))
+        method = "GET" if req.method == "HEAD" else req.method
+        if method == "POST" and req.path == "/":
+            return self.requester_api(req)
+        if req.path == "/admin/faults":
+            return self._admin(method, req)
+        if req.path == "/health":
+            return Response(200, "application/json", b'{"ok": true}', dict(NOSNIFF))
+        reply = self.core.site.route(method, req.path, req.query_dict(), req.body if method == "POST" else b"",
+                                     dict(req.headers.items()), req.client)
+        return _response(reply)
+
+    def requester_api(self, req: Request) -> Response:
+        """Every requester call: authenticated (`auth.verify` on the request as sent), then faults, then the engine."""
         rid = P.new_request_id()
-        market = self.server.market
+        core = self.core
         try:
-            requester = auth.verify("POST", url.path, url.query, self.headers, body, market.accounts.lookup_key, time.time(),
-                                    market.signing)
-            verdict = market.faults.decide()
+            requester = auth.verify("POST", req.path, req.query, req.headers, req.body, core.accounts.lookup_key, time.time(),
+                                    core.signing)
+            verdict = core.faults.decide()
             if verdict == "throttle":
                 raise P.throttling()
             if verdict == "fault":
                 raise P.service_fault()
-            op = P.operation_for(self.headers.get("X-Amz-Target"))
-            params = P.validate(op, P.parse_body(body))
-            result = market.engine.handle(requester, op, params)
+            op = P.operation_for(req.headers.get("X-Amz-Target"))
+            params = P.validate(op, P.parse_body(req.body))
+            result = core.engine.handle(requester, op, params)
             status, payload = 200, result
         except P.ApiError as exc:
             status, payload = exc.status, exc.body
         except Exception:  # noqa: BLE001 - unexpected: MTurk's answer for its own bugs is a ServiceFault
             err = P.service_fault()
             status, payload = err.status, err.body
-        market.signing.settle(status, payload)
-        headers = {"x-amzn-RequestId": rid}
+        core.signing.settle(status, payload)
+        headers = {**NOSNIFF, "x-amzn-RequestId": rid}
         if status == 403:
             headers["x-amzn-ErrorType"] = str(payload.get("__type", ""))
-        self._send(status, P.CONTENT_TYPE, json.dumps(payload).encode("utf-8"), headers)
+        return Response(status, P.CONTENT_TYPE, json.dumps(payload).encode("utf-8"), headers)
 
-    def _admin(self, method: str, body: bytes) -> None:
+    def _admin(self, method: str, req: Request) -> Response:
         # Loopback alone is not enough: behind a reverse proxy every request comes from loopback.
-        market = self.server.market
-        given = self.headers.get("Authorization", "")
+        core = self.core
+        given = req.headers.get("Authorization", "")
         token = given[len("Bearer "):] if given.startswith("Bearer ") else ""
-        if self.client_address[0] not in LOOPBACK or not market.admin_token or not token or \
-                not hmac.compare_digest(token.encode(), market.admin_token.encode()):
-            return self._send(403, "application/json", b'{"error": "Forbidden"}')
+        if req.client not in LOOPBACK or not core.admin_token or not token or \
+                not hmac.compare_digest(token.encode(), core.admin_token.encode()):
+            return Response(403, "application/json", b'{"error": "Forbidden"}', dict(NOSNIFF))
         if method == "POST":
             try:
-                cfg = FaultConfig.from_dict(P.parse_json_object(body))
+                cfg = FaultConfig.from_dict(P.parse_json_object(req.body))
             except (ValueError, TypeError, P.ApiError) as exc:
-                return self._send(400, "application/json", json.dumps({"error": "BadFaults", "message": str(exc)}).encode())
-            market.faults.set(cfg)
-            market.engine.visibility_lag = cfg.visibility_lag
-        self._send(200, "application/json", json.dumps(market.faults.config.to_dict()).encode())
+                return _json_reply(400, {"error": "BadFaults", "message": str(exc)}, dict(NOSNIFF))
+            core.faults.set(cfg)
+            core.engine.visibility_lag = cfg.visibility_lag
+        return _json_reply(200, core.faults.config.to_dict(), dict(NOSNIFF))
 
 
-class ContentHandler(_Base):
+class ContentApp:
     """The content origin: requester HTML, shims, the answer form's target. No cookie is read here."""
 
-    def _dispatch(self, method: str) -> None:
-        url = urllib.parse.urlsplit(self.path)
-        try:
-            body = self._body() if method == "POST" else self._no_body()
-        except BadRequest as exc:
-            return self._bad(exc, False)
-        try:
-            query = dict(urllib.parse.parse_qsl(url.query, keep_blank_values=True))
-            reply = self.server.market.content.route(method, url.path, query, body)
-        except Exception as exc:  # noqa: BLE001
-            return self._send(500, "application/json", json.dumps({"error": "InternalError", "message": type(exc).__name__}).encode())
-        if reply is None:
-            return self._send(404, "text/plain; charset=utf-8", b"not found")
-        self._reply(reply)
+    max_body = MAX_BODY
+
+    def __init__(self, core: Core) -> None:
+        self.core = core
+
+    def refuse(self, method: str, path: str, refusal: Refusal) -> Response:
+        return _error_reply(refusal)
+
+    def handle(self, req: Request) -> Response:
+        if req.method not in ("GET", "HEAD", "POST"):
+            return Response(501, "application/json", b'{"error": "NotImplemented"}', dict(NOSNIFF))
+        method = "GET" if req.method == "HEAD" else req.method
+        reply = self.core.content.route(method, req.path, req.query_dict(), req.body if method == "POST" else b"")
+        return _response(reply)
 
 
-def _serve(httpd: MarketHTTPServer, name: str) -> threading.Thread:
-    thread = threading.Thread(target=httpd.serve_forever, kwargs={"poll_interval": 0.2}, name=name, daemon=True)
-    thread.start()
-    return thread
+def _error_reply(refusal: Refusal) -> Response:
+    return Response(refusal.status, "application/json",
+                    json.dumps({"error": refusal.code, "message": refusal.message}).encode(), dict(NOSNIFF),
+                    close=refusal.status != 500)
 
 
 def _url(host: str, port: int, scheme: str = "http") -> str:
@@ -405,23 +182,21 @@ def _url(host: str, port: int, scheme: str = "http") -> str:
 
 
 class RunningMarket:
-    """Both servers on daemon threads; `stop()` closes the sockets and the databases.
+    """Both origins on one server thread (`campaign.web.server`); `stop()` closes the sockets and the databases.
 
     `credentials` are the key pair of this marketplace's own requester account (created on first start
     in the state directory, reused afterwards); `operator` adds accounts and workers."""
 
-    def __init__(self, core: Core, httpd: MarketHTTPServer, content: MarketHTTPServer, db: Database,
-                 credentials: Credentials, endpoint_url: str, content_url: str) -> None:
+    def __init__(self, core: Core, server: RunningServer, db: Database, credentials: Credentials, endpoint_url: str,
+                 content_url: str) -> None:
         self.core = core
-        self.httpd = httpd
-        self.content_httpd = content
+        self.server = server
         self.db = db
         self.credentials = credentials
         self.endpoint_url = endpoint_url
         self.content_url = content_url
-        self.port = httpd.server_address[1]
+        self.port = server.address(0)[1]
         self.operator = Operator(core.engine, core.accounts, endpoint_url)
-        self._threads = [_serve(httpd, "market-server"), _serve(content, "market-content")]
         register_in_process(endpoint_url, self.operator)
 
     @property
@@ -446,11 +221,7 @@ class RunningMarket:
 
     def stop(self) -> None:
         unregister_in_process(self.endpoint_url)
-        for httpd in (self.httpd, self.content_httpd):
-            httpd.shutdown()
-            httpd.server_close()
-        for t in self._threads:
-            t.join(timeout=5)
+        self.server.stop()
         self.core.accounts.close()
         self.db.close()
 
@@ -464,7 +235,8 @@ class RunningMarket:
 def start_market(state_dir: Path, clock: Clock | None = None, mode: str = "sandbox",
                  balance: Decimal = Decimal("10000.00"), host: str = "127.0.0.1", port: int = 0,
                  faults: FaultConfig | None = None, content_port: int = 0, public_url: str | None = None,
-                 content_url: str | None = None, account: str = DEFAULT_ACCOUNT) -> RunningMarket:
+                 content_url: str | None = None, account: str = DEFAULT_ACCOUNT,
+                 limits: Limits | None = None) -> RunningMarket:
     """`public_url` / `content_url` are the addresses browsers use (e.g. https behind a proxy); by default
     the bound addresses. The content origin must differ from the worker site's origin."""
     state_dir = Path(state_dir)
@@ -478,23 +250,28 @@ def start_market(state_dir: Path, clock: Clock | None = None, mode: str = "sandb
     site = WorkerSite(engine, accounts, site_cfg)
     content = ContentSite(engine, site_cfg, site)
     core = Core(engine, Faults(cfg), accounts, site, content, admin_token=admin_token(state_dir))
+    sockets: list[socket.socket] = []
     try:
-        httpd = MarketHTTPServer((host, port), Handler, core)
-        content_httpd = MarketHTTPServer((host, content_port), ContentHandler, core)
-    except OSError:
+        sockets.append(listen(host, port))
+        sockets.append(listen(host, content_port))
+        endpoint = _url(host, sockets[0].getsockname()[1])
+        site_cfg.worker_origin = _origin(public_url or endpoint)
+        if content_url is None:  # same host name as browsers use for the worker site, the content server's port
+            public = urllib.parse.urlsplit(site_cfg.worker_origin)
+            content_url = _url(public.hostname or host, sockets[1].getsockname()[1], public.scheme)
+        site_cfg.content_origin = _origin(content_url)
+        core.signing = auth.Signing.for_urls(endpoint, site_cfg.worker_origin)
+        if site_cfg.worker_origin == site_cfg.content_origin:
+            raise ValueError("the content origin must differ from the worker site's origin")
+        server = RunningServer({sockets[0]: MarketApp(core), sockets[1]: ContentApp(core)}, limits or Limits(),
+                               name="market-server", server_name="campaign-market")
+    except BaseException:
+        for sock in sockets:
+            sock.close()
         accounts.close()
         db.close()
         raise
-    endpoint = _url(host, httpd.server_address[1])
-    site_cfg.worker_origin = _origin(public_url or endpoint)
-    if content_url is None:  # same host name as browsers use for the worker site, the content server's port
-        public = urllib.parse.urlsplit(site_cfg.worker_origin)
-        content_url = _url(public.hostname or host, content_httpd.server_address[1], public.scheme)
-    site_cfg.content_origin = _origin(content_url)
-    core.signing = auth.Signing.for_urls(endpoint, site_cfg.worker_origin)
-    if site_cfg.worker_origin == site_cfg.content_origin:
-        raise ValueError("the content origin must differ from the worker site's origin")
-    return RunningMarket(core, httpd, content_httpd, db, credentials, endpoint, site_cfg.content_origin)
+    return RunningMarket(core, server, db, credentials, endpoint, site_cfg.content_origin)
 
 
 ADMIN_TOKEN_FILE = "admin-token"
@@ -642,7 +419,7 @@ def admin_main(argv: list[str]) -> int:
             return 2
         link = op.signin_link(code, args.url)
         if args.json:
-            print(json.dumps({"WorkerId": args.worker_id, "code": code, "link": link}))
+            print(dumps({"WorkerId": args.worker_id, "code": code, "link": link}))
         else:
             print(f"worker {args.worker_id}: sign-in link {link}\nsign-in code {code}")
         return 0

@@ -20,6 +20,7 @@ from sqlmodel import Session, col, func, select
 from campaign.ledger import charge_assignment, release_assignment
 from campaign.marketplaces.base import MarketError, RemoteAssignment, fees_of
 from campaign.steps.context import BEHIND_COLLECT, Context, crash_point, remote_id
+from campaign.steps.isolation import ASSIGNMENT, describe, hold, note_once, settle_remotely
 from campaign.store import AssignmentRow, HitRow, ItemRow, JudgmentRow, WorkerRow
 from campaign.tasks import get as get_kind
 from campaign.tasks.base import InvalidAnswer, ShownItem
@@ -71,7 +72,11 @@ def collect(ctx: Context, sweep: int = SWEEP, seconds: float = COLLECT_SECONDS) 
         except MarketError as exc:
             ctx.store.event(ctx.name, "marketplace_error", f"collecting {hit.hit_key}: {exc}", level="warning", subject=hit.hit_key)
             break
-        new += store_assignments(ctx, hit, remote)
+        try:
+            new += store_assignments(ctx, hit, remote)
+        except Exception as exc:  # this HIT's listing cannot be stored: the others still are (noted once per error)
+            note_once(ctx, "collect", hit.hit_key, exc)
+            continue
         if hit.id in ready and len(remote) >= hit.assignments:
             _done_collecting(ctx, remote_id(hit))
         if hit.id not in ready:
@@ -180,6 +185,10 @@ def store_assignments(ctx: Context, hit: HitRow, remote: Sequence[RemoteAssignme
                     # answer (a ValueError: campaign.market.answers.MalformedAnswer), and the XML parser's
                     # own ParseError (a SyntaxError) from any reader that lets it through
                     row.valid, row.error, judgments = False, str(exc)[:500], []
+                except Exception as exc:  # a failure of ours, not the worker's: held for the operator (invariant 8)
+                    row.status, row.valid, row.error, judgments = "held", False, describe(exc), []
+                    s.add(row)
+                    hold(ctx, ASSIGNMENT, aid, "collect", exc, hit_key=hit.hit_key, worker_id=row.worker_id, session=s)
                 s.add(row)
                 labels += [{"campaign": ctx.name, "stage": hit.stage, "assignment_id": aid, "worker_id": row.worker_id,
                             "item_key": j.item_key, "value": j.value, "excluded": False,
@@ -191,7 +200,7 @@ def store_assignments(ctx: Context, hit: HitRow, remote: Sequence[RemoteAssignme
                 s.add(w)
                 new += 1
                 crash_point("collect.mid_transaction")
-            if status != row.status and row.status in ("submitted", "approving", "rejecting"):
+            if status != row.status and row.status in ("submitted", "approving", "rejecting", "held"):
                 _adopt_remote_status(ctx, s, hit, row, status)
         if labels:  # plain rows in one statement: through the ORM, the labels were most of a HIT's write
             s.flush()
@@ -209,9 +218,11 @@ def _adopt_remote_status(ctx: Context, s: Session, hit: HitRow, row: AssignmentR
         release_assignment(s, ctx.name, hit.hit_key, row.assignment_id, reward, hit.assignments, fees_of(ctx.market))
     else:
         return
-    if row.status == "submitted":
+    if row.status in ("submitted", "held"):
         ctx.store.event(ctx.name, "auto_approved" if status == "approved" else "rejected_remotely",
                         f"{row.assignment_id} was {status} on the marketplace", subject=row.assignment_id, session=s)
+    if row.status == "held":  # the marketplace settled it before the operator did: its decision stands
+        settle_remotely(ctx, s, ASSIGNMENT, row.assignment_id, f"{status} on the marketplace before anyone decided")
     row.status = status
     row.decided_at = ctx.clock.now()
     s.add(row)

@@ -23,11 +23,13 @@ from campaign.steps.collect import collect
 from campaign.steps.context import Context
 from campaign.steps.control import alerts, apply_cancel, apply_extend, heartbeat, post_interrupted
 from campaign.steps.finish import finish_if_done
+from campaign.steps.isolation import StepGuard
 from campaign.steps.plan import load_items, plan_stage
 from campaign.steps.post import post_pending
 from campaign.steps.quality_pass import blocks, bonuses, quality_pass
 from campaign.steps.repeat import plan_repeat
 from campaign.steps.review import close_finished_hits, review
+from campaign.steps.settle import settle_decisions
 from campaign.steps.stages import ready_stages
 from campaign.steps.studies import open_places, settle_studies
 from campaign.tasks import get as get_kind
@@ -49,13 +51,23 @@ class Step:
     run_stage: Callable[[Context, Stage], Any] | None = None  # once per ready stage (see `stages.ready_stages`)
     batch_planned: bool | None = None  # with run_stage: only stages whose kind is (True) / is not (False) batch-planned
 
-    def __call__(self, ctx: Context) -> None:
+    def __call__(self, ctx: Context, guard: StepGuard | None = None) -> None:
+        """Run the step; with `guard`, a failure (of the whole step, or of one stage of a stage-wise
+        step) is the guard's to record and back off, and the other stages still run."""
         if self.run is not None:
-            self.run(ctx)
+            run = self.run
+            if guard is None:
+                run(ctx)
+            else:
+                guard.run(self.name, lambda: run(ctx))
         if self.run_stage is not None:
+            run_stage = self.run_stage
             for stage in ready_stages(ctx):
                 if self.batch_planned is None or get_kind(stage.kind).batch_planned == self.batch_planned:
-                    self.run_stage(ctx, stage)
+                    if guard is None:
+                        run_stage(ctx, stage)
+                    else:
+                        guard.run(f"{self.name}:{stage.name}", lambda st=stage: run_stage(ctx, st))  # type: ignore[misc]
 
 
 def _statuses(*names: str) -> frozenset[str]:
@@ -74,6 +86,7 @@ PIPELINE: tuple[Step, ...] = (
     Step("post-interrupted", _statuses(CANCELLING), run=post_interrupted),
     Step("cancel", _statuses(CANCELLING), run=apply_cancel),
     Step("collect", ACTIVE, run=collect),
+    Step("decisions", TICKED, run=settle_decisions),  # the operator's decisions on held rows (`campaign decide`)
     Step("quality", ACTIVE, run=quality_pass),
     Step("blocks", _statuses(RUNNING, CANCELLING), run=blocks),
     Step("review", _statuses(RUNNING, CANCELLING), run=review),
@@ -92,15 +105,20 @@ def steps_for(status: str, pipeline: tuple[Step, ...] = PIPELINE) -> list[Step]:
     return [s for s in pipeline if status in s.statuses]
 
 
-def run_pass(ctx: Context, status: str, pipeline: tuple[Step, ...] = PIPELINE,
+def run_pass(ctx: Context, status: str, pipeline: tuple[Step, ...] | None = None,
              step_ms: dict[str, list[float]] | None = None) -> list[str]:
     """Run every step declared for `status`, in order; returns the names of the steps run. `step_ms`
-    collects each step's duration, so a slow pass can be traced to the step that grew."""
+    collects each step's duration, so a slow pass can be traced to the step that grew.
+
+    A step that raises costs only itself: it is recorded once and backs off (`isolation.StepGuard`),
+    and the rest of the pass runs; its rows are the step's own to isolate (`isolation.hold`)."""
     ran = []
-    for step in steps_for(status, pipeline):
+    guard = StepGuard(ctx)
+    StepGuard.next_pass(ctx)
+    for step in steps_for(status, PIPELINE if pipeline is None else pipeline):
         log.debug("campaign %s: step %s", ctx.name, step.name)
         started = time.perf_counter()
-        step(ctx)
+        step(ctx, guard)
         if step_ms is not None:
             step_ms.setdefault(step.name, []).append((time.perf_counter() - started) * 1000)
         ran.append(step.name)

@@ -20,6 +20,7 @@ from campaign.marketplaces.base import HitRequest, HitType, MarketError, RemoteH
 from campaign.spec import Stage
 from campaign.steps.budget import note_blocked
 from campaign.steps.context import BEHIND_COLLECT, BEHIND_REVIEW, Context, crash_point, get_row
+from campaign.steps.isolation import HIT, describe, hold
 from campaign.steps.repeat import excluded_groups
 from campaign.store import CampaignRow, HitRow, ItemRow
 from campaign.tasks import get as get_kind
@@ -114,6 +115,9 @@ def post_pending(ctx: Context, limit: int | None = None, only_interrupted: bool 
             except MarketError as exc:
                 _fail(ctx, hit, str(exc))
                 continue
+            except Exception as exc:  # a failure of ours on this HIT: held with its reservation, the others go up
+                _hold(ctx, hit, exc)
+                continue
             crash_point("post.after_call")
             if remote.reconciled:
                 ctx.store.event(ctx.name, "reconciled", f"{hit.hit_key} was already posted as {remote.hit_id}", subject=hit.hit_key)
@@ -193,6 +197,19 @@ def _record_posted(ctx: Context, hit: HitRow, remote: RemoteHit) -> None:
         row.expires_at = remote.expires_at
         s.add(row)
         log.debug("posted %s as %s", row.hit_key, row.hit_id)
+
+
+def _hold(ctx: Context, hit: HitRow, exc: Exception) -> None:
+    """Quarantine a HIT whose posting failed for a reason of ours (invariant 8). Its reservation stays
+    (the call may have happened: settling it looks the HIT up by its annotation)."""
+    with ctx.store.session() as s:
+        row = get_row(s, HitRow, hit.id)
+        if row.status not in ("draft", "posting"):
+            return
+        row.status = "held"
+        row.error = describe(exc)
+        s.add(row)
+        hold(ctx, HIT, row.hit_key, "post", exc, hit_key=row.hit_key, session=s)
 
 
 def _fail(ctx: Context, hit: HitRow, why: str) -> None:

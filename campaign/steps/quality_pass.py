@@ -253,25 +253,36 @@ def stage_collected(ctx: Context, stage_name: str) -> bool:
 
 
 def block_workers(ctx: Context, result: ReviewResult) -> None:
+    """Block every worker the review says to block; one that fails is tried again next pass, the others
+    are blocked now (invariant 8)."""
+    from campaign.steps.isolation import note_once
+
     for w in sorted(result.workers("block")):
-        with ctx.store.session() as s:
-            row = s.exec(select(WorkerRow).where(WorkerRow.campaign == ctx.name, WorkerRow.worker_id == w)).first()
-            if row is None or row.blocked:
-                continue
         try:
-            ctx.market.block(w, result.reason(w) or "quality")
-        except MarketError as exc:
-            ctx.store.event(ctx.name, "block_error", f"{w}: {exc}", level="warning", subject=w)
-            continue
-        with ctx.store.session() as s:
-            row = s.exec(select(WorkerRow).where(WorkerRow.campaign == ctx.name, WorkerRow.worker_id == w)).first()
-            if row is None:
-                continue
-            row.blocked = True
-            s.add(row)
-            block_list = ctx.campaign.quality.block_list
-            ctx.store.event(ctx.name, "worker_blocked", f"{w}: {result.reason(w)}", subject=w,
-                            data={"block_list": block_list, **result.evidence[w].as_dict()}, session=s)
+            _block(ctx, result, w)
+        except Exception as exc:
+            note_once(ctx, "blocks", w, exc)
+
+
+def _block(ctx: Context, result: ReviewResult, w: str) -> None:
+    with ctx.store.session() as s:
+        row = s.exec(select(WorkerRow).where(WorkerRow.campaign == ctx.name, WorkerRow.worker_id == w)).first()
+        if row is None or row.blocked:
+            return
+    try:
+        ctx.market.block(w, result.reason(w) or "quality")
+    except MarketError as exc:
+        ctx.store.event(ctx.name, "block_error", f"{w}: {exc}", level="warning", subject=w)
+        return
+    with ctx.store.session() as s:
+        row = s.exec(select(WorkerRow).where(WorkerRow.campaign == ctx.name, WorkerRow.worker_id == w)).first()
+        if row is None:
+            return
+        row.blocked = True
+        s.add(row)
+        block_list = ctx.campaign.quality.block_list
+        ctx.store.event(ctx.name, "worker_blocked", f"{w}: {result.reason(w)}", subject=w,
+                        data={"block_list": block_list, **result.evidence[w].as_dict()}, session=s)
 
 
 def sync_shared_blocks(ctx: Context) -> None:
@@ -315,6 +326,11 @@ def bonuses(ctx: Context) -> None:
         pay_bonuses(ctx, result)
 
 
+def bonus_token(ctx: Context, worker_id: str) -> str:
+    """A bonus's idempotency token: the same for every attempt, the quality step's and the operator's."""
+    return hashlib.sha1(f"{ctx.name}|{ctx.instance}|bonus|{worker_id}".encode()).hexdigest()
+
+
 def pay_bonuses(ctx: Context, result: ReviewResult) -> None:
     """One bonus per deserving worker per campaign, on their latest approved assignment."""
     amount = Decimal(ctx.campaign.quality.bonus) if ctx.campaign.quality.bonus else None
@@ -323,36 +339,67 @@ def pay_bonuses(ctx: Context, result: ReviewResult) -> None:
     for w in sorted(result.workers("bonus")):
         key = f"bonus:{w}"
         state = ctx.store.get_kv(ctx.name, key)
-        if state == "paid":
+        if state in ("paid", "held"):
             continue
-        with ctx.store.session() as s:
-            aid = s.exec(select(AssignmentRow.assignment_id).where(AssignmentRow.campaign == ctx.name, AssignmentRow.worker_id == w,
-                                                                   AssignmentRow.status == "approved")
-                         .order_by(col(AssignmentRow.assignment_id).desc())).first()
-            if aid is None:
-                continue
-            try:
-                reserve_bonus(s, ctx.name, ctx.campaign.budget, w, amount, aid, fees_of(ctx.market))
-            except BudgetExceeded as exc:
-                ctx.store.event(ctx.name, "budget_stop", f"bonus for {w}: {exc}", level="warning", subject=w, session=s)
-                return
-            ctx.store.set_kv(ctx.name, key, "sending", session=s)
-        token = hashlib.sha1(f"{ctx.name}|{ctx.instance}|bonus|{w}".encode()).hexdigest()
         try:
-            ctx.market.bonus(w, aid, amount, result.reason(w) or "Thank you for consistently careful work.", token)
-        except AlreadyDone:
-            pass  # paid by an earlier attempt whose answer was lost: book it below
-        except TransientError as exc:
-            ctx.store.event(ctx.name, "bonus_error", f"{w}: {exc}", level="warning", subject=w)
-            continue  # reserved and "sending": tried again with the same token next pass
-        except MarketError as exc:
-            with ctx.store.session() as s:
-                release_bonus(s, ctx.name, w, amount, aid, fees_of(ctx.market))
-                ctx.store.set_kv(ctx.name, key, "paid", session=s)  # refused for good: never retried
-                ctx.store.event(ctx.name, "bonus_error", f"{w}: {exc}", level="warning", subject=w, session=s)
-            continue
-        crash_point("bonus.after_call")
+            if not _pay_bonus(ctx, result, w, amount):
+                return
+        except Exception as exc:  # a failure of ours on this bonus: held, reserved, not sent; the others are paid
+            _hold_bonus(ctx, result, w, amount, exc)
+
+
+class _SendFailed(Exception):
+    """The bonus call itself raised something other than a marketplace error: it may have been paid."""
+
+
+def _hold_bonus(ctx: Context, result: ReviewResult, w: str, amount: Decimal, exc: Exception) -> None:
+    from campaign.steps.isolation import BONUS, hold
+
+    key = f"bonus:{w}"
+    with ctx.store.session() as s:
+        aid = s.exec(select(AssignmentRow.assignment_id).where(AssignmentRow.campaign == ctx.name, AssignmentRow.worker_id == w,
+                                                               AssignmentRow.status == "approved")
+                     .order_by(col(AssignmentRow.assignment_id).desc())).first()
+        sent = isinstance(exc, _SendFailed)
+        ctx.store.set_kv(ctx.name, key, "held", session=s)
+        hold(ctx, BONUS, key, "bonuses", exc.__cause__ if sent and exc.__cause__ is not None else exc, worker_id=w, session=s,
+             data={"amount": str(amount), "assignment_id": aid, "reason": result.reason(w), "may_have_been_sent": sent})
+
+
+def _pay_bonus(ctx: Context, result: ReviewResult, w: str, amount: Decimal) -> bool:
+    """One worker's bonus: reserve, send, book. False when the budget cannot cover it (no more bonuses)."""
+    key = f"bonus:{w}"
+    with ctx.store.session() as s:
+        aid = s.exec(select(AssignmentRow.assignment_id).where(AssignmentRow.campaign == ctx.name, AssignmentRow.worker_id == w,
+                                                               AssignmentRow.status == "approved")
+                     .order_by(col(AssignmentRow.assignment_id).desc())).first()
+        if aid is None:
+            return True
+        try:
+            reserve_bonus(s, ctx.name, ctx.campaign.budget, w, amount, aid, fees_of(ctx.market))
+        except BudgetExceeded as exc:
+            ctx.store.event(ctx.name, "budget_stop", f"bonus for {w}: {exc}", level="warning", subject=w, session=s)
+            return False
+        ctx.store.set_kv(ctx.name, key, "sending", session=s)
+    token = bonus_token(ctx, w)
+    try:
+        ctx.market.bonus(w, aid, amount, result.reason(w) or "Thank you for consistently careful work.", token)
+    except AlreadyDone:
+        pass  # paid by an earlier attempt whose answer was lost: book it below
+    except TransientError as exc:
+        ctx.store.event(ctx.name, "bonus_error", f"{w}: {exc}", level="warning", subject=w)
+        return True  # reserved and "sending": tried again with the same token next pass
+    except MarketError as exc:
         with ctx.store.session() as s:
-            charge_bonus(s, ctx.name, w, amount, aid, fees_of(ctx.market))
-            ctx.store.set_kv(ctx.name, key, "paid", session=s)
-            ctx.store.event(ctx.name, "bonus", f"{w}: {shown(amount, ctx.campaign.currency)} bonus ({result.reason(w)})", subject=w, session=s)
+            release_bonus(s, ctx.name, w, amount, aid, fees_of(ctx.market))
+            ctx.store.set_kv(ctx.name, key, "paid", session=s)  # refused for good: never retried
+            ctx.store.event(ctx.name, "bonus_error", f"{w}: {exc}", level="warning", subject=w, session=s)
+        return True
+    except Exception as exc:  # not the marketplace's answer: the bonus may or may not have been paid
+        raise _SendFailed(str(exc)) from exc
+    crash_point("bonus.after_call")
+    with ctx.store.session() as s:
+        charge_bonus(s, ctx.name, w, amount, aid, fees_of(ctx.market))
+        ctx.store.set_kv(ctx.name, key, "paid", session=s)
+        ctx.store.event(ctx.name, "bonus", f"{w}: {shown(amount, ctx.campaign.currency)} bonus ({result.reason(w)})", subject=w, session=s)
+    return True

@@ -21,6 +21,7 @@ from campaign.marketplaces.base import InvalidState, MarketError, TransientError
 from campaign.quality.review import ReviewResult, feedback
 from campaign.steps.collect import store_assignments
 from campaign.steps.context import BEHIND_REVIEW, Context, crash_point, get_row, remote_id
+from campaign.steps.isolation import hold_assignment
 from campaign.steps.quality_pass import stage_collected, stage_reviews
 from campaign.store import AssignmentRow, CampaignRow, HitRow
 
@@ -64,25 +65,36 @@ def decide(ctx: Context, rows: list[AssignmentRow], results: dict[str, ReviewRes
     collected: dict[str, bool] = {}
     now = ctx.clock.now()
     for r in rows:
-        if not r.valid:
-            out[r.assignment_id] = ("reject", INVALID_FEEDBACK.format(why=r.error or "malformed answer"))
+        try:
+            decision = _decide_one(ctx, r, results, collected, now)
+        except Exception as exc:  # this row only: held for the operator, the others are decided (invariant 8)
+            hold_assignment(ctx, r.assignment_id, "review", exc)
             continue
-        result = results.get(r.stage)
-        if result is None:
-            out[r.assignment_id] = ("approve", None)
-            continue
-        if r.stage not in collected:
-            collected[r.stage] = stage_collected(ctx, r.stage)
-        late = r.submit_time is not None and now - r.submit_time > ctx.campaign.stage(r.stage).auto_approval_delay / 2
-        if r.worker_id in result.workers("reject"):
-            if collected[r.stage] or late:  # on the final evidence, or the last evidence there is time for
-                out[r.assignment_id] = ("reject", feedback(result.reason(r.worker_id) or "clear spam"))
-            continue
-        e = result.evidence.get(r.worker_id)
-        settled = e is not None and (e.shared_items >= 2 * ctx.campaign.quality.min_shared or e.traps_seen >= 2)
-        if settled or collected[r.stage] or late:
-            out[r.assignment_id] = ("approve", None)
+        if decision is not None:
+            out[r.assignment_id] = decision
     return out
+
+
+def _decide_one(ctx: Context, r: AssignmentRow, results: dict[str, ReviewResult], collected: dict[str, bool],
+                now: float) -> tuple[str, str | None] | None:
+    """One assignment's decision (see `decide`); None: held back until the evidence is in."""
+    if not r.valid:
+        return ("reject", INVALID_FEEDBACK.format(why=r.error or "malformed answer"))
+    result = results.get(r.stage)
+    if result is None:
+        return ("approve", None)
+    if r.stage not in collected:
+        collected[r.stage] = stage_collected(ctx, r.stage)
+    late = r.submit_time is not None and now - r.submit_time > ctx.campaign.stage(r.stage).auto_approval_delay / 2
+    if r.worker_id in result.workers("reject"):
+        if collected[r.stage] or late:  # on the final evidence, or the last evidence there is time for
+            return ("reject", feedback(result.reason(r.worker_id) or "clear spam"))
+        return None
+    e = result.evidence.get(r.worker_id)
+    settled = e is not None and (e.shared_items >= 2 * ctx.campaign.quality.min_shared or e.traps_seen >= 2)
+    if settled or collected[r.stage] or late:
+        return ("approve", None)
+    return None
 
 
 def review(ctx: Context, limit: int | None = None, seconds: float = REVIEW_SECONDS) -> int:
@@ -143,6 +155,9 @@ def review(ctx: Context, limit: int | None = None, seconds: float = REVIEW_SECON
                                     f"{aid} was {outcome} on the marketplace", subject=aid)
             except MarketError as exc:
                 ctx.store.event(ctx.name, "review_error", f"{aid}: {exc}", level="error", subject=aid)
+                continue
+            except Exception as exc:  # not the marketplace's answer but a failure of ours: held (the call may
+                hold_assignment(ctx, aid, "review", exc)  # have happened: settling reads the outcome back)
                 continue
             crash_point("review.after_call")
             outcomes.append((aid, outcome))
@@ -224,13 +239,14 @@ def close_finished_hits(ctx: Context) -> int:
         # assignment's status each pass made this step grow with the campaign, not with its new work
         n_decided = (select(func.count()).select_from(AssignmentRow)
                      .where(AssignmentRow.campaign == HitRow.campaign, AssignmentRow.hit_key == HitRow.hit_key,
-                            col(AssignmentRow.status).in_(DECIDED)).scalar_subquery())
+                            col(AssignmentRow.status).in_((*DECIDED, "held"))).scalar_subquery())
         hits = s.exec(select(HitRow).where(
             HitRow.campaign == ctx.name, HitRow.status == "posted",
             or_(and_(col(HitRow.expires_at).is_not(None), col(HitRow.expires_at) <= now),
                 n_decided >= col(HitRow.assignments))).order_by(col(HitRow.id))).all()
         decided: dict[str, int] = {}
         open_: dict[str, int] = {}
+        held: dict[str, int] = {}  # held for the operator: closes the HIT, keeps its share reserved
         keys = [h.hit_key for h in hits]
         for i in range(0, len(keys), 500):
             for hk, st, n in s.exec(select(AssignmentRow.hit_key, AssignmentRow.status, func.count()).where(
@@ -238,10 +254,14 @@ def close_finished_hits(ctx: Context) -> int:
                     .group_by(AssignmentRow.hit_key, AssignmentRow.status)).all():
                 if st in DECIDED:
                     decided[hk] = decided.get(hk, 0) + n
+                elif st == "held":
+                    held[hk] = held.get(hk, 0) + n
                 else:
                     open_[hk] = open_.get(hk, 0) + n
+    # a HIT whose undecided work is all held closes like a decided one (held rows must not keep a
+    # campaign from finishing), but with the held assignments' shares still reserved until settled
     for hit in hits:
-        full = decided.get(hit.hit_key, 0) >= hit.assignments
+        full = decided.get(hit.hit_key, 0) + held.get(hit.hit_key, 0) >= hit.assignments
         expired = hit.expires_at is not None and now >= hit.expires_at and not open_.get(hit.hit_key)
         if expired and not full:
             try:  # an expired HIT may still hold accepted work until its assignments' deadlines
@@ -269,6 +289,9 @@ def close_finished_hits(ctx: Context) -> int:
                 row.status = "closed"
                 row.closed_at = now
                 s.add(row)
-                release_hit_rest(s, ctx.name, row.hit_key)
+                keep = Decimal(0)
+                if held.get(hit.hit_key):  # the held work's shares: charged or released when it is settled
+                    keep = held[hit.hit_key] * fees_of(ctx.market).assignment(Decimal(hit.reward), hit.assignments).total
+                release_hit_rest(s, ctx.name, row.hit_key, keep=keep)
             closed += 1
     return closed

@@ -27,9 +27,10 @@ from sqlmodel import col, select
 
 from campaign.ledger import charge_place, release_study_rest, reserve_places
 from campaign.marketplaces.base import MarketError, Studies
-from campaign.money import fmt
+from campaign.money import Cost, fmt
 from campaign.steps.budget import BLOCKED_KEY, note_blocked
 from campaign.steps.context import Context, crash_point
+from campaign.steps.isolation import note_once
 from campaign.steps.stages import OPEN, stage_done
 from campaign.steps.study_state import keys_by_stage, over_key
 from campaign.store import CampaignRow, HitRow
@@ -54,26 +55,34 @@ def open_places(ctx: Context) -> int:
     cost = market.place_cost()
     opened = 0
     for key, places in sorted(wanted.items()):
-        if ctx.store.get_kv(ctx.name, over_key(key), ""):
-            continue
-        with ctx.store.session() as s:
-            reserved, short = reserve_places(s, ctx.name, ctx.campaign.budget, key, places, cost)
-        if short:
-            note_blocked(ctx, short, key)
-        before = int(ctx.store.get_kv(ctx.name, _places_key(key), "0") or 0)
-        if reserved <= before:
-            continue
-        crash_point("places.before_call")
         try:
-            now = market.refill(key, reserved)
-        except MarketError as exc:
-            ctx.store.event(ctx.name, "marketplace_error", f"opening places of study {key}: {exc}", level="warning", subject=key)
-            continue
-        crash_point("places.after_call")
-        ctx.store.set_kv(ctx.name, _places_key(key), str(now))
-        ctx.store.event(ctx.name, "places", f"study {key}: {now} places open ({fmt(cost.total)} reserved each)", subject=key)
-        opened += now - before
+            opened += _open(ctx, market, key, places, cost)
+        except Exception as exc:  # this study only: the others still get their places (invariant 8)
+            note_once(ctx, "places", key, exc)
     return opened
+
+
+def _open(ctx: Context, market: Studies, key: str, places: int, cost: Cost) -> int:
+    """Reserve, then open, one study's places; returns how many were opened now."""
+    if ctx.store.get_kv(ctx.name, over_key(key), ""):
+        return 0
+    with ctx.store.session() as s:
+        reserved, short = reserve_places(s, ctx.name, ctx.campaign.budget, key, places, cost)
+    if short:
+        note_blocked(ctx, short, key)
+    before = int(ctx.store.get_kv(ctx.name, _places_key(key), "0") or 0)
+    if reserved <= before:
+        return 0
+    crash_point("places.before_call")
+    try:
+        now = market.refill(key, reserved)
+    except MarketError as exc:
+        ctx.store.event(ctx.name, "marketplace_error", f"opening places of study {key}: {exc}", level="warning", subject=key)
+        return 0
+    crash_point("places.after_call")
+    ctx.store.set_kv(ctx.name, _places_key(key), str(now))
+    ctx.store.event(ctx.name, "places", f"study {key}: {now} places open ({fmt(cost.total)} reserved each)", subject=key)
+    return now - before
 
 
 def settle_studies(ctx: Context) -> int:
@@ -92,8 +101,12 @@ def settle_studies(ctx: Context) -> int:
     charged = 0
     with ctx.store.session() as s:
         for sub in subs:
-            if sub.status == "approved" and charge_place(s, ctx.name, sub.key, sub.submission_id, cost):
-                charged += 1
+            try:
+                with s.begin_nested():  # one submission that fails undoes only its own entry
+                    if sub.status == "approved" and charge_place(s, ctx.name, sub.key, sub.submission_id, cost):
+                        charged += 1
+            except Exception as exc:  # the others are still charged; this one is tried again next pass
+                note_once(ctx, "studies", sub.submission_id, exc)
     with ctx.store.session() as s:
         row = s.get(CampaignRow, ctx.name)
         cancelling = row is not None and row.status == "cancelling"

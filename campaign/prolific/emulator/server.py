@@ -15,10 +15,8 @@ import json
 import re
 import signal
 import threading
-import urllib.parse
 from collections.abc import Callable
 from decimal import Decimal
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
@@ -27,6 +25,9 @@ from campaign.filemodes import private_dir
 from campaign.prolific.emulator.engine import RANGE_FILTERS, SELECT_FILTERS, ApiError, Emulator
 from campaign.prolific.emulator.store import DocStore
 from campaign.untrusted import Refused, loads_json
+from campaign.web.request import Refusal, Response
+from campaign.web.request import Request as WebRequest
+from campaign.web.server import Limits, RunningServer, listen
 
 MAX_BODY = 1 << 20
 LOOPBACK = {"127.0.0.1", "::1"}
@@ -58,27 +59,6 @@ def _page(rows: list[Any], query: dict[str, str], base: str) -> dict[str, Any]:
             "_links": {"self": {"href": base, "title": "Current"}, "next": {"href": nxt, "title": "Next"},
                        "previous": {"href": prev, "title": "Previous"}, "last": {"href": base, "title": "Last"}},
             "meta": {"count": total}}
-
-
-def read_json_body(data: bytes) -> Any:
-    """A request body as JSON under `campaign.untrusted`'s rules (UTF-8, bounded depth, finite numbers,
-    no lone surrogate); empty is `{}`; anything else is a 400 `ApiError`, never another exception."""
-    if not data.strip():
-        return {}
-    try:
-        return loads_json(data, "the request body")
-    except Refused as exc:
-        raise ApiError(400, f"The request body is not valid JSON: {exc}") from None
-
-
-class EmulatorHTTPServer(ThreadingHTTPServer):
-    daemon_threads = True
-    allow_reuse_address = True
-
-    def __init__(self, addr: tuple[str, int], emulator: Emulator) -> None:
-        super().__init__(addr, Handler)
-        self.emulator = emulator
-        self.routes = build_routes(emulator)
 
 
 def _gone(delete: Callable[[dict[str, Any], str], None], user: dict[str, Any], doc_id: str) -> tuple[int, None]:
@@ -137,57 +117,34 @@ def build_routes(em: Emulator) -> list[Route]:
     return r
 
 
-class Handler(BaseHTTPRequestHandler):
-    server: EmulatorHTTPServer
-    protocol_version = "HTTP/1.1"
-    disable_nagle_algorithm = True
+class EmulatorApp:
+    """The emulator behind `campaign.web.server`: whole requests in, JSON answers out, no socket here."""
 
-    def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 - stdlib signature
-        return  # request lines carry participant ids; nothing is logged
+    max_body = MAX_BODY
 
-    def _send(self, status: int, payload: Any) -> None:
-        body = b"" if status == 204 else json.dumps(payload).encode("utf-8")
-        self.send_response(status)
-        if status != 204:
-            self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Length", str(len(body)))
-        self.end_headers()
-        self.wfile.write(body)
+    def __init__(self, emulator: Emulator) -> None:
+        self.emulator = emulator
+        self.routes = build_routes(emulator)
 
-    def _read_body(self) -> Any:
-        raw = self.headers.get("Content-Length")
-        if raw is None or raw.strip() == "":
-            return {}
-        if not raw.strip().isdigit():
-            raise ApiError(400, "Content-Length must be a number.")
-        n = int(raw)
-        if n > MAX_BODY:
-            raise ApiError(400, "The request body is too large.")
-        data = self.rfile.read(n) if n else b""
-        if len(data) != n:
-            raise ApiError(400, "The request body is shorter than its Content-Length.")
-        return read_json_body(data)
+    def refuse(self, method: str, path: str, refusal: Refusal) -> Response:
+        """Requests refused at the door get Prolific's error envelope, like every other error."""
+        status = refusal.status if refusal.status != 413 else 400
+        message = "The request body is too large." if refusal.status == 413 else refusal.message
+        return _json(status, ApiError(status, message).body(), close=True)
 
-    def _handle(self) -> None:
+    def handle(self, request: WebRequest) -> Response:
         try:
-            url = urllib.parse.urlsplit(self.path)
-            query = dict(urllib.parse.parse_qsl(url.query, keep_blank_values=True))
-            body = self._read_body()
-            req = Request(self.command, url.path, query, body, self.headers, self.client_address[0])
+            req = Request(request.method, request.path, request.query_dict(), read_json_body(request.body),
+                          request.headers, request.client)
             status, payload = self._route(req)
         except ApiError as exc:
             status, payload = exc.status, exc.body()
         except (ValueError, TypeError, KeyError, AttributeError, OverflowError) as exc:  # OverflowError: float(10**4000)
             status, payload = 400, ApiError(400, f"Malformed request ({type(exc).__name__}).").body()
-        except (BrokenPipeError, ConnectionResetError):
-            return
-        try:
-            self._send(status, payload)
-        except (BrokenPipeError, ConnectionResetError):
-            return
+        return _json(status, payload)
 
     def _route(self, req: Request) -> tuple[int, Any]:
-        em = self.server.emulator
+        em = self.emulator
         with em.db.transaction():
             em.sweep()
             if req.path.startswith("/emulator/"):
@@ -197,7 +154,7 @@ class Handler(BaseHTTPRequestHandler):
             rel = req.path[len("/api/v1/"):]
             user = em.authenticate(req.headers.get("Authorization"))
             matched_path = False
-            for method, pattern, fn in self.server.routes:
+            for method, pattern, fn in self.routes:
                 m = pattern.match(rel)
                 if m is None:
                     continue
@@ -212,7 +169,22 @@ class Handler(BaseHTTPRequestHandler):
                 return 200, result
             raise ApiError(405 if matched_path else 404, "Method not allowed." if matched_path else "Not found.")
 
-    do_GET = do_POST = do_PATCH = do_DELETE = do_PUT = _handle
+
+def _json(status: int, payload: Any, close: bool = False) -> Response:
+    if status == 204:
+        return Response(204, None, b"", close=close)
+    return Response(status, "application/json", json.dumps(payload).encode("utf-8"), close=close)
+
+
+def read_json_body(data: bytes) -> Any:
+    """A request body as JSON under `campaign.untrusted`'s rules (UTF-8, bounded depth, finite numbers,
+    no lone surrogate); empty is `{}`; anything else is a 400 `ApiError`, never another exception."""
+    if not data.strip():
+        return {}
+    try:
+        return loads_json(data, "the request body")
+    except Refused as exc:
+        raise ApiError(400, f"The request body is not valid JSON: {exc}") from None
 
 
 def _participant_side(em: Emulator, req: Request) -> tuple[int, Any]:
@@ -252,26 +224,29 @@ def _participant_side(em: Emulator, req: Request) -> tuple[int, Any]:
 
 
 class RunningEmulator:
-    """An emulator serving on a daemon thread. `base_url` ends in `/api/v1/` as clients expect."""
+    """An emulator serving on its own server thread. `base_url` ends in `/api/v1/` as clients expect."""
 
-    def __init__(self, httpd: EmulatorHTTPServer, store: DocStore, thread: threading.Thread, token: str) -> None:
-        self.httpd, self.store, self.thread = httpd, store, thread
-        host, port = httpd.server_address[:2]
-        self.root_url = f"http://{host.decode() if isinstance(host, bytes) else host}:{port}"
+    def __init__(self, server: RunningServer, app: EmulatorApp, store: DocStore, token: str) -> None:
+        self.server, self.app, self.store = server, app, store
+        host, port = server.address()
+        self.root_url = f"http://{host}:{port}"
         self.base_url = f"{self.root_url}/api/v1/"
         self.token = token
 
     @property
+    def httpd(self) -> RunningServer:
+        """The server (`server_address` is its listening address)."""
+        return self.server
+
+    @property
     def emulator(self) -> Emulator:
-        return self.httpd.emulator
+        return self.app.emulator
 
     def __repr__(self) -> str:
         return f"RunningEmulator({self.base_url})"  # the token is never shown
 
     def stop(self) -> None:
-        self.httpd.shutdown()
-        self.httpd.server_close()
-        self.thread.join(timeout=5)
+        self.server.stop()
         self.store.close()
 
     def __enter__(self) -> RunningEmulator:
@@ -283,7 +258,7 @@ class RunningEmulator:
 
 def start_emulator(state_dir: Path, clock: Clock | None = None, *, fee_rate: Decimal = Decimal("0.333"),
                    vat_rate: Decimal = Decimal("0"), balance_minor: int = 1_000_000, currency: str = "GBP",
-                   host: str = "127.0.0.1", port: int = 0) -> RunningEmulator:
+                   host: str = "127.0.0.1", port: int = 0, limits: Limits | None = None) -> RunningEmulator:
     """Start (or resume) an emulator whose state lives in `state_dir/prolific.db`.
 
     The researcher token is made on first start and kept in `state_dir/token` (mode 0600), the
@@ -301,10 +276,19 @@ def start_emulator(state_dir: Path, clock: Clock | None = None, *, fee_rate: Dec
             token = em.add_researcher("researcher")
         token_file.touch(mode=0o600)
         token_file.write_text(token + "\n", encoding="utf-8")
-    httpd = EmulatorHTTPServer((host, port), em)
-    thread = threading.Thread(target=httpd.serve_forever, kwargs={"poll_interval": 0.2}, name="prolific-emulator", daemon=True)
-    thread.start()
-    return RunningEmulator(httpd, store, thread, token)
+    app = EmulatorApp(em)
+    try:
+        sock = listen(host, port)
+    except OSError:
+        store.close()
+        raise
+    try:
+        server = RunningServer({sock: app}, limits or Limits(), name="prolific-emulator", server_name="prolific-emulator")
+    except BaseException:
+        sock.close()
+        store.close()
+        raise
+    return RunningEmulator(server, app, store, token)
 
 
 def main(argv: list[str] | None = None) -> int:
