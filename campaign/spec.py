@@ -15,9 +15,10 @@ from __future__ import annotations
 import difflib
 import hashlib
 import json
+import os
 import re
 from collections.abc import Callable, Mapping
-from dataclasses import MISSING, asdict, dataclass, field, fields, is_dataclass
+from dataclasses import MISSING, asdict, dataclass, field, fields, is_dataclass, replace
 from decimal import Decimal
 from pathlib import Path
 from typing import Any, ClassVar, TypeVar
@@ -33,6 +34,15 @@ PROLIFIC_MARKETPLACES = ("prolific", "prolific-local")
 SIMULATED_OK = ("local", "prolific-local")  # marketplaces a simulated crowd can work (both run in-process)
 CROWD_KINDS = ("simulated", "none")
 WORKER_KINDS = ("diligent", "noisy", "biased", "constant_spammer", "random_spammer")
+# What an adversarial simulated worker does (`crowd.adversaries.behaviours`); campaign.crowd.adversaries
+# implements each through the worker side people use. Named here so the spec can check them without
+# importing the simulated crowd.
+ADVERSARY_BEHAVIOURS = ("control_chars", "garbage", "empty", "foreign", "double_submit", "hold", "return_midway",
+                        "no_work", "fast")
+# `CAMPAIGN_ADVERSARIES=SHARE` in the environment gives every simulated crowd that names no adversaries
+# of its own this share of adversaries (every behaviour alike): the switch that runs any test or
+# benchmark against a hostile crowd. Real crowds (`crowd: none`) are never touched.
+ADVERSARIES_ENV = "CAMPAIGN_ADVERSARIES"
 INPUT_KINDS = ("propositions", "documents")
 NAME_PATTERN = re.compile(r"^[a-z0-9][a-z0-9_-]{0,62}$")
 DURATION_PATTERN = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(s|m|h|d)?\s*$")
@@ -150,6 +160,20 @@ def _mix(ck: _Checker, v: Any, at: At) -> tuple[tuple[str, float], ...]:
     if not vals:
         return _default(Crowd, "mix")
     return tuple(sorted(vals))
+
+
+def _behaviours(ck: _Checker, v: Any, at: At) -> tuple[tuple[str, float], ...]:
+    mm = ck.mapping(v, at, set(ADVERSARY_BEHAVIOURS))
+    vals = [(k, ck.number(0.0, 1e6)(x, at + (k,))) for k, x in mm.items()]
+    if vals and sum(x for _, x in vals) <= 0:
+        ck.err(at, "weights must add up to more than 0")
+    if not vals:
+        return _default(Adversaries, "behaviours")
+    return tuple(sorted(vals))
+
+
+def _adversaries(ck: _Checker, v: Any, at: At) -> Adversaries:
+    return Adversaries(**ck.read(Adversaries, v, at))
 
 
 TRUTH_NONE = "none"  # `truth: none`: a simulated crowd without hidden truth, on purpose (answers are noise)
@@ -344,6 +368,18 @@ TASK_KINDS = ("likert", "ranking", "nuggets")  # the built-in kinds; `stage_type
 
 
 @dataclass(frozen=True)
+class Adversaries:
+    """`crowd.adversaries: {share: 0.25, behaviours: {garbage: 2, hold: 1}}`: a seeded `share` of the
+    simulated crowd's workers misbehave, each with one behaviour drawn to the given weights (default:
+    every behaviour alike). They work through the same worker side as everyone else (the worker site's
+    forms, the Prolific door); what each behaviour does is documented in campaign.crowd.adversaries and
+    docs/hostile-crowd.md. Simulation only: a real crowd's workers are who they are."""
+
+    share: float = opt(0.0, _number(0.0, 1.0))
+    behaviours: tuple[tuple[str, float], ...] = opt(tuple((b, 1.0) for b in ADVERSARY_BEHAVIOURS), _behaviours)
+
+
+@dataclass(frozen=True)
 class Crowd:
     kind: str = opt("simulated", _choice(CROWD_KINDS))  # with no `crowd:` section at all: none
     workers: int = opt(40, _integer(1, 100000))
@@ -357,6 +393,7 @@ class Crowd:
     speed: float = opt(3600.0, _number(0.0, 1e7, lo_open=True))  # simulated seconds per real second
     arrival_span: int = opt(3600, _duration(0, 31_536_000))  # simulated seconds over which workers arrive
     truth: str | None = opt(None, _truth_file)  # file with the hidden importance per item (simulation only)
+    adversaries: Adversaries = opt(conv=_adversaries, factory=Adversaries)
 
 
 @dataclass(frozen=True)
@@ -398,6 +435,8 @@ class Campaign:
                 data.pop(key, None)
         legacy = _legacy_stage_fields()
         data["stages"] = [{**legacy, **s} for s in data["stages"]]
+        if data["crowd"].get("adversaries") == asdict(Adversaries()):  # none: as before adversaries existed
+            del data["crowd"]["adversaries"]
         for st in data["stages"]:  # no repeat: as before `repeat:` existed, so older campaigns still resume
             if st.get("repeat") == asdict(Repeat()):
                 del st["repeat"]
@@ -768,6 +807,8 @@ def _campaign(ck: _Checker, raw: Any, at: At, base_dir: Path) -> tuple[str, Camp
     crowd_given = ck.read(Crowd, m.get("crowd"), at + ("crowd",))
     if "crowd" not in m or m["crowd"] is None:  # no crowd section: the campaign's default crowd (none)
         crowd_given.setdefault("kind", _default(Campaign, "crowd").kind)
+    if "adversaries" not in crowd_given and crowd_given.get("kind", _default(Crowd, "kind")) == "simulated":
+        crowd_given.update(_adversaries_from_env(ck, at + ("crowd",)))
     crowd = Crowd(**crowd_given)
     if crowd.kind == "simulated" and marketplace not in SIMULATED_OK:
         ck.err(at + ("crowd", "kind"), "a simulated crowd can only work the built-in marketplace (marketplace: local) "
@@ -787,6 +828,35 @@ def _campaign(ck: _Checker, raw: Any, at: At, base_dir: Path) -> tuple[str, Camp
     return name, Campaign(**got, input_kind=input_kind, input_path=input_path, stages=tuple(stages), crowd=crowd,
                           quality=quality, poll_interval=schedule.poll_interval, max_rps=schedule.max_rps,
                           prolific=prolific, public_url=public_url)
+
+
+def _adversaries_from_env(ck: _Checker, at: At) -> dict[str, Adversaries]:
+    """`CAMPAIGN_ADVERSARIES=SHARE` (see ADVERSARIES_ENV) as this crowd's adversaries; empty when unset."""
+    raw = os.environ.get(ADVERSARIES_ENV, "").strip()
+    if not raw:
+        return {}
+    try:
+        share = float(raw)
+    except ValueError:
+        share = -1.0
+    if not 0.0 <= share <= 1.0:
+        ck.err(at, f"{ADVERSARIES_ENV}={raw!r} in the environment must be a share between 0 and 1")
+        return {}
+    return {"adversaries": Adversaries(share=share)}
+
+
+def with_adversaries(spec: Spec, share: float, behaviours: Mapping[str, float] | None = None) -> Spec:
+    """`spec` with every simulated crowd given `share` adversaries (`behaviours`: weights; default every
+    behaviour alike). For tests and benchmarks that build their spec in code."""
+    if not 0.0 <= share <= 1.0:
+        raise ValueError(f"adversary share must be between 0 and 1, got {share}")
+    unknown = set(behaviours or {}) - set(ADVERSARY_BEHAVIOURS)
+    if unknown:
+        raise ValueError(f"unknown adversary behaviours {sorted(unknown)}; known: {', '.join(ADVERSARY_BEHAVIOURS)}")
+    adv = Adversaries(share=share, behaviours=tuple(sorted((behaviours or dict(_default(Adversaries, "behaviours"))).items())))
+    campaigns = tuple(replace(c, crowd=replace(c.crowd, adversaries=adv)) if c.crowd.kind == "simulated" else c
+                      for c in spec.campaigns)
+    return replace(spec, campaigns=campaigns)
 
 
 PROLIFIC_KEYS = {"workspace", "project", "reward", "reward_per_hour", "currency", "bundle", "estimated_minutes",

@@ -17,6 +17,7 @@ BENCHES: dict[str, str] = {
     "nuggets": "seed 002's gold nuggets and agreement recomputed from its raw crowd data",
     "quality": "the Likert stage at 0/10/25% spammers, with and without the quality policy",
     "dashboard": "one dashboard redraw on a campaign of 20,000 HITs",
+    "hostile": "a spec's campaigns (examples/hostile.yaml) with and without its adversarial crowd: quality, stalls, unearned pay",
     "scale": "a Likert campaign of N propositions through `campaign run`: wall time, memory, ticks, auto-approvals",
 }
 

@@ -2,11 +2,25 @@
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterator
 
 import pytest
 
+from campaign.spec import ADVERSARIES_ENV
 from tests.pg import PgServer, pg_server
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    parser.addoption("--adversaries", type=float, default=None, metavar="SHARE",
+                     help="every simulated crowd of every test has this share of adversaries (crowd.adversaries; "
+                          "sets CAMPAIGN_ADVERSARIES, so `campaign run` in child processes gets it too)")
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    share = config.getoption("--adversaries")
+    if share is not None:
+        os.environ[ADVERSARIES_ENV] = str(share)
 
 
 @pytest.fixture(scope="session")

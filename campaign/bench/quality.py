@@ -60,7 +60,8 @@ def mix_for(spam: float) -> dict[str, float]:
     return mix
 
 
-def spec_text(props: Path, truth: Path, workers: int, spam: float, policy: bool) -> str:
+def spec_text(props: Path, truth: Path, workers: int, spam: float, policy: bool, adversaries: float = 0.0) -> str:
+    """The bench's spec; `adversaries`: the share of the crowd that is adversarial (`crowd.adversaries`)."""
     mix = ", ".join(f"{k}: {v}" for k, v in mix_for(spam).items())
     traps = ", ".join(json.dumps(t) for t in TRAPS)
     return f"""campaigns:
@@ -81,14 +82,14 @@ def spec_text(props: Path, truth: Path, workers: int, spam: float, policy: bool)
       speed: 3600
       arrival_span: 10m
       truth: {truth}
-    quality:
+{f"      adversaries: {{share: {adversaries}}}" + chr(10) if adversaries else ""}    quality:
       enabled: {str(policy).lower()}
     schedule:
       poll_interval: 0.2
 """
 
 
-def one_run(items: int, workers: int, spam: float, policy: bool, seed: int) -> dict:
+def one_run(items: int, workers: int, spam: float, policy: bool, seed: int, adversaries: float = 0.0) -> dict:
     from scipy.stats import pearsonr
 
     from campaign.daemon import RunOptions, run
@@ -99,7 +100,7 @@ def one_run(items: int, workers: int, spam: float, policy: bool, seed: int) -> d
     with tempfile.TemporaryDirectory() as tmp:
         folder = Path(tmp)
         props, tr = write_inputs(folder, items, seed)
-        (folder / "c.yaml").write_text(spec_text(props, tr, workers, spam, policy), encoding="utf-8")
+        (folder / "c.yaml").write_text(spec_text(props, tr, workers, spam, policy, adversaries), encoding="utf-8")
         spec = load_spec(folder / "c.yaml")
         code = run(spec, RunOptions(state_dir=folder / "state", seed=seed, max_seconds=600))
         if code != 0:
@@ -196,6 +197,8 @@ def main(argv: list[str]) -> int:
     ap.add_argument("--seeds", type=int, default=2)
     ap.add_argument("--quick", action="store_true", help="40 items, 1 seed")
     ap.add_argument("--json", action="store_true")
+    ap.add_argument("--adversaries", type=float, default=0.0, metavar="SHARE",
+                    help="this share of every run's crowd is adversarial (crowd.adversaries; docs/hostile-crowd.md)")
     ap.add_argument("--real", action="store_true", help="the policy on real ratings (Snow et al. 2008) against the gold")
     ap.add_argument("--resamples", type=int, default=2000, help="bootstrap resamples for --real")
     args = ap.parse_args(argv)
@@ -211,7 +214,7 @@ def main(argv: list[str]) -> int:
     for spam in SPAM_LEVELS:
         out[str(spam)] = {}
         for policy in (True, False):
-            runs = [one_run(args.items, args.workers, spam, policy, seed) for seed in range(1, args.seeds + 1)]
+            runs = [one_run(args.items, args.workers, spam, policy, seed, args.adversaries) for seed in range(1, args.seeds + 1)]
             out[str(spam)]["with_policy" if policy else "without_policy"] = {
                 "pearson": round(statistics.mean(r["pearson"] for r in runs), 4),
                 "spammer_labels_excluded": round(statistics.mean(r["spammer_labels_excluded"] for r in runs), 4),

@@ -80,6 +80,7 @@ def hits_of(store: Any, name: str) -> Callable[[str], bool]:
 
 def build_crowd(job: CrowdJob, endpoint: str, clock: Clock, wants: Callable[[str], bool], client: Any = None) -> Any:
     """The crowd of one campaign: `crowd.workers` workers of the campaign's pool, working its HITs."""
+    from campaign.crowd.adversaries import assign
     from campaign.crowd.models import make_pool
     from campaign.crowd.runner import SimulatedCrowd
     from campaign.inputs import load_items, load_truth
@@ -88,7 +89,8 @@ def build_crowd(job: CrowdJob, endpoint: str, clock: Clock, wants: Callable[[str
     truth = load_truth(c.crowd.truth) if c.crowd.truth else {}
     by_text = {it.text: truth.get(it.key, 0.5) for it in load_items(c.input_kind, c.input_path)}
     workers = make_pool(c.crowd.workers, job.pool_seed, dict(c.crowd.mix), arrival_span=c.crowd.arrival_span)
-    return SimulatedCrowd(endpoint, workers, by_text, seed=job.seed, clock=clock, poll=POLL, wants=wants, client=client)
+    return SimulatedCrowd(endpoint, workers, by_text, seed=job.seed, clock=clock, poll=POLL, wants=wants, client=client,
+                          adversaries=assign(workers, c.crowd.adversaries, job.pool_seed))
 
 
 def child_can_run(campaign: Campaign) -> bool:

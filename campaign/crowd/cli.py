@@ -28,19 +28,24 @@ def build_crowd(campaigns: Sequence[Campaign], seed: int, endpoint: str, clock: 
                 client: WorkerClient | None = None) -> SimulatedCrowd:
     """One crowd for every simulated campaign of a spec; each campaign brings its own workers (as in
     `campaign run`, whose pool seeds these are, so both crowds are the same people)."""
+    from campaign.crowd.adversaries import assign
     from campaign.crowd.models import make_pool, stable_seed
     from campaign.crowd.runner import SimulatedCrowd
     from campaign.inputs import load_items, load_truth
 
     by_text: dict[str, float] = {}
     workers = []
+    adversaries: dict[str, str] = {}
     for c in campaigns:
         truth = load_truth(c.crowd.truth) if c.crowd.truth else {}
         for it in load_items(c.input_kind, c.input_path):
             by_text[it.text] = truth.get(it.key, 0.5)
         pool_seed = seed if len(campaigns) == 1 else stable_seed(seed, c.name) % 2**31
-        workers += make_pool(c.crowd.workers, pool_seed, dict(c.crowd.mix), arrival_span=c.crowd.arrival_span)
-    return SimulatedCrowd(endpoint, workers, by_text, seed=seed, clock=clock, poll=poll, client=client)
+        pool = make_pool(c.crowd.workers, pool_seed, dict(c.crowd.mix), arrival_span=c.crowd.arrival_span)
+        adversaries.update(assign(pool, c.crowd.adversaries, pool_seed))
+        workers += pool
+    return SimulatedCrowd(endpoint, workers, by_text, seed=seed, clock=clock, poll=poll, client=client,
+                          adversaries=adversaries)
 
 
 def register(sub: argparse._SubParsersAction) -> None:

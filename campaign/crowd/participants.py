@@ -34,6 +34,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from campaign.clock import Clock
+from campaign.crowd.adversary_door import DoorAdversaries
 from campaign.crowd.forms import Form, parse_form
 from campaign.crowd.models import SimWorker
 from campaign.crowd.runner import Answerer, CrowdStats
@@ -76,19 +77,24 @@ class _Session:
     query: dict[str, str]
     next_try: float = 0.0  # monotonic time of the next attempt after a `wait`
     waits: int = 0
+    done: int = 0  # HITs this crowd submitted in it (since it started or resumed it)
 
 
 class ParticipantCrowd:
     def __init__(self, emulator_root_url: str, operator_token: str, site_url: str, workers: Sequence[SimWorker],
                  truth_by_text: Mapping[str, float], seed: int, clock: Clock, poll: float = 0.05,
                  *, namespace: str = "", wants: Callable[[dict[str, Any]], bool] | None = None, max_idle: float = 0.5,
-                 max_waits: int = 20, return_share: float = RETURN_SHARE, abandon_share: float = ABANDON_SHARE) -> None:
+                 max_waits: int = 20, return_share: float = RETURN_SHARE, abandon_share: float = ABANDON_SHARE,
+                 adversaries: Mapping[str, str] | None = None) -> None:
+        """`adversaries`: worker id -> behaviour (`campaign.crowd.adversaries.assign`) of the participants
+        who misbehave (`campaign.crowd.adversary_door`)."""
         self.root = emulator_root_url.rstrip("/")
         self._token = operator_token
         self.site = site_url.rstrip("/")
         self.workers = list(workers)
         self.by_id = {w.worker_id: w for w in self.workers}
         self.answerer = Answerer(truth_by_text)
+        self.adversaries = DoorAdversaries(dict(adversaries or {}), self.answerer.answer, seed)
         self.seed = seed
         self.clock = clock
         self.poll = poll
@@ -233,6 +239,8 @@ class ParticipantCrowd:
             raise
         self._taken[w.worker_id] = n + 1
         self.stats.started += 1
+        if self.adversaries.after_start(w, p, str(study["id"]), sub):
+            return None
         fate = self._fate(w, n)
         if fate == "return":
             p.give_back(sub)
@@ -260,22 +268,51 @@ class ParticipantCrowd:
     def _work(self, w: SimWorker, session: _Session, step: dict[str, Any]) -> int:
         """Do HITs until the door says done (then complete on Prolific) or wait (then try later)."""
         submitted = 0
+        adv = self.adversaries
         while step.get("status") == "task":
             if self._stop.is_set():
                 return submitted  # the session stays open; the next start picks it up
             aid = str(step["AssignmentId"])
+            adv.served.append((aid, w.worker_id))
+            stop = adv.stops_before(w, session.submission_id, session.done)
+            if stop is not None:
+                if stop == "return":
+                    self.participants[w.worker_id].give_back(session.submission_id)
+                    self.stats.returned += 1
+                else:
+                    self.stats.abandoned += 1  # holds the HIT, never comes back; the emulator times the place out
+                del self._sessions[w.worker_id]
+                return submitted
             self.stats.accepted += 1
-            html = self._call("GET", "/prolific/api/task", {**session.query, "assignmentId": aid}, raw=True)
-            form = parse_form(html)
+            form = parse_form(self._call("GET", "/prolific/api/task", {**session.query, "assignmentId": aid}, raw=True))
             rng = rng_for(self.seed, "answer", w.worker_id, _content(form))
-            fields = self.answerer.answer(w, form, rng)
-            step = self._call("POST", "/prolific/api/submit", {**session.query, "assignmentId": aid, "fields": fields})
+            fields = adv.fields(w, session.study_id, form, rng)
+            target = adv.foreign_target(w)
+            if target is not None:
+                self._misdirected(w, session, target, fields)
+            try:
+                step = self._call("POST", "/prolific/api/submit", {**session.query, "assignmentId": aid, "fields": fields})
+            except SiteError as exc:
+                if adv.behaviour(w.worker_id) is None:
+                    raise
+                # refused (or the site failed on it): the adversary gives up and returns the place
+                adv.outcome(w, False, exc.code or f"HTTP{exc.status}", own=True)
+                self.participants[w.worker_id].give_back(session.submission_id)
+                self.stats.returned += 1
+                del self._sessions[w.worker_id]
+                return submitted
+            adv.outcome(w, True, own=True)
+            again = adv.second_fields(w, fields)
+            if again is not None:
+                self._misdirected(w, session, aid, again)
+            session.done += 1
             submitted += 1
             self.stats.submitted += 1
             self.stats.by_worker[w.worker_id] = self.stats.by_worker.get(w.worker_id, 0) + 1
             pid = session.query["PROLIFIC_PID"]
             self.stats.by_participant[pid] = self.stats.by_participant.get(pid, 0) + 1
         if step.get("status") == "done":
+            self.adversaries.saw_redirect(session.study_id, str(step.get("redirect", "")))
             self.participants[w.worker_id].complete_from_redirect(session.submission_id, str(step.get("redirect", "")))
             self.stats.completed += 1
             del self._sessions[w.worker_id]
@@ -292,6 +329,15 @@ class ParticipantCrowd:
         else:
             raise SiteError(0, "UnexpectedStep", f"the task site answered {step!r}")
         return submitted
+
+    def _misdirected(self, w: SimWorker, session: _Session, assignment_id: str, fields: Any) -> None:
+        """An answer the door must refuse (someone else's assignment, or one already answered); noted as
+        the adversary's outcome either way."""
+        try:
+            self._call("POST", "/prolific/api/submit", {**session.query, "assignmentId": assignment_id, "fields": fields})
+            self.adversaries.outcome(w, True)
+        except SiteError as exc:
+            self.adversaries.outcome(w, False, exc.code or f"HTTP{exc.status}")
 
     # -- the task site over HTTP ----------------------------------------------------------------------------
     def _call(self, method: str, path: str, data: dict[str, Any], raw: bool = False) -> Any:

@@ -12,12 +12,14 @@ from __future__ import annotations
 import hashlib
 import logging
 import threading
+from collections import deque
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
 
 from campaign.clock import Clock
+from campaign.crowd.adversary_site import SiteAdversaries
 from campaign.crowd.forms import Form, norm_text, parse_form
 from campaign.crowd.models import SimWorker
 from campaign.market.worker_client import WorkerAPIError, WorkerClient
@@ -61,7 +63,9 @@ class Answerer:
 class SimulatedCrowd:
     def __init__(self, base_url: str, workers: Sequence[SimWorker], truth_by_text: Mapping[str, float], seed: int,
                  clock: Clock, poll: float = 0.1, client: WorkerClient | None = None,
-                 wants: Callable[[str], bool] | None = None) -> None:
+                 wants: Callable[[str], bool] | None = None, adversaries: Mapping[str, str] | None = None) -> None:
+        """`adversaries`: worker id -> behaviour (`campaign.crowd.adversaries.assign`) for the workers
+        of this crowd who misbehave; the others answer as their kind does."""
         self.base_url = base_url.rstrip("/")
         self.client = client or WorkerClient(base_url)
         self.workers = list(workers)
@@ -80,6 +84,9 @@ class SimulatedCrowd:
         self._start_time: float | None = None
         self.on_error: Callable[[Exception], None] | None = None
         self.wants = wants  # which HITs (by id) this crowd works; None: every HIT it is shown
+        self._accepted: deque[tuple[str, str, str]] = deque(maxlen=200)  # (assignment, worker, HIT id), newest last
+        self.adversaries = SiteAdversaries(self.base_url, self.client, dict(adversaries or {}), self.answer,
+                                           lambda: list(reversed(self._accepted)))
 
     # -- life cycle -----------------------------------------------------------------------------------
     def register(self) -> None:
@@ -137,7 +144,7 @@ class SimulatedCrowd:
         for hit_id in sorted(hits, key=lambda h: (hits[h].get("CreationTime", 0), h)):
             if self._stop.is_set():
                 break
-            submitted += self._fill(hit_id)
+            submitted += self._fill(hit_id, hits[hit_id])
         return submitted
 
     def _content_hash(self, hit_id: str) -> str:
@@ -148,7 +155,7 @@ class SimulatedCrowd:
             self._content[hit_id] = hashlib.sha256(html.encode("utf-8")).hexdigest()
         return self._content[hit_id]
 
-    def _fill(self, hit_id: str) -> int:
+    def _fill(self, hit_id: str, hit: dict | None = None) -> int:
         content = self._content_hash(hit_id)
         order = sorted(self.workers, key=lambda w: stable_seed(self.seed, "slot-order", content, w.worker_id))
         submitted = 0
@@ -170,7 +177,13 @@ class SimulatedCrowd:
                 raise
             self.stats.accepted += 1
             aid = acc["AssignmentId"]
+            self._accepted.append((aid, w.worker_id, hit_id))
             rng = rng_for(self.seed, "answer", w.worker_id, content)
+            if self.adversaries.behaviour(w.worker_id) is not None:
+                n = self.adversaries.work(w, hit or {}, aid, rng)
+                self.stats.submitted += n
+                submitted += n
+                continue
             if rng.random() < RETURN_PROBABILITY:
                 self.client.return_assignment(aid)
                 self.stats.returned += 1

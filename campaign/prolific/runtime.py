@@ -150,6 +150,7 @@ def start_participants(c: Campaign, pieces: ProlificPieces, market: Any, site_ur
     """Simulated participants for a prolific-local campaign with `crowd: simulated`: the campaign's own
     `crowd.workers`, registered on the emulator under the campaign's name (the same people again after a
     restart), taking only this campaign's studies, working through the task site's door."""
+    from campaign.crowd.adversaries import assign
     from campaign.crowd.models import make_pool
     from campaign.crowd.participants import ParticipantCrowd
     from campaign.inputs import load_items, load_truth
@@ -163,7 +164,8 @@ def start_participants(c: Campaign, pieces: ProlificPieces, market: Any, site_ur
         return any(row.get("id") == sid for _, sid in studies.study_ids())
 
     crowd = ParticipantCrowd(pieces.emulator.root_url, pieces.emulator.token, site_url, workers, by_text, seed=seed,
-                             clock=clock, poll=0.05, namespace=c.name, wants=wants)
+                             clock=clock, poll=0.05, namespace=c.name, wants=wants,
+                             adversaries=assign(workers, c.crowd.adversaries, seed))
     crowd.start()
     pieces.crowds.append(crowd)
     return crowd
