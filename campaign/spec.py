@@ -715,7 +715,7 @@ def _input(ck: _Checker, m: dict, at: At, base_dir: Path) -> tuple[str, str]:
         given = ck.string(inp[input_kind], here) if inp[input_kind] is not None else ""
         if given:
             path = base_dir / given
-            if not path.is_file():
+            if not (path.is_file() or (input_kind == "documents" and path.is_dir())):
                 where = "" if Path(given).is_absolute() else f" (relative to {base_dir or '.'})"
                 ck.err(here, f"file not found: {given}{where}")
             else:
