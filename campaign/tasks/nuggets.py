@@ -23,7 +23,7 @@ from campaign.tasks.base import (
     ShownItem,
     answer_fields,
     html_question,
-    render_template,
+    render_page,
     summarise,
 )
 from campaign.tasks.kind import CountedJudgment, Export, PlanItem, StageData, TaskKind
@@ -94,9 +94,11 @@ def window_sizes(n: int, window: int) -> list[int]:
     return [small + 1] * extra + [small] * (count - extra)
 
 
-def page(items: Sequence[ShownItem], topic: str, title: str, min_tokens: int = 3) -> str:
+def page(items: Sequence[ShownItem], topic: str, title: str, min_tokens: int = 3, instructions: str | None = None,
+         template: str | None = None) -> str:
     """The HIT's page: every word a clickable token, addressed by (sentence, token)."""
-    return render_template("nuggets.html", title=title, topic=topic, items=items, min_tokens=int(min_tokens))
+    return render_page("nuggets.html", template, instructions, title=title, topic=topic, items=items,
+                       min_tokens=int(min_tokens))
 
 
 def render(items: Sequence[ShownItem], topic: str, title: str, min_tokens: int = 3) -> str:
@@ -209,7 +211,8 @@ class NuggetKind(TaskKind):
         return plan([(i.doc or "", i.key) for i in items], stage.name, _nuggets(stage).window)
 
     def page(self, stage: Stage, items: Sequence[ShownItem], topic: str) -> str:
-        return page(items, topic, stage.title, min_tokens=_nuggets(stage).min_nugget_tokens)
+        return page(items, topic, stage.title, min_tokens=_nuggets(stage).min_nugget_tokens,
+                    instructions=stage.instructions, template=stage.template)
 
     def parse(self, stage: Stage, fields: Sequence[tuple[str, str]], items: Sequence[ShownItem]) -> list[Judgment]:
         s = _nuggets(stage)
