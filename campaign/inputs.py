@@ -141,11 +141,15 @@ def looks_like_paragraph(text: str) -> int:
     Three or more sentences, or two in more than `PARAGRAPH_WORDS` words. Two short ones pass: real
     sentence files hold rows like "Most water costs less than 1 cent per gallon. <br/> So why pay?", a
     splitting slip that costs a worker nothing, and refusing them would refuse files that work today."""
+    if not _SENTENCE_END.search(text):  # one sentence at most: skip the segmenter (most rows of a sentence file)
+        return 0
     found = len(split_sentences(text))
     return found if found >= 3 or (found == 2 and len(text.split()) > PARAGRAPH_WORDS) else 0
 
 
 PARAGRAPH_WORDS = 60
+# a sentence's end followed by more text: without one, a row cannot hold two sentences
+_SENTENCE_END = re.compile(r"[.!?\u2026][\"'\u201d\u2019)\]]*\s+\S")
 
 
 def _split_documents(path: Path, docs: Iterable[tuple[int, str, str]], what: str) -> list[Item]:
