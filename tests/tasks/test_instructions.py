@@ -45,7 +45,7 @@ def test_hostile_markdown_stays_text():
     assert out.count("<a ") == 1
 
 
-@pytest.mark.parametrize("kind,input_kind", [("likert", "propositions"), ("nuggets", "documents")])
+@pytest.mark.parametrize("kind,input_kind", [("likert", "propositions"), ("ranking", "propositions"), ("nuggets", "documents")])
 def test_the_stage_instructions_replace_the_built_in_text_on_the_page(tmp_path, kind, input_kind):
     indented = "".join(f"        {line}\n" for line in HOSTILE.splitlines())
     stage = load_spec(spec(tmp_path, kind, f"      instructions: |\n{indented}", input_kind)).campaigns[0].stages[0]
