@@ -67,6 +67,7 @@ campaigns:
   #     workers: 12
   #     speed: 3600
   #     arrival_span: 30m
+  #     truth: documents-truth.tsv # sentence n of documents/d.txt is d.s<n>
   #   schedule:
   #     poll_interval: 0.2
 """
@@ -94,12 +95,17 @@ DOCUMENTS = {
                  "A ban would hit the bottling industry and its workers. Refill stations could soften the blow.\n",
 }
 
+# sentence n of documents/<d>.txt is item d.s<n> (campaign.inputs); five sentences each
+DOCUMENT_TRUTH = {"bottles.s0": 0.8, "bottles.s1": 0.7, "bottles.s2": 0.8, "bottles.s3": 0.6, "bottles.s4": 0.3,
+                  "costs.s0": 0.8, "costs.s1": 0.6, "costs.s2": 0.4, "costs.s3": 0.6, "costs.s4": 0.5}
+
 
 def files() -> dict[str, str]:
     """Every file `init` writes, by path relative to DIR, with its content."""
     out = {"campaigns.yaml": SPEC,
            "propositions.tsv": "id\ttext\n" + "".join(f"{k}\t{t}\n" for k, t in PROPOSITIONS),
            "truth.tsv": "id\timportance\n" + "".join(f"{k}\t{v}\n" for k, v in TRUTH.items())}
+    out["documents-truth.tsv"] = "id\timportance\n" + "".join(f"{k}\t{v}\n" for k, v in DOCUMENT_TRUTH.items())
     out.update({f"documents/{name}": text for name, text in DOCUMENTS.items()})
     return out
 

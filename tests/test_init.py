@@ -35,6 +35,10 @@ def test_the_commented_nugget_campaign_validates_once_uncommented(tmp_path):
                     encoding="utf-8")
     nuggets = load_spec(spec).campaign("my-first-nuggets")
     assert nuggets.stages[0].kind == "nuggets" and nuggets.input_kind == "documents"
+    from campaign.inputs import load_documents, load_truth
+
+    keys = [i.key for i in load_documents(tmp_path / "documents")]
+    assert keys and set(keys) == set(load_truth(tmp_path / "documents-truth.tsv"))
 
 
 def test_init_never_overwrites(tmp_path, capsys):
@@ -55,3 +59,17 @@ def test_the_starter_campaign_runs_to_the_end(tmp_path):
     assert proc.returncode == 0, proc.stderr[-3000:]
     scores = (tmp_path / "state" / "my-first-campaign" / "scores.csv").read_text(encoding="utf-8").splitlines()
     assert len(scores) == 1 + 10  # a header and every proposition scored
+
+
+@pytest.mark.slow
+def test_the_commented_nugget_campaign_runs_once_uncommented(tmp_path):
+    assert commands_main(["init", str(tmp_path)]) == 0
+    spec = tmp_path / "campaigns.yaml"
+    lines = spec.read_text(encoding="utf-8").splitlines()
+    start = next(i for i, line in enumerate(lines) if line.startswith("  # - name: my-first-nuggets"))
+    spec.write_text("\n".join(lines[:start] + [line.replace("  # ", "  ", 1) for line in lines[start:]]) + "\n",
+                    encoding="utf-8")
+    proc = subprocess.run([sys.executable, "-m", "campaign", "run", "--quiet", "--campaign", "my-first-nuggets"],
+                          cwd=tmp_path, capture_output=True, text=True, timeout=300, env={**os.environ, "PYTHONPATH": str(ROOT)})
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert (tmp_path / "state" / "my-first-nuggets" / "gold_nuggets.jsonl").read_text(encoding="utf-8").strip()
