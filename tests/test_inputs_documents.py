@@ -63,3 +63,14 @@ def test_validate_names_the_paragraph_row_and_accepts_a_folder(tmp_path):
         load_spec(spec)
     spec.write_text(body.format("texts"), encoding="utf-8")
     assert load_spec(spec).campaigns[0].input_path.endswith("texts")
+
+
+def test_a_folder_without_text_files_or_with_a_bad_byte_is_an_error(tmp_path):
+    with pytest.raises(InputError, match=r"no \.txt files in this folder"):
+        load_documents(tmp_path)
+    (tmp_path / "a.txt").write_bytes(b"Fine line.\nBad \xff byte.\n")
+    with pytest.raises(InputError, match=r"a.txt:2: not UTF-8 text"):
+        load_documents(tmp_path)
+    (tmp_path / "a.txt").write_text("  \n\n", encoding="utf-8")
+    with pytest.raises(InputError, match=r"no text found in its .txt files"):
+        load_documents(tmp_path)
