@@ -49,6 +49,7 @@ class CampaignParser(argparse.ArgumentParser):
 #: else the module's `run(args)`; each returns the exit code. Imports inside `register` should stay light.
 COMMAND_MODULES: tuple[str, ...] = (
     "campaign.commands",
+    "campaign.init",
     "campaign.dashboard.cli",
     "campaign.evaluate.cli",
     "campaign.aggregate.cli",

@@ -1,5 +1,11 @@
 """Reading a campaign's input files into items: propositions (TSV of id and text) or documents.
 
+Documents come in three shapes: a TSV of sentences (`doc`, `id`, `text`, one sentence per row, in
+document order), a TSV of whole documents (`doc`, `text` and no `id`: one document per row), or a folder
+of plain-text files (one document per `.txt` file, named by the file's stem). The last two are split into
+sentences by `campaign.sentences`, and each sentence is keyed `<doc>.s<n>` (n from 0 within the document),
+the key shape the sentence TSVs of the examples use.
+
 Errors name the file and line, as spec errors do. Items are copied into the store once, at a
 campaign's first run: later edits to the file do not reach a campaign that has started.
 """
@@ -7,9 +13,11 @@ campaign's first run: later edits to the file do not reach a campaign that has s
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
+
+from campaign.sentences import split_sentences
 
 
 class InputError(Exception):
@@ -106,9 +114,66 @@ def load_truth(path: str | Path) -> dict[str, float]:
 
 
 def load_documents(path: str | Path) -> list[Item]:
-    """Sentences of documents: a TSV with columns `doc`, `id` (the sentence's source id) and `text`,
-    one sentence per row, in document order. Ids must be unique across the file."""
-    return _items(path, ("doc", "id", "text"), "sentences")
+    """Sentences of documents, from a sentence TSV, a document TSV or a folder of `.txt` files (see the
+    module's docstring). In a sentence TSV ids must be unique across the file, and a row the segmenter
+    reads as a paragraph (`looks_like_paragraph`) is an error naming its line: it would be shown to
+    workers as one giant "sentence" and scored as one."""
+    p = Path(path)
+    if p.is_dir():
+        return _folder_documents(p)
+    header = _read_lines(p)[:1]
+    if header and "id" not in header[0].split("\t") and {"doc", "text"} <= set(header[0].split("\t")):
+        return _split_documents(p, ((line_no, v["doc"], v["text"]) for line_no, v in _rows(p, ("doc", "text"))), "rows")
+    items = _items(p, ("doc", "id", "text"), "sentences")
+    line_of = {v["id"]: line_no for line_no, v in _rows(p, ("id",))}
+    for it in items:
+        found = looks_like_paragraph(it.text)
+        if found:
+            raise InputError(f"{p}:{line_of[it.key]}: this row looks like a paragraph ({found} sentences); a file with an "
+                             "'id' column holds one sentence per row; drop the 'id' column to have each row's text "
+                             "split into sentences")
+    return items
+
+
+def looks_like_paragraph(text: str) -> int:
+    """How many sentences `text` holds if it reads as a paragraph rather than one sentence, else 0.
+
+    Three or more sentences, or two in more than `PARAGRAPH_WORDS` words. Two short ones pass: real
+    sentence files hold rows like "Most water costs less than 1 cent per gallon. <br/> So why pay?", a
+    splitting slip that costs a worker nothing, and refusing them would refuse files that work today."""
+    if not _SENTENCE_END.search(text):  # one sentence at most: skip the segmenter (most rows of a sentence file)
+        return 0
+    found = len(split_sentences(text))
+    return found if found >= 3 or (found == 2 and len(text.split()) > PARAGRAPH_WORDS) else 0
+
+
+PARAGRAPH_WORDS = 60
+# a sentence's end followed by more text: without one, a row cannot hold two sentences
+_SENTENCE_END = re.compile(r"[.!?\u2026][\"'\u201d\u2019)\]]*\s+\S")
+
+
+def _split_documents(path: Path, docs: Iterable[tuple[int, str, str]], what: str) -> list[Item]:
+    """Items for whole documents given as (line or 0, document id, text), split into sentences."""
+    items: list[Item] = []
+    seen: set[str] = set()
+    for line_no, doc, text in docs:
+        if doc in seen:
+            raise InputError(f"{path}:{line_no}: duplicate doc {doc!r}; one document per {what[:-1]}")
+        seen.add(doc)
+        for n, sentence in enumerate(split_sentences(text)):
+            items.append(Item(key=f"{doc}.s{n}", text=sentence, doc=doc, position=len(items)))
+    if not items:
+        raise InputError(f"{path}:2: no documents found below the header" if what == "rows"
+                         else f"{path}: no text found in its .txt files")
+    return items
+
+
+def _folder_documents(folder: Path) -> list[Item]:
+    """One document per `.txt` file in `folder` (not its subfolders), in file-name order."""
+    files = sorted(f for f in folder.iterdir() if f.suffix == ".txt" and f.is_file())
+    if not files:
+        raise InputError(f"{folder}: no .txt files in this folder (one plain-text file per document)")
+    return _split_documents(folder, ((0, f.stem, "\n".join(_read_lines(f))) for f in files), "files")
 
 
 def load_items(kind: str, path: str | Path) -> list[Item]:

@@ -196,6 +196,40 @@ def _truth_file(ck: _Checker, v: Any, at: At) -> str | None:
     return str(path)
 
 
+def _instructions(ck: _Checker, v: Any, at: At) -> str | None:
+    from campaign.tasks.instructions import MAX_INSTRUCTIONS
+
+    text = ck.string(v, at)
+    if len(text) > MAX_INSTRUCTIONS:
+        ck.err(at, f"must be at most {MAX_INSTRUCTIONS} characters of Markdown, got {len(text)}")
+    return text or None
+
+
+def _template_file(ck: _Checker, v: Any, at: At) -> str | None:
+    """The stage's own page template: the file must exist, be UTF-8 and parse as a Jinja template (an
+    error names its line); whether it renders with the kind's values is checked once the stage is read."""
+    import jinja2
+
+    name = ck.string(v, at)
+    if not name:
+        return None
+    path = ck.base_dir / name
+    try:
+        source = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        ck.err(at, f"file not found: {name}")
+        return None
+    except (OSError, UnicodeDecodeError) as exc:
+        ck.err(at, f"{name}: cannot read it as UTF-8 text: {exc}")
+        return None
+    try:
+        jinja2.Environment(autoescape=True).parse(source)
+    except jinja2.TemplateSyntaxError as exc:
+        ck.err(at, f"{name}:{exc.lineno}: {exc.message}")
+        return None
+    return str(path)
+
+
 # ---------------------------------------------------------------------------------------------- typed spec
 
 
@@ -275,6 +309,10 @@ class Stage:
     title: str = opt(conv=_string)
     description: str = opt(conv=_string)
     keywords: str = opt("importance, summary, rating", _string)
+    # Markdown shown on the HIT page in place of the kind's built-in instructions (campaign.tasks.instructions)
+    instructions: str | None = opt(None, _instructions)
+    # the stage's own page: a Jinja template file (relative to the spec), autoescaped like the built-in ones
+    template: str | None = opt(None, _template_file)
     qualifications: Qualifications = opt(factory=Qualifications)  # read by the loader (its default depends on the kind)
     traps: Traps = opt(factory=Traps)  # read by the loader
     repeat: Repeat = opt(conv=_repeat, factory=Repeat)
@@ -440,6 +478,11 @@ class Campaign:
         for st in data["stages"]:  # no repeat: as before `repeat:` existed, so older campaigns still resume
             if st.get("repeat") == asdict(Repeat()):
                 del st["repeat"]
+            for key in ("instructions", "template"):  # absent before stages had their own pages: likewise
+                if st.get(key) is None:
+                    st.pop(key, None)
+            if st.get("template"):  # the page is the file's content: an edited template is a changed spec
+                st["template"] = [st["template"], _file_digest(st["template"])]
         blob = json.dumps(data, default=str, sort_keys=True).encode("utf-8")
         return hashlib.sha256(blob).hexdigest()[:16]
 
@@ -460,6 +503,13 @@ def currency_of(spec: dict[str, Any]) -> str:
     """A stored campaign's currency, from its spec as the store keeps it (`CampaignRow.spec_json`)."""
     prolific = spec.get("prolific")
     return str(prolific.get("currency") or "GBP") if isinstance(prolific, dict) else "USD"
+
+
+def _file_digest(path: str) -> str:
+    try:
+        return hashlib.sha256(Path(path).read_bytes()).hexdigest()
+    except OSError:
+        return "unreadable"
 
 
 def _legacy_stage_fields() -> dict[str, Any]:
@@ -765,7 +815,7 @@ def _input(ck: _Checker, m: dict, at: At, base_dir: Path) -> tuple[str, str]:
         given = ck.string(inp[input_kind], here) if inp[input_kind] is not None else ""
         if given:
             path = base_dir / given
-            if not path.is_file():
+            if not (path.is_file() or (input_kind == "documents" and path.is_dir())):
                 where = "" if Path(given).is_absolute() else f" (relative to {base_dir or '.'})"
                 ck.err(here, f"file not found: {given}{where}")
             else:
@@ -1024,4 +1074,27 @@ def _stage(ck: _Checker, raw: Any, at: At, index: int) -> Stage | None:
     stage = cls(**got, kind=kind, qualifications=Qualifications(**quals), traps=Traps(**traps))
     for name, message in stage.problems():
         ck.err(at + (name,), message)
+    if stage.template and len(ck.problems) == before:
+        problem = _template_renders(stage)
+        if problem:
+            ck.err(at + ("template",), problem)
     return None if len(ck.problems) > before else stage
+
+
+def _template_renders(stage: Stage) -> str | None:
+    """Why the stage's own template fails to render with its kind's values (an unknown variable, a
+    filter that raises), tried on example sentences; None when it renders."""
+    from campaign.tasks import get as get_kind
+    from campaign.tasks.base import ShownItem, TemplateError
+
+    try:
+        kind = get_kind(stage.kind)
+    except KeyError:
+        return None
+    examples = [ShownItem(key=f"example-{i}", text=f"Example sentence number {i + 1} for the check.")
+                for i in range(max(2, stage.items_per_hit))]
+    try:
+        kind.page(stage, examples, "An example topic")
+    except TemplateError as exc:
+        return str(exc)
+    return None

@@ -13,6 +13,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import cache
 from importlib import resources
+from pathlib import Path
 from typing import Any
 
 import jinja2
@@ -92,6 +93,42 @@ def render_template(name: str, **values: Any) -> str:
 def render_source(source: str, **values: Any) -> str:
     """Render a template given as text (a kind that brings its own page), with the same escaping."""
     return _environment(jinja2.BaseLoader()).from_string(source).render(**values)
+
+
+def render_page(builtin: str, template: str | None, instructions: str | None, **values: Any) -> str:
+    """A kind's HIT page: its packaged template `builtin`, or the stage's own template file `template`
+    (a path), given the same values and the same autoescape; `instructions` (the stage's Markdown) is
+    rendered safely by `campaign.tasks.instructions` and printed where the built-in text would be.
+    A stage's own file is read each time a page is rendered, so edit it before a campaign's first run."""
+    from campaign.tasks.instructions import instructions_html
+
+    values["instructions"] = instructions_html(instructions)
+    if template:
+        try:
+            source = Path(template).read_text(encoding="utf-8")
+        except (OSError, UnicodeDecodeError) as exc:
+            raise TemplateError(f"{template}: cannot read the stage's template: {exc}") from None
+        try:
+            return render_source(source, **values)
+        except jinja2.TemplateError as exc:
+            line = getattr(exc, "lineno", None) or _template_line(exc)
+            raise TemplateError(f"{template}:{line}: {exc.message or exc}") from None
+    return render_template(builtin, **values)
+
+
+def _template_line(exc: BaseException) -> int:
+    """The template line a render-time error came from: Jinja maps its traceback frames back to the
+    template (file name "<template>" for a template given as text); 0 when none is found."""
+    line, tb = 0, exc.__traceback__
+    while tb is not None:
+        if tb.tb_frame.f_code.co_filename == "<template>":
+            line = tb.tb_lineno
+        tb = tb.tb_next
+    return line
+
+
+class TemplateError(ValueError):
+    """A stage's own template that cannot be read or rendered (named file:line)."""
 
 
 def html_question(page: str, frame_height: int = 0) -> str:

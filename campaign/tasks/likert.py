@@ -16,7 +16,7 @@ from campaign.tasks.base import (
     ShownItem,
     answer_fields,
     html_question,
-    render_template,
+    render_page,
     single,
     summarise,
 )
@@ -72,9 +72,10 @@ def plan(item_keys: Sequence[str], stage: str, items_per_hit: int, seed: int, tr
     return drafts
 
 
-def page(items: Sequence[ShownItem], topic: str, title: str) -> str:
-    """The HIT's page: one radio group per item."""
-    return render_template("likert.html", title=title, topic=topic, items=items, scale=SCALE)
+def page(items: Sequence[ShownItem], topic: str, title: str, instructions: str | None = None,
+         template: str | None = None) -> str:
+    """The HIT's page: one radio group per item (the stage's own instructions and template if given)."""
+    return render_page("likert.html", template, instructions, title=title, topic=topic, items=items, scale=SCALE)
 
 
 def render(items: Sequence[ShownItem], topic: str, title: str) -> str:
@@ -115,7 +116,7 @@ class LikertKind(TaskKind):
         return plan([i.key for i in items], stage.name, stage.items_per_hit, seed, traps, stage.traps.share)
 
     def page(self, stage: Stage, items: Sequence[ShownItem], topic: str) -> str:
-        return page(items, topic, stage.title)
+        return page(items, topic, stage.title, stage.instructions, stage.template)
 
     def parse(self, stage: Stage, fields: Sequence[tuple[str, str]], items: Sequence[ShownItem]) -> list[Judgment]:
         return parse(fields, [i.key for i in items])

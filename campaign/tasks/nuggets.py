@@ -23,7 +23,7 @@ from campaign.tasks.base import (
     ShownItem,
     answer_fields,
     html_question,
-    render_template,
+    render_page,
     summarise,
 )
 from campaign.tasks.kind import CountedJudgment, Export, PlanItem, StageData, TaskKind
@@ -65,24 +65,40 @@ def has_verb(words: Sequence[str]) -> bool:
 
 
 def plan(sentences: Sequence[tuple[str, str]], stage: str, window: int = 7) -> list[HitDraft]:
-    """Windows of `window` consecutive sentences within each document, in input order.
+    """Windows of at most `window` consecutive sentences within each document, in input order.
 
-    `sentences` are (document id, sentence key) in document order; a document's last window may be
-    shorter rather than mixing two documents in one HIT.
+    `sentences` are (document id, sentence key) in document order. Windows never mix two documents,
+    and a document's windows are balanced: as few windows as `window` allows, their sizes differing by
+    at most one (longer ones first). So every window of a document longer than `window` holds more than
+    half a window (at least 4 of 7): a 9-sentence document is 5+4, not 7+2, and no worker is paid a full
+    HIT's reward for one leftover sentence.
     """
     drafts: list[HitDraft] = []
     by_doc: dict[str, list[str]] = {}
     for doc, key in sentences:
         by_doc.setdefault(doc, []).append(key)
     for keys in by_doc.values():
-        for i in range(0, len(keys), window):
-            drafts.append(HitDraft(hit_key=f"{stage}-{len(drafts):05d}", stage=stage, item_keys=tuple(keys[i:i + window])))
+        start = 0
+        for size in window_sizes(len(keys), window):
+            drafts.append(HitDraft(hit_key=f"{stage}-{len(drafts):05d}", stage=stage, item_keys=tuple(keys[start:start + size])))
+            start += size
     return drafts
 
 
-def page(items: Sequence[ShownItem], topic: str, title: str, min_tokens: int = 3) -> str:
+def window_sizes(n: int, window: int) -> list[int]:
+    """Sizes of the fewest windows of at most `window` covering `n` sentences, as equal as they can be."""
+    if n <= 0:
+        return []
+    count = -(-n // window)
+    small, extra = divmod(n, count)
+    return [small + 1] * extra + [small] * (count - extra)
+
+
+def page(items: Sequence[ShownItem], topic: str, title: str, min_tokens: int = 3, instructions: str | None = None,
+         template: str | None = None) -> str:
     """The HIT's page: every word a clickable token, addressed by (sentence, token)."""
-    return render_template("nuggets.html", title=title, topic=topic, items=items, min_tokens=int(min_tokens))
+    return render_page("nuggets.html", template, instructions, title=title, topic=topic, items=items,
+                       min_tokens=int(min_tokens))
 
 
 def render(items: Sequence[ShownItem], topic: str, title: str, min_tokens: int = 3) -> str:
@@ -195,7 +211,8 @@ class NuggetKind(TaskKind):
         return plan([(i.doc or "", i.key) for i in items], stage.name, _nuggets(stage).window)
 
     def page(self, stage: Stage, items: Sequence[ShownItem], topic: str) -> str:
-        return page(items, topic, stage.title, min_tokens=_nuggets(stage).min_nugget_tokens)
+        return page(items, topic, stage.title, min_tokens=_nuggets(stage).min_nugget_tokens,
+                    instructions=stage.instructions, template=stage.template)
 
     def parse(self, stage: Stage, fields: Sequence[tuple[str, str]], items: Sequence[ShownItem]) -> list[Judgment]:
         s = _nuggets(stage)

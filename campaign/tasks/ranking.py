@@ -23,7 +23,7 @@ from campaign.tasks.base import (
     ShownItem,
     answer_fields,
     html_question,
-    render_template,
+    render_page,
     single,
 )
 from campaign.tasks.kind import (
@@ -50,9 +50,10 @@ RANKING_COLUMNS = ("rank", "item", "score", "uncertainty", "comparisons", "wins"
                    "likert_score", "likert_n", "likert_sd", "text")
 
 
-def page(items: Sequence[ShownItem], topic: str, title: str) -> str:
+def page(items: Sequence[ShownItem], topic: str, title: str, instructions: str | None = None,
+         template: str | None = None) -> str:
     """The HIT's page: a list to reorder, its order kept in one hidden field."""
-    return render_template("ranking.html", title=title, topic=topic, items=items,
+    return render_page("ranking.html", template, instructions, title=title, topic=topic, items=items,
                            initial_order=",".join(str(i) for i in range(len(items))))
 
 
@@ -246,7 +247,7 @@ class RankingKind(TaskKind):
                          note=f"{len(pairs)} pairs")
 
     def page(self, stage: Stage, items: Sequence[ShownItem], topic: str) -> str:
-        return page(items, topic, stage.title)
+        return page(items, topic, stage.title, stage.instructions, stage.template)
 
     def parse(self, stage: Stage, fields: Sequence[tuple[str, str]], items: Sequence[ShownItem]) -> list[Judgment]:
         return parse(fields, [i.key for i in items])

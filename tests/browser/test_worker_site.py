@@ -257,6 +257,29 @@ def test_hostile_item_texts_stay_text(driver, site, kind):
         assert display in ("block", "flex", "list-item", "inline-block") or bidi == "isolate", holders
 
 
+@pytest.mark.parametrize("kind", ["likert", "nuggets"])
+def test_hostile_stage_instructions_stay_text_in_the_frame(driver, site, kind):
+    """A stage's own Markdown instructions with HTML and javascript: links, served like any HIT page."""
+    from selenium.webdriver.common.by import By
+
+    from campaign.tasks.base import html_question
+
+    m = importlib.import_module(f"campaign.tasks.{kind}")
+    markdown = "**Read this.**\n\n" + "\n\n".join(HOSTILE[:2]) + "\n\n[click me](javascript:window.__pwned='md')"
+    page = m.page([ShownItem(f"i{n}", f"Statement number {n} here.") for n in range(3)], "Water", "Own instructions",
+                  instructions=markdown)
+    t = site.client.call("create_hit_type", Title=f"Own {kind}", Description="d", Reward="0.25", AssignmentDurationInSeconds=1200)
+    hit = site.client.call("create_hit_with_hit_type", HITTypeId=t["HITTypeId"], LifetimeInSeconds=3600, MaxAssignments=3,
+                           Question=html_question(page))["HIT"]["HITId"]
+    _sign_in(driver, site, f"AOWNINSTR{kind.upper()}")
+    _open_hit(driver, site, hit)
+    box = driver.find_element(By.CSS_SELECTOR, "div.instructions")
+    assert box.find_element(By.TAG_NAME, "strong").text == "Read this."
+    assert "<script>" in box.text and "onerror" in box.text  # shown as text
+    assert box.find_elements(By.TAG_NAME, "a") == [] and driver.find_elements(By.CSS_SELECTOR, "img") == []
+    assert driver.execute_script("return typeof window.__pwned") == "undefined"
+
+
 # -- a HIT's script against the worker site -------------------------------------------------------------------
 PROBE = """<!DOCTYPE html><html><head><meta charset="utf-8"><title>probe</title></head><body>
 <form id="mturk_form" method="post" action="https://www.mturk.com/mturk/externalSubmit">
