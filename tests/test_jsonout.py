@@ -101,6 +101,7 @@ BENCH_RUNS: dict[str, list[str]] = {
     "quality": ["--quick"],
     "mace": ["--no-ukp"],
     "nuggets": [],
+    "hostile": ["--config", str(ROOT / "examples" / "hostile.yaml"), "--seeds", "1", "--campaign", "water-bottles"],
 }
 NEEDS_SHARED_DATA = {"mace", "nuggets"}
 

@@ -34,6 +34,8 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+from campaign.jsonout import dumps
+
 TARGET = 0.03  # each stage's quality, averaged over the seeds, within this of the run without adversaries
 
 
@@ -358,7 +360,7 @@ def main(argv: list[str]) -> int:
         return 0
     if args.one:
         assert args.state is not None
-        print(json.dumps(one(args.config, seeds[0], args.clean, args.state, args.max_seconds, args.share, behaviours,
+        print(dumps(one(args.config, seeds[0], args.clean, args.state, args.max_seconds, args.share, behaviours,
                              tuple(args.campaign))))
         return 0
     t0 = time.monotonic()
@@ -378,7 +380,7 @@ def main(argv: list[str]) -> int:
                "seconds": round(time.monotonic() - t0, 1)}
     summary["met"] = summary["all_finished"] and unpaid == 0 and summary["every_stage_within_target"]
     if args.json:
-        print(json.dumps({"stages": stages, "adversaries": outcomes(results), "runs": results, "summary": summary}))
+        print(dumps({"stages": stages, "adversaries": outcomes(results), "runs": results, "summary": summary}))
         return 0
     render(args.config, results, stages, summary)
     return 0
