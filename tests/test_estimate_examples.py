@@ -20,7 +20,10 @@ from campaign.spec import load_spec
 from campaign.store import LedgerRow, Store
 
 ROOT = Path(__file__).resolve().parent.parent
-SPECS = [ROOT / "campaigns.yaml", *sorted((ROOT / "examples").glob("*.yaml"))]
+# examples/hostile.yaml is the demo's campaigns with a quarter of each crowd adversarial: which adversaries'
+# work gets paid is what `campaign bench hostile` measures, and the estimate does not model it (one run:
+# water-bottles expected $3.78, total $4.20, spent $3.99), so it is left out here.
+SPECS = [ROOT / "campaigns.yaml", *sorted(p for p in (ROOT / "examples").glob("*.yaml") if p.name != "hostile.yaml")]
 
 
 @pytest.mark.slow
