@@ -17,6 +17,7 @@ from sqlmodel import col, select
 from campaign.held import held_counts, held_rows
 from campaign.ledger import totals
 from campaign.money import fmt
+from campaign.pay import read_stage_pay
 from campaign.spec import currency_of
 from campaign.steps.repeat import retest_figures
 from campaign.store import AssignmentRow, CampaignRow, EventRow, HitRow, JudgmentRow, Store, WorkerRow
@@ -59,6 +60,7 @@ def campaign_figures(store: Store, name: str, now: float | None = None) -> dict[
         evidence = [json.loads(e) for e in s.exec(select(WorkerRow.evidence).where(
             WorkerRow.campaign == name, WorkerRow.evidence != None)).all() if e]  # noqa: E711
         held = held_counts(s, name)
+        pay = read_stage_pay(s, name)
     traps_seen = sum(e.get("traps_seen", 0) for e in evidence)
     traps_passed = sum(e.get("traps_passed", 0) for e in evidence)
     weighted = [(e["correlation"], e["labels"]) for e in evidence if e.get("correlation") is not None]
@@ -75,7 +77,11 @@ def campaign_figures(store: Store, name: str, now: float | None = None) -> dict[
     return {
         "name": name,
         "status": camp.status,
-        "stages": [{"name": k, "hits": v, **({"repeat": retest[k]} if k in retest else {})} for k, v in sorted(stages.items())],
+        # per stage: the median accept-to-submit time of approved work and the reward per hour at it (campaign.pay)
+        "stages": [{"name": k, "hits": v, **({"repeat": retest[k]} if k in retest else {}),
+                    "median_work_seconds": pay.get(k, {}).get("median_work_seconds"),
+                    "hourly_pay": None if pay.get(k, {}).get("hourly_pay") is None else fmt(pay[k]["hourly_pay"])}
+                   for k, v in sorted(stages.items())],
         "hits": {"planned": sum(hit_counts.values()), "posted": posted, "assignable": hit_counts.get("posted", 0),
                  "completed": hit_counts.get("closed", 0), "failed": hit_counts.get("failed", 0),
                  "draft": hit_counts.get("draft", 0) + hit_counts.get("posting", 0)},

@@ -13,6 +13,7 @@ from rich.text import Text
 
 from campaign.dashboard.figures import collect_figures
 from campaign.money import shown
+from campaign.pay import work_time_text
 from campaign.store import Store
 
 WIDE = 150
@@ -67,9 +68,14 @@ def build(figures: dict, width: int = WIDE) -> Group:
             waiting = f", {held['waiting']} decided, waiting for the daemon" if held.get("waiting") else ""
             qt.add_row("held for the operator", f"{held['open']}{waiting} (`campaign held {escape(c['name'])}`)")
             for r in held.get("rows", [])[:5]:
-                qt.add_row(f"held {escape(r['kind'])} {escape(r['row'])}", escape(f"{r['step']}: {r['reason']}"[:120]))
+                qt.add_row(f"held {escape(r['kind'])} {escape(r['row'])}", escape(f"{r['step']}: {r['reason']}"))
+        for st in c["stages"]:
+            if st.get("median_work_seconds") is not None:
+                qt.add_row(f"stage {escape(st['name'])}: median work time, pay",
+                           f"{work_time_text(st['median_work_seconds'])}, {shown(st['hourly_pay'], c['currency'])} an hour")
+        # whole messages, wrapped by the table (overflow="fold"): a cut sentence reads as a different one
         for e in c["events"][:5]:
-            qt.add_row(f"{time.strftime('%H:%M:%S', time.localtime(e['ts']))} {e['level']}", escape(e["message"][:120]))
+            qt.add_row(f"{time.strftime('%H:%M:%S', time.localtime(e['ts']))} {e['level']}", escape(e["message"]))
         parts.append(qt)
     return Group(*parts)
 
