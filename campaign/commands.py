@@ -223,6 +223,11 @@ def cmd_run(args: argparse.Namespace) -> int:
         spec = load_spec(args.config)
     except SpecError as exc:
         return _refuse(exc)
+    unknown = [n for n in args.campaign if n not in {c.name for c in spec.campaigns}]
+    if unknown:  # said before the state directory is created or locked, so a typo leaves nothing behind
+        print(f"campaign run: no campaign named {', '.join(unknown)} in {args.config} (it has: "
+              f"{', '.join(c.name for c in spec.campaigns)})", file=sys.stderr)
+        return 2
     opts = RunOptions(state_dir=Path(args.state), db=args.db, seed=args.seed, forever=args.forever,
                       production=args.production, campaigns=tuple(args.campaign), max_seconds=args.max_seconds,
                       lease_ttl=args.lease_ttl, market_port=args.market_port,
