@@ -241,6 +241,12 @@ def cmd_run(args: argparse.Namespace) -> int:
     finally:
         if progress is not None:
             progress.close()
+    if code == 130:  # Ctrl-C or SIGTERM: nothing is lost, and the user should not have to guess that
+        again = "campaign run" + "".join(f" {flag} {value}" for flag, value, default in (
+            ("--config", args.config, "campaigns.yaml"), ("--state", args.state, "state"), ("--db", args.db, None))
+            if value != default) + "".join(f" --campaign {n}" for n in args.campaign)
+        print(f"campaign run: stopped. Everything so far is in the store; `{again}` resumes where this run stopped "
+              "(HITs already posted keep collecting answers meanwhile).", file=sys.stderr)
     if code == 0:
         exhausted = _exhausted(args, [c.name for c in spec.campaigns if not args.campaign or c.name in args.campaign])
         for c in spec.campaigns:
