@@ -32,6 +32,7 @@ from markupsafe import Markup, escape
 from sqlmodel import func, select
 
 from campaign import report_svg as svg
+from campaign.dashboard.definitions import excluded_text
 from campaign.ledger import totals
 from campaign.metrics import agreement as _agreement_metrics
 from campaign.metrics.agreement import fleiss
@@ -386,7 +387,7 @@ def build_context(store: Store, name: str, export_dir: Path | None = None) -> di
         "summary": [("status", camp.status), ("stages", ", ".join(f"{v.name} ({v.kind})" for v in stages)),
                     ("items scored", ", ".join(f"{sum(1 for r in v.rows if r.get('score') is not None)} in {v.name}" for v in stages)),
                     ("answers", sum(sum(n for st, n in v.counts.items() if st != "invalid") for v in stages)),
-                    ("labels", f"{sum(v.labels for v in stages)} ({sum(v.labels_excluded for v in stages)} excluded)"),
+                    ("labels excluded", excluded_text(sum(v.labels for v in stages), sum(v.labels_excluded for v in stages))),
                     ("workers", len(all_workers)), ("spent", f"{_money(money.spent, cur)} of {_money(money.budget, cur)}")],
         "qc_stages": [{"stage": v.name, "approved": v.counts.get("approved", 0), "rejected": v.counts.get("rejected", 0),
                        "pending": sum(n for st, n in v.counts.items() if st not in ("approved", "rejected", "invalid")),

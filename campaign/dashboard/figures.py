@@ -14,6 +14,7 @@ from typing import Any
 from sqlalchemy import func
 from sqlmodel import col, select
 
+from campaign.dashboard.definitions import excluded_text, weighted_agreement
 from campaign.held import held_counts, held_rows
 from campaign.ledger import totals
 from campaign.money import fmt
@@ -63,8 +64,7 @@ def campaign_figures(store: Store, name: str, now: float | None = None) -> dict[
         pay = read_stage_pay(s, name)
     traps_seen = sum(e.get("traps_seen", 0) for e in evidence)
     traps_passed = sum(e.get("traps_passed", 0) for e in evidence)
-    weighted = [(e["correlation"], e["labels"]) for e in evidence if e.get("correlation") is not None]
-    agreement = (sum(r * n for r, n in weighted) / sum(n for _, n in weighted)) if weighted and sum(n for _, n in weighted) else None
+    agreement = weighted_agreement(evidence)
     posted = sum(v for k, v in hit_counts.items() if k in ("posted", "closed"))
     submitted = sum(a_counts.values())
     stages: dict[str, dict[str, int]] = {}
@@ -98,6 +98,7 @@ def campaign_figures(store: Store, name: str, now: float | None = None) -> dict[
                     "trap_pass_rate": round(traps_passed / traps_seen, 4) if traps_seen else None,
                     "workers": int(w_total), "workers_excluded": int(w_excluded), "workers_blocked": int(w_blocked),
                     "labels": int(labels), "labels_excluded": int(labels_excluded),
+                    "labels_excluded_text": excluded_text(int(labels), int(labels_excluded)),
                     "worst_workers": [{"worker": w.worker_id, "reason": w.reason, "excluded": w.excluded, "blocked": w.blocked}
                                       for w in worst]},
         "events": [{"ts": e.ts, "level": e.level, "kind": e.kind, "message": e.message} for e in events],

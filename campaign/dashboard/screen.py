@@ -21,6 +21,7 @@ from rich.table import Table
 from rich.text import Text
 
 from campaign.dashboard.data import CampaignView, Snapshot, StageView
+from campaign.dashboard.definitions import excluded_share, excluded_text
 from campaign.dashboard.series import fraction, human_seconds, sparkline
 from campaign.money import CURRENCY_SIGNS
 
@@ -68,7 +69,7 @@ def header(snap: Snapshot, width: int) -> Text:
     t = Text(no_wrap=False, overflow="fold")
     t.append("campaign dashboard", style="bold")
     t.append(f" {time.strftime('%H:%M:%S', time.localtime(snap.taken_at))}")
-    t.append(f" · {snap.answers_per_hour:,.0f} answers/h · {snap.workers_active} workers active · ")
+    t.append(f" · last hour: {snap.answers_per_hour:,.0f} answers from {snap.workers_active} workers · ")
     lives = [c.live for c in snap.campaigns if c.status not in ("finished", "cancelled")]
     if lives and not any(lv.live for lv in lives):
         if width < 120:
@@ -144,11 +145,14 @@ def stage_panel(c: CampaignView, st: StageView, width: int) -> Panel:
     q = Text()
     q.append("agree ")
     q.append(sparkline(st.agreement, sw, 0.0, 1.0), style="cyan")
-    q.append(f" {_last(st.agreement, '{:.2f}')}  traps ")
+    # beside each history, the stage's figure as `campaign status` and the summary line define it
+    # (campaign.dashboard.definitions), not the last bucket's, so one label never shows two values
+    q.append(f" {'-' if st.agreement_now is None else f'{st.agreement_now:.2f}'}  traps ")
     q.append(sparkline(st.trap_pass, sw, 0.0, 1.0), style="green")
     q.append(f" {_last(st.trap_pass, '{:.0%}')}  excl ")
     q.append(sparkline(st.excluded_share, sw, 0.0, 1.0), style="red")
-    q.append(f" {_last(st.excluded_share, '{:.0%}')}")
+    share = excluded_share(st.labels, st.labels_excluded)
+    q.append(f" {'-' if share is None else f'{share:.0%}'}")
     lines.append(q)
     title = Text()
     title.append(f"{c.name} / {st.name}", style="bold")
@@ -180,7 +184,7 @@ def campaign_summary(c: CampaignView, width: int) -> Text:
     if c.agreement is not None or c.trap_pass_rate is not None:
         t.append(f"  ·  r {c.agreement:.2f}" if c.agreement is not None else "")
         t.append(f" · traps {c.trap_pass_rate:.0%}" if c.trap_pass_rate is not None else "")
-    t.append(f" · workers {c.workers} ({c.workers_excluded} excl, {c.workers_blocked} blocked) · labels excl {c.labels_excluded}/{c.labels}")
+    t.append(f" · workers {c.workers} ({c.workers_excluded} excl, {c.workers_blocked} blocked) · labels excl {excluded_text(c.labels, c.labels_excluded)}")
     if c.held:
         t.append(f" · {c.held} held for the operator (campaign held {c.name})", style="red")
     return t

@@ -55,12 +55,12 @@ def build(figures: dict, width: int = WIDE) -> Group:
         qt = Table(title=f"{escape(c['name'])}: quality and events", expand=True)
         qt.add_column("what", overflow="fold")
         qt.add_column("value", overflow="fold")
-        qt.add_row("agreement (worker vs rest, label-weighted r)", "-" if q["agreement"] is None else f"{q['agreement']:.2f}")
+        qt.add_row("agreement r (worker vs rest, label-weighted)", "-" if q["agreement"] is None else f"{q['agreement']:.2f}")
         qt.add_row("trap pass rate", "-" if q["trap_pass_rate"] is None else f"{q['trap_pass_rate']:.0%}")
         eta = c["progress"]["eta_seconds"]
         qt.add_row("ETA at the recent rate", "-" if eta is None else f"{eta // 60} min {eta % 60} s")
         qt.add_row("workers (active / excluded / blocked)", f"{q['workers']} / {q['workers_excluded']} / {q['workers_blocked']}")
-        qt.add_row("labels excluded", f"{q['labels_excluded']} of {q['labels']}")
+        qt.add_row("labels excluded", q["labels_excluded_text"])
         for w in q["worst_workers"]:
             qt.add_row(f"worker {escape(w['worker'])}", escape(str(w["reason"])))
         held = c.get("held") or {}

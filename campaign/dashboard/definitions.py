@@ -1,0 +1,43 @@
+"""One definition of each quality and activity figure, shared by the dashboard, `campaign status` and
+the report, so two screens never show the same label with two values.
+
+- agreement `r`: each worker's correlation with the rest (from their evidence), weighted by the
+  worker's labels, over the workers that have one;
+- labels excluded: labels quality control set aside, of all labels, as `n/N (p%)`;
+- activity: answers collected in the last hour of the campaign's clock, and the workers who gave them
+  (the same window for both, so "0 answers/h" never stands beside "51 workers active").
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+HOUR = 3600.0
+
+
+def weighted_agreement(evidence: Iterable[Mapping[str, Any]]) -> float | None:
+    """Label-weighted mean of the workers' `correlation`; None when no worker has one."""
+    pairs = [(float(e["correlation"]), int(e.get("labels") or 0)) for e in evidence if e.get("correlation") is not None]
+    total = sum(n for _, n in pairs)
+    return sum(r * n for r, n in pairs) / total if total else None
+
+
+def excluded_share(labels: int, excluded: int) -> float | None:
+    return excluded / labels if labels else None
+
+
+def excluded_text(labels: int, excluded: int) -> str:
+    """'30/300 (10%)': the count and the share, one wording wherever it is shown."""
+    share = excluded_share(labels, excluded)
+    return f"{excluded}/{labels}" + (f" ({share:.0%})" if share is not None else "")
+
+
+def last_hour(times: Iterable[float], workers: Iterable[str], now: float) -> tuple[int, set[str]]:
+    """(answers collected in the hour before `now`, the workers who gave them)."""
+    count, active = 0, set()
+    for t, w in zip(times, workers):
+        if now - HOUR <= t <= now:
+            count += 1
+            active.add(w)
+    return count, active
