@@ -41,3 +41,16 @@ def last_hour(times: Iterable[float], workers: Iterable[str], now: float) -> tup
             count += 1
             active.add(w)
     return count, active
+
+
+def cancel_waiting(open_hits: int, pending_review: int) -> str:
+    """What a cancelling campaign still waits for, in words: its expired HITs stay open until the
+    workers who accepted them before the cancel submit (or their time runs out), and submitted answers
+    are still reviewed and paid."""
+    parts = []
+    if open_hits:
+        parts.append(f"{open_hits} HIT{'s' if open_hits != 1 else ''} a worker accepted before the cancel "
+                     "(closed when the answer arrives or its time runs out)")
+    if pending_review:
+        parts.append(f"{pending_review} submitted answer{'s' if pending_review != 1 else ''} to review")
+    return "waiting for " + " and ".join(parts) if parts else "releasing the reservations on the next tick"

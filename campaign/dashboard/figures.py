@@ -14,7 +14,7 @@ from typing import Any
 from sqlalchemy import func
 from sqlmodel import col, select
 
-from campaign.dashboard.definitions import excluded_text, weighted_agreement
+from campaign.dashboard.definitions import cancel_waiting, excluded_text, weighted_agreement
 from campaign.held import held_counts, held_rows
 from campaign.ledger import totals
 from campaign.money import fmt
@@ -77,6 +77,9 @@ def campaign_figures(store: Store, name: str, now: float | None = None) -> dict[
     return {
         "name": name,
         "status": camp.status,
+        # while cancelling: what the cancel still waits for (None otherwise)
+        "waiting_for": (cancel_waiting(hit_counts.get("posted", 0), submitted - approved - rejected)
+                        if camp.status == "cancelling" else None),
         # per stage: the median accept-to-submit time of approved work and the reward per hour at it (campaign.pay)
         "stages": [{"name": k, "hits": v, **({"repeat": retest[k]} if k in retest else {}),
                     "median_work_seconds": pay.get(k, {}).get("median_work_seconds"),

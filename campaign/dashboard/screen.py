@@ -21,7 +21,7 @@ from rich.table import Table
 from rich.text import Text
 
 from campaign.dashboard.data import CampaignView, Snapshot, StageView
-from campaign.dashboard.definitions import excluded_share, excluded_text
+from campaign.dashboard.definitions import cancel_waiting, excluded_share, excluded_text
 from campaign.dashboard.series import fraction, human_seconds, sparkline
 from campaign.money import CURRENCY_SIGNS
 
@@ -168,6 +168,9 @@ def campaign_summary(c: CampaignView, width: int) -> Text:
     t = Text(overflow="fold")
     t.append(f"{c.name}: ", style="bold")
     t.append(c.status, style=STATUS_STYLE.get(c.status, ""))
+    if c.status == "cancelling":
+        t.append(": " + cancel_waiting(sum(st.hits_posted - st.hits_closed for st in c.stages), sum(st.pending for st in c.stages)),
+                 style=STATUS_STYLE["cancelling"])
     if c.status in ("running", "paused", "cancelling"):
         t.append(f"  spend {money(c.spend_per_hour, c.currency)}/h · {c.answers_per_hour:,.0f} answers/h")
     if c.finish_at is not None and c.finish_at <= c.clock_now:

@@ -27,11 +27,11 @@ def build(figures: dict, width: int = WIDE) -> Group:
         overview = Table(title="campaigns", expand=True)
         for col in ("campaign", "status", "HITs posted/assignable/done", "answers sub/appr/rej", "progress",
                     "spent", "reserved", "fees", "budget", "projected"):
-            overview.add_column(col, no_wrap=col in ("campaign", "status"), overflow="fold")
+            overview.add_column(col, no_wrap=col == "campaign", overflow="fold")
         for c in figures["campaigns"]:
             h, a, m, p = c["hits"], c["assignments"], c["money"], c["progress"]
             bar = "#" * int(p["fraction"] * 20)
-            overview.add_row(escape(c["name"]), c["status"], f"{h['posted']}/{h['assignable']}/{h['completed']}",
+            overview.add_row(escape(c["name"]), c["status"] + (f": {c['waiting_for']}" if c.get("waiting_for") else ""), f"{h['posted']}/{h['assignable']}/{h['completed']}",
                              f"{a['submitted']}/{a['approved']}/{a['rejected']}", escape(f"[{bar:<20}] {p['fraction']:.0%}"),
                              *(shown(m[k], c["currency"]) for k in ("spent", "reserved", "fees", "budget", "projected")))
         parts.append(overview)
@@ -44,6 +44,8 @@ def build(figures: dict, width: int = WIDE) -> Group:
             t.append(f"  {c['status']}  ")
             bar = "#" * int(p["fraction"] * 20)
             t.append(f"[{bar:<20}] {p['fraction']:.0%}\n")
+            if c.get("waiting_for"):
+                t.append(f"  cancelling: {c['waiting_for']}\n", style="magenta")
             t.append(f"  HITs {h['posted']}/{h['assignable']}/{h['completed']} posted/assignable/done · "
                      f"answers {a['submitted']}/{a['approved']}/{a['rejected']} sub/appr/rej\n")
             cur = c["currency"]

@@ -70,3 +70,25 @@ def test_dashboard_and_status_show_one_value_per_figure(tmp_path):
     # activity: B's 10 answers in the last hour, from B alone
     assert view.answers_per_hour == 10 and view.workers_active == {"B"}
     assert "last hour: 10 answers from 1 workers" in screen
+
+
+def test_a_cancel_says_what_it_waits_for(tmp_path):
+    store = _store(tmp_path)
+    with store.session() as s:
+        row = s.get(CampaignRow, "c")
+        assert row is not None
+        row.status = "cancelling"
+        s.add(row)
+    figures = campaign_figures(store, "c", now=NOW)
+    snap = Reader(store).snapshot(NOW)
+    store.close()
+    wanted = "waiting for 1 HIT a worker accepted before the cancel"
+    assert figures["waiting_for"].startswith(wanted)
+    console = Console(file=io.StringIO(), width=80, height=40, force_terminal=False, color_system=None)
+    console.print(build(snap, UIState(), 80, 40))
+    assert wanted in " ".join(console.file.getvalue().split()).replace("│ ", "")
+    from campaign.dashboard.view import build as status_build
+
+    console = Console(file=io.StringIO(), width=80, force_terminal=False, color_system=None)
+    console.print(status_build({"campaigns": [figures]}, 80))
+    assert "cancelling: " + wanted in " ".join(console.file.getvalue().split())
