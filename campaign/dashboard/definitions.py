@@ -54,3 +54,19 @@ def cancel_waiting(open_hits: int, pending_review: int) -> str:
     if pending_review:
         parts.append(f"{pending_review} submitted answer{'s' if pending_review != 1 else ''} to review")
     return "waiting for " + " and ".join(parts) if parts else "releasing the reservations on the next tick"
+
+
+def worker_figure(evidence: Iterable[Mapping[str, Any] | None]) -> tuple[str, str, str]:
+    """(evidence key, column heading, note) for the per-worker quality column of the workers views.
+
+    `r` (labels vs the other workers') where quality control computed one; else MACE's competence, which
+    the nugget kind's aggregation gives each worker (the share of marks made by knowing rather than at
+    random); else `r` with a note saying why it is empty.
+    """
+    evs = [e or {} for e in evidence]
+    if any(e.get("correlation") is not None for e in evs):
+        return "correlation", "r", ""
+    if any(e.get("competence") is not None for e in evs):
+        return "competence", "MACE", ("MACE: each worker's competence from the aggregation (0-1: the share of marks "
+                                      "made by knowing rather than at random); nugget marks get no r")
+    return "correlation", "r", "r: none yet (a worker needs labels on 3 or more items other workers also labelled)"

@@ -21,7 +21,7 @@ from rich.table import Table
 from rich.text import Text
 
 from campaign.dashboard.data import CampaignView, Snapshot, StageView
-from campaign.dashboard.definitions import cancel_waiting, excluded_share, excluded_text
+from campaign.dashboard.definitions import cancel_waiting, excluded_share, excluded_text, worker_figure
 from campaign.dashboard.series import fraction, human_seconds, sparkline
 from campaign.money import CURRENCY_SIGNS
 
@@ -279,16 +279,18 @@ def footer(ui: UIState) -> Text:
 
 
 def workers_table(c: CampaignView, ui: UIState, rows: int) -> Table:
-    t = Table(title=f"workers of {c.name} (w or Esc: back)", expand=True, show_edge=False, pad_edge=False)
+    key, heading, note = worker_figure(w.get("evidence") for w in ui.workers)
+    t = Table(title=f"workers of {c.name} (w or Esc: back)", expand=True, show_edge=False, pad_edge=False,
+              caption=note or None)
     t.add_column("worker", no_wrap=True)
     t.add_column("asg", justify="right")
-    t.add_column("r", justify="right")
+    t.add_column(heading, justify="right")
     t.add_column("traps", justify="right")
     t.add_column("standing", no_wrap=True)
     t.add_column("reason", overflow="fold", ratio=1)
     for w in ui.workers[:max(rows, 1)]:
         e = w.get("evidence") or {}
-        r = e.get("correlation")
+        r = e.get(key)
         standing = "blocked" if w["blocked"] else ("excluded" if w["excluded"] else "ok")
         t.add_row(escape(w["worker"]), str(w["assignments"]), "" if r is None else f"{r:.2f}",
                   f"{e.get('traps_passed', 0)}/{e.get('traps_seen', 0)}" if e else "",
