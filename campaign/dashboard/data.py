@@ -22,7 +22,7 @@ from sqlmodel import Session, col
 
 from campaign.dashboard import heartbeat
 from campaign.dashboard.alerts import Alert, AlertInput, compute_alerts
-from campaign.dashboard.definitions import HOUR, last_hour, weighted_agreement
+from campaign.dashboard.definitions import HOUR, last_hour, trap_pass_rate, weighted_agreement
 from campaign.dashboard.series import (
     Buckets,
     ClockFix,
@@ -66,6 +66,7 @@ class StageView:
     excluded_share: list[float | None] = field(default_factory=list)
     answers: list[int] = field(default_factory=list)
     agreement_now: float | None = None  # the stage's `r` as `campaign status` defines it (definitions.weighted_agreement)
+    trap_pass_now: float | None = None  # and its trap pass rate (definitions.trap_pass_rate)
     labels: int = 0
     labels_excluded: int = 0
 
@@ -344,9 +345,9 @@ class Reader:
             v.trap_pass = weighted_series_np(w_sel, b_sel, _per_worker(arrivals.worker_names, traps), N_BUCKETS)
             v.excluded_share = weighted_series_np(w_sel, b_sel, _per_worker(arrivals.worker_names, excl), N_BUCKETS)
             v.answers = [int(x) for x in np.bincount(b_sel, minlength=N_BUCKETS)]
-            v.agreement_now = weighted_agreement(
-                {"correlation": r, "labels": (evidence[w].get("stages") or {}).get(st, evidence[w]).get("labels", 0)}
-                for w, r in agree.items())
+            stage_ev = [(evidence[w].get("stages") or {}).get(st, evidence[w] if st == (primary or st) else {}) for w in evidence]
+            v.agreement_now = weighted_agreement(stage_ev)
+            v.trap_pass_now = trap_pass_rate(stage_ev)
         for stage_name, (n_stage, x_stage) in self._stage_labels(name).items():
             stage(stage_name).labels, stage(stage_name).labels_excluded = n_stage, x_stage
         for st, v in stages.items():
@@ -368,8 +369,6 @@ class Reader:
         projected = t.spent + charged_each * max(slots - approved_like, 0) if approved_like else t.spent + t.reserved
         if status in ("finished", "cancelled"):  # no answer is still to come: slots never answered cost nothing
             projected = t.spent + t.reserved
-        seen = sum(e.get("traps_seen", 0) for e in evidence.values())
-        passed = sum(e.get("traps_passed", 0) for e in evidence.values())
         return CampaignView(
             name=name, status=status, budget=t.budget, spent=t.spent, reserved=t.reserved, fees=t.fees,
             projected_cost=projected.quantize(Decimal("0.01")), answers_per_hour=float(answers_last_hour),
@@ -379,7 +378,7 @@ class Reader:
             workers=len(workers), workers_active=active, workers_excluded=len(excluded_w),
             workers_blocked=sum(1 for w in workers if w[2]), labels=n_labels, labels_excluded=n_excluded,
             agreement=weighted_agreement(evidence.values()),
-            trap_pass_rate=passed / seen if seen else None,
+            trap_pass_rate=trap_pass_rate(evidence.values()),
             exclusions=[], events=[], live=Liveness(False, None, ""), acknowledged=None, alerts=[],
         )
 

@@ -23,6 +23,13 @@ def weighted_agreement(evidence: Iterable[Mapping[str, Any]]) -> float | None:
     return sum(r * n for r, n in pairs) / total if total else None
 
 
+def trap_pass_rate(evidence: Iterable[Mapping[str, Any]]) -> float | None:
+    """Traps passed over traps seen, summed over the workers; None before any trap was seen."""
+    evs = list(evidence)
+    seen = sum(int(e.get("traps_seen") or 0) for e in evs)
+    return sum(int(e.get("traps_passed") or 0) for e in evs) / seen if seen else None
+
+
 def excluded_share(labels: int, excluded: int) -> float | None:
     return excluded / labels if labels else None
 

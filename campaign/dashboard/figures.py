@@ -14,7 +14,7 @@ from typing import Any
 from sqlalchemy import func
 from sqlmodel import col, select
 
-from campaign.dashboard.definitions import cancel_waiting, excluded_text, weighted_agreement
+from campaign.dashboard.definitions import cancel_waiting, excluded_text, trap_pass_rate, weighted_agreement
 from campaign.held import held_counts, held_rows
 from campaign.ledger import totals
 from campaign.money import fmt
@@ -62,8 +62,7 @@ def campaign_figures(store: Store, name: str, now: float | None = None) -> dict[
             WorkerRow.campaign == name, WorkerRow.evidence != None)).all() if e]  # noqa: E711
         held = held_counts(s, name)
         pay = read_stage_pay(s, name)
-    traps_seen = sum(e.get("traps_seen", 0) for e in evidence)
-    traps_passed = sum(e.get("traps_passed", 0) for e in evidence)
+    traps = trap_pass_rate(evidence)
     agreement = weighted_agreement(evidence)
     posted = sum(v for k, v in hit_counts.items() if k in ("posted", "closed"))
     submitted = sum(a_counts.values())
@@ -98,7 +97,7 @@ def campaign_figures(store: Store, name: str, now: float | None = None) -> dict[
                   "projected": fmt(t.spent + t.reserved if camp.status in ("finished", "cancelled")  # nothing more to come
                                    else t.spent + charged_each * max(int(slots) - approved - rejected, 0))},
         "quality": {"agreement": None if agreement is None else round(agreement, 4),
-                    "trap_pass_rate": round(traps_passed / traps_seen, 4) if traps_seen else None,
+                    "trap_pass_rate": None if traps is None else round(traps, 4),
                     "workers": int(w_total), "workers_excluded": int(w_excluded), "workers_blocked": int(w_blocked),
                     "labels": int(labels), "labels_excluded": int(labels_excluded),
                     "labels_excluded_text": excluded_text(int(labels), int(labels_excluded)),

@@ -149,7 +149,7 @@ def stage_panel(c: CampaignView, st: StageView, width: int) -> Panel:
     # (campaign.dashboard.definitions), not the last bucket's, so one label never shows two values
     q.append(f" {'-' if st.agreement_now is None else f'{st.agreement_now:.2f}'}  traps ")
     q.append(sparkline(st.trap_pass, sw, 0.0, 1.0), style="green")
-    q.append(f" {_last(st.trap_pass, '{:.0%}')}  excl ")
+    q.append(f" {'-' if st.trap_pass_now is None else f'{st.trap_pass_now:.0%}'}  excl ")
     q.append(sparkline(st.excluded_share, sw, 0.0, 1.0), style="red")
     share = excluded_share(st.labels, st.labels_excluded)
     q.append(f" {'-' if share is None else f'{share:.0%}'}")
@@ -157,11 +157,6 @@ def stage_panel(c: CampaignView, st: StageView, width: int) -> Panel:
     title = Text()
     title.append(f"{c.name} / {st.name}", style="bold")
     return Panel(Group(g, *lines), title=title, title_align="left", padding=(0, 1))
-
-
-def _last(series: list[float | None], fmt: str) -> str:
-    known = [v for v in series if v is not None]
-    return fmt.format(known[-1]) if known else "-"
 
 
 def campaign_summary(c: CampaignView, width: int) -> Text:

@@ -12,7 +12,7 @@ import re
 from rich.console import Console
 
 from campaign.dashboard.data import Reader
-from campaign.dashboard.definitions import excluded_text, last_hour, weighted_agreement
+from campaign.dashboard.definitions import excluded_text, last_hour, trap_pass_rate, weighted_agreement
 from campaign.dashboard.figures import campaign_figures
 from campaign.dashboard.screen import UIState, build
 from campaign.store import AssignmentRow, CampaignRow, HitRow, JudgmentRow, Store, WorkerRow
@@ -47,6 +47,8 @@ def test_pure_definitions():
     assert weighted_agreement([{"labels": 3}]) is None
     assert excluded_text(300, 30) == "30/300 (10%)" and excluded_text(0, 0) == "0/0"
     assert last_hour([10.0, 3000.0, 3700.0], ["a", "b", "c"], 3700.0) == (2, {"b", "c"})
+    assert trap_pass_rate([{"traps_seen": 4, "traps_passed": 3}, {"traps_seen": 6, "traps_passed": 6}, {}]) == 0.9
+    assert trap_pass_rate([{}]) is None
 
 
 def test_dashboard_and_status_show_one_value_per_figure(tmp_path):
