@@ -392,6 +392,7 @@ def build_context(store: Store, name: str, export_dir: Path | None = None) -> di
         "qc_stages": [{"stage": v.name, "approved": v.counts.get("approved", 0), "rejected": v.counts.get("rejected", 0),
                        "pending": sum(n for st, n in v.counts.items() if st not in ("approved", "rejected", "invalid")),
                        "invalid": v.counts.get("invalid", 0), "labels": v.labels, "labels_excluded": v.labels_excluded,
+                       "labels_excluded_text": excluded_text(v.labels, v.labels_excluded),
                        "workers_excluded": sum(1 for e in excluded if e["stage"] == v.name)} for v in stages],
         "excluded": excluded, "blocked": blocked, "rejections": [{"worker": w, "stage": stg, "reason": why, "answers": n} for (w, stg, why), n in reasons.most_common()],
         # rows a step failed on and quarantined (invariant 8): open ones wait for `campaign decide`
