@@ -425,8 +425,8 @@ def _charts(view: StageView, sj: Sequence[Label], batches: Sequence[tuple[str, s
                 "title": "Score distribution",
                 "svg": Markup(svg.discrete_bars([float(r["score"]) for r in rows], support, xlabel="score (mean of the item's labels)",
                                                 ylabel="items", title=f"{view.name}: score distribution")),
-                "note": f"{len(rows)} items; one bar per value a mean of the stage's labels can take, so no bar stands for "
-                        "a gap between possible values."
+                "note": f"{len(rows)} items on {scale}: one bar per value a mean of the stage's labels can take, so no bar "
+                        "stands for a gap between possible values."
                         + (f" {unscored} item{' has' if unscored == 1 else 's have'} no score in this stage (not ranked in it)." if unscored else "")})
         else:
             view.charts.append({
