@@ -261,6 +261,11 @@ def cmd_run(args: argparse.Namespace) -> int:
         spec = load_spec(args.config)
     except SpecError as exc:
         return _refuse(exc)
+    unknown = [n for n in args.campaign if n not in {c.name for c in spec.campaigns}]
+    if unknown:  # said before the state directory is created or locked, so a typo leaves nothing behind
+        print(f"campaign run: no campaign named {', '.join(unknown)} in {args.config} (it has: "
+              f"{', '.join(c.name for c in spec.campaigns)})", file=sys.stderr)
+        return 2
     for line in spec.warnings:
         print(f"warning: {line}", file=sys.stderr)
     for c in spec.campaigns:  # what the run will cost, before anything is posted
@@ -283,6 +288,12 @@ def cmd_run(args: argparse.Namespace) -> int:
     finally:
         if progress is not None:
             progress.close()
+    if code == 130:  # Ctrl-C or SIGTERM: nothing is lost, and the user should not have to guess that
+        again = "campaign run" + "".join(f" {flag} {value}" for flag, value, default in (
+            ("--config", args.config, "campaigns.yaml"), ("--state", args.state, "state"), ("--db", args.db, None))
+            if value != default) + "".join(f" --campaign {n}" for n in args.campaign)
+        print(f"campaign run: stopped. Everything so far is in the store; `{again}` resumes where this run stopped "
+              "(HITs already posted keep collecting answers meanwhile).", file=sys.stderr)
     if code == 0:
         exhausted = _exhausted(args, [c.name for c in spec.campaigns if not args.campaign or c.name in args.campaign])
         for c in spec.campaigns:

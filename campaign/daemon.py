@@ -482,10 +482,21 @@ def _run(spec: Spec, opts: RunOptions, progress: Callable[[Runtime], None] | Non
             leases.stop()
         if progress:
             progress(rt)
+        if got_signal:
+            _record_interrupt(rt, got_signal[0])
         stop_runtime(rt)
         for sig, handler in old.items():
             signal.signal(sig, handler)
     return 130 if got_signal else 0
+
+
+def _record_interrupt(rt: Runtime, signum: int) -> None:
+    """An event on every campaign still under way: the run was stopped by a signal, and resumes."""
+    name = signal.Signals(signum).name
+    for ctx in rt.contexts:
+        if not _ended(rt.store, ctx.name):
+            rt.store.event(ctx.name, "interrupted", f"daemon stopped by {name}; `campaign run` resumes from the store",
+                           level="warning", data={"signal": name})
 
 
 class _Leases:

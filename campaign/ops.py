@@ -197,13 +197,16 @@ def workers(args: argparse.Namespace) -> int:
     from rich.table import Table
 
     # short columns so the table fits 80 columns; the reasons, which are sentences, follow it as wrapped lines
+    from campaign.dashboard.definitions import worker_figure
+
+    figure_key, figure_head, figure_note = worker_figure(d["evidence"] for d in data)
     t = Table(title=f"workers of {args.name}")
-    for heading in ("worker", "answers", "labels", "r", "shared", "traps", "decision"):
+    for heading in ("worker", "answers", "labels", figure_head, "shared", "traps", "decision"):
         t.add_column(heading, no_wrap=True, justify="left" if heading in ("worker", "decision") else "right")
     reasons = []
     for d in data:
         e = d["evidence"] or {}
-        r = e.get("correlation")
+        r = e.get(figure_key)
         decision = " + ".join(w for w, flag in (("excluded", d["excluded"]), ("blocked", d["blocked"]),
                                                  (f"{d['held']} held", d["held"])) if flag)
         t.add_row(escape(d["worker"]), str(d["assignments"]), str(e.get("labels", "")), "" if r is None else f"{r:.2f}",
@@ -212,6 +215,8 @@ def workers(args: argparse.Namespace) -> int:
             reasons.append(f"[bold]{escape(d['worker'])}[/bold] ({decision or 'kept'}): {escape(str(d['reason']))}")
     console = Console()
     console.print(t)
+    if figure_note and data:
+        console.print(figure_note)
     if reasons:
         console.print("reasons:")
         for line in reasons:

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 import statistics
 import time
 from collections import Counter, defaultdict
@@ -27,14 +28,16 @@ from pathlib import Path
 from typing import Any, NamedTuple
 
 import numpy as np
-from markupsafe import Markup
+from markupsafe import Markup, escape
 from sqlmodel import func, select
 
 from campaign import report_svg as svg
+from campaign.dashboard.definitions import excluded_text
 from campaign.ledger import totals
 from campaign.metrics import agreement as _agreement_metrics
 from campaign.metrics.agreement import fleiss
 from campaign.money import CURRENCY_SIGNS, shown
+from campaign.pay import read_stage_pay, work_time_text
 from campaign.spec import currency_of
 from campaign.steps.repeat import retest_figures
 from campaign.store import AssignmentRow, CampaignRow, HitRow, JudgmentRow, KVRow, LedgerRow, Store, WorkerRow
@@ -132,6 +135,28 @@ def score_scale(rows: Sequence[Mapping[str, Any]], labels: Sequence[float]) -> t
     return lo, hi, step, False
 
 
+def possible_means(labels: Sequence[float], ns: Iterable[int], cap: int = 24) -> list[float] | None:
+    """Every value a mean of n labels can take, for each n in `ns`, when the labels lie on a whole grid
+    (0/1 marks, 1..5 ratings): lo + j·u/n. None when the labels are not on such a grid or there would be
+    more than `cap` values (then ordinary bins read better)."""
+    from fractions import Fraction
+
+    values = sorted({Fraction(v).limit_denominator(1000) for v in labels})
+    sizes = sorted({int(n) for n in ns if n and int(n) > 0})
+    if len(values) < 2 or not sizes:
+        return None
+    unit = Fraction(0)
+    for a, b in zip(values, values[1:]):
+        unit = b - a if unit == 0 else Fraction(math.gcd(unit.numerator * (b - a).denominator, (b - a).numerator * unit.denominator),
+                                                unit.denominator * (b - a).denominator)
+    lo, hi = values[0], values[-1]
+    steps = (hi - lo) / unit
+    if steps.denominator != 1 or steps > 20:
+        return None
+    out = {lo + Fraction(j) * unit / n for n in sizes for j in range(int(steps) * n + 1)}
+    return [float(v) for v in sorted(out)] if len(out) <= cap else None
+
+
 def uncertainty(row: Mapping[str, Any]) -> tuple[float | None, str]:
     """A row's uncertainty and what it is: the export's own, or the standard error of a mean of labels."""
     if row.get("uncertainty") is not None:
@@ -194,6 +219,7 @@ class StageView:
     decimals: dict[str, int | None] = field(default_factory=dict)
     design: str = ""
     retest: dict[str, Any] | None = None  # {"items", "pearson", "spearman", "share"} when the stage has `repeat:`
+    pay: str = ""  # "median work time 1 min 05 s, $3.32 an hour" (campaign.pay), or "" before any timed approved work
 
 
 HEADINGS = {"rank": "rank", "item": "item", "score": "score", "uncertainty": "± SE", "n": "n", "sd": "sd"}
@@ -276,6 +302,7 @@ def build_context(store: Store, name: str, export_dir: Path | None = None) -> di
         batches = s.exec(select(KVRow.key, KVRow.value).where(KVRow.campaign == name, KVRow.key.like("ranking_batch:%"))  # type: ignore[attr-defined]
                          .order_by(KVRow.key)).all()
         money = totals(s, name, Decimal(camp.budget))
+        pay = read_stage_pay(s, name)
     spec = json.loads(camp.spec_json)
     cur = currency_of(spec)
     stages_spec = spec.get("stages", [])
@@ -300,6 +327,10 @@ def build_context(store: Store, name: str, export_dir: Path | None = None) -> di
         view.columns = ([c for c in ("rank", "item") if c in keys] + [c for c in keys if c not in ("rank", "item", "text")]
                         + [c for c in ("text",) if c in keys])
         view.decimals = {c: _decimals(rows, c) for c in view.columns}
+        p = pay.get(st["name"], {})
+        if p.get("median_work_seconds") is not None:
+            view.pay = (f"median work time {work_time_text(p['median_work_seconds'])}, "
+                        f"{_money(p['hourly_pay'], cur)} an hour at it")
         view.hits = int(hits.get(st["name"], 0))
         view.counts = {status: int(n) for stg, status, n in a_counts if stg == st["name"]}
         view.counts["invalid"] = int(sum(n for stg, n in invalid if stg == st["name"]))
@@ -356,11 +387,12 @@ def build_context(store: Store, name: str, export_dir: Path | None = None) -> di
         "summary": [("status", camp.status), ("stages", ", ".join(f"{v.name} ({v.kind})" for v in stages)),
                     ("items scored", ", ".join(f"{sum(1 for r in v.rows if r.get('score') is not None)} in {v.name}" for v in stages)),
                     ("answers", sum(sum(n for st, n in v.counts.items() if st != "invalid") for v in stages)),
-                    ("labels", f"{sum(v.labels for v in stages)} ({sum(v.labels_excluded for v in stages)} excluded)"),
+                    ("labels excluded", excluded_text(sum(v.labels for v in stages), sum(v.labels_excluded for v in stages))),
                     ("workers", len(all_workers)), ("spent", f"{_money(money.spent, cur)} of {_money(money.budget, cur)}")],
         "qc_stages": [{"stage": v.name, "approved": v.counts.get("approved", 0), "rejected": v.counts.get("rejected", 0),
                        "pending": sum(n for st, n in v.counts.items() if st not in ("approved", "rejected", "invalid")),
                        "invalid": v.counts.get("invalid", 0), "labels": v.labels, "labels_excluded": v.labels_excluded,
+                       "labels_excluded_text": excluded_text(v.labels, v.labels_excluded),
                        "workers_excluded": sum(1 for e in excluded if e["stage"] == v.name)} for v in stages],
         "excluded": excluded, "blocked": blocked, "rejections": [{"worker": w, "stage": stg, "reason": why, "answers": n} for (w, stg, why), n in reasons.most_common()],
         # rows a step failed on and quarantined (invariant 8): open ones wait for `campaign decide`
@@ -387,14 +419,24 @@ def _charts(view: StageView, sj: Sequence[Label], batches: Sequence[tuple[str, s
     if rows:
         lo, hi, step, own = score_scale(rows, labels)
         scale = f"the labels' own scale, {svg.fmt_tick(lo, step)} to {svg.fmt_tick(hi, step)}" if own else "the scores' range"
-        view.charts.append({
-            "title": "Score distribution",
-            "svg": Markup(svg.histogram([float(r["score"]) for r in rows if r.get("score") is not None], lo, hi, step,
-                                        xlabel=f"score (bins of {svg.fmt_tick(step, step)})", ylabel="items",
-                                        title=f"{view.name}: score distribution")),
-            "note": f"{len(rows)} items, binned on {scale}; each bin holds scores from its left edge up to (not "
-                    "including) the next, the last one both edges."
-                    + (f" {unscored} item{' has' if unscored == 1 else 's have'} no score in this stage (not ranked in it)." if unscored else "")})
+        support = possible_means(labels, (r.get("n") or 0 for r in rows)) if own else None
+        if support is not None:
+            view.charts.append({
+                "title": "Score distribution",
+                "svg": Markup(svg.discrete_bars([float(r["score"]) for r in rows], support, xlabel="score (mean of the item's labels)",
+                                                ylabel="items", title=f"{view.name}: score distribution")),
+                "note": f"{len(rows)} items on {scale}: one bar per value a mean of the stage's labels can take, so no bar "
+                        "stands for a gap between possible values."
+                        + (f" {unscored} item{' has' if unscored == 1 else 's have'} no score in this stage (not ranked in it)." if unscored else "")})
+        else:
+            view.charts.append({
+                "title": "Score distribution",
+                "svg": Markup(svg.histogram([float(r["score"]) for r in rows if r.get("score") is not None], lo, hi, step,
+                                            xlabel=f"score (bins of {svg.fmt_tick(step, step)})", ylabel="items",
+                                            title=f"{view.name}: score distribution")),
+                "note": f"{len(rows)} items, binned on {scale}; each bin holds scores from its left edge up to (not "
+                        "including) the next, the last one both edges."
+                        + (f" {unscored} item{' has' if unscored == 1 else 's have'} no score in this stage (not ranked in it)." if unscored else "")})
         points = []
         for k, r in enumerate(rows, start=1):
             err, what = uncertainty(r)
@@ -492,11 +534,27 @@ def _agreement(view: StageView, sj: Sequence[Label], evidence: Mapping[str, Mapp
                     "workers included; all their labels counted, excluded ones too."})
 
 
+_BREAK = re.compile(r"<br\s*/?>", re.IGNORECASE)
+
+
+def with_breaks(text: Any) -> Markup:
+    """Source texts (UKPConvArg1's among them) mark line breaks with a literal `<br/>`: each becomes a real
+    line break and everything else is escaped, so no other markup from the text reaches the page."""
+    return Markup("<br>").join(escape(part) for part in _BREAK.split(str(text if text is not None else "")))
+
+
+def plain_breaks(text: Any) -> str:
+    """The same text for a tooltip (an attribute, which cannot hold markup): `<br/>` as a newline."""
+    return _BREAK.sub("\n", str(text if text is not None else ""))
+
+
 def build_report(store: Store, name: str, export_dir: Path | None = None) -> str:
     from jinja2 import Environment, PackageLoader, select_autoescape
 
     env = Environment(loader=PackageLoader("campaign", "report_templates"), autoescape=select_autoescape(["html", "j2"]),
                       trim_blocks=True, lstrip_blocks=True)
+    env.filters["breaks"] = with_breaks
+    env.filters["plain_breaks"] = plain_breaks
     return env.get_template("report.html.j2").render(**build_context(store, name, export_dir))
 
 

@@ -87,7 +87,7 @@ class Frame:
                 f"<title>{esc(title)}</title>",
                 f'<rect width="{self.width}" height="{self.height}" fill="#fff"/>']
 
-    def x_axis(self, values: Sequence[float], labels: Sequence[str], title: str, grid: bool = False) -> list[str]:
+    def x_axis(self, values: Sequence[float], labels: Sequence[str], title: str, grid: bool = False, zero: bool = True) -> list[str]:
         base = self.height - self.bottom
         out = [f'<line x1="{self.left}" y1="{base}" x2="{self.width - self.right}" y2="{base}" stroke="#333"/>']
         for v, lab in zip(values, labels):
@@ -96,7 +96,7 @@ class Frame:
                 out.append(f'<line x1="{x:.1f}" y1="{self.top}" x2="{x:.1f}" y2="{base}" stroke="#e6e6e6"/>')
             out.append(f'<line x1="{x:.1f}" y1="{base}" x2="{x:.1f}" y2="{base + 5}" stroke="#333"/>')
             out.append(f'<text x="{x:.1f}" y="{base + 17}" text-anchor="middle">{esc(lab)}</text>')
-        if self.x0 < 0 < self.x1:
+        if zero and self.x0 < 0 < self.x1:
             out.append(f'<line x1="{self.sx(0):.1f}" y1="{self.top}" x2="{self.sx(0):.1f}" y2="{base}" stroke="#333" '
                        'stroke-dasharray="3 2"/>')
         out.append(f'<text x="{(self.left + self.width - self.right) / 2:.1f}" y="{self.height - 8}" text-anchor="middle" '
@@ -172,8 +172,7 @@ def error_bars(points: Sequence[tuple[float, float, float | None]], xlabel: str,
     parts = f.open(title)
     yt = ticks(lo, hi, ystep)
     parts += f.y_axis(yt, [fmt_tick(v, ystep) for v in yt], ylabel)
-    xt = [v for v in ticks(0, x1, max(xstep, 1.0)) if v >= 1] or [1.0]
-    xt = [1.0] + [v for v in xt if v > 1]
+    xt = rank_ticks(n)
     r = 2.5 if n > 60 else 3.5
     for x, y, e in points:
         px, py = f.sx(x), f.sy(y)
@@ -183,6 +182,48 @@ def error_bars(points: Sequence[tuple[float, float, float | None]], xlabel: str,
         tip = f"rank {x:g}: {y:.3f}" + (f" ± {e:.3f}" if e else "")
         parts.append(f'<circle cx="{px:.1f}" cy="{py:.1f}" r="{r}" fill="{BLUE}"><title>{esc(tip)}</title></circle>')
     parts += f.x_axis(xt, [f"{int(v)}" for v in xt], xlabel)
+    parts.append("</svg>")
+    return "".join(parts)
+
+
+def rank_ticks(n: int, target: int = 8) -> list[float]:
+    """Ticks for ranks 1..n: rank 1, then the multiples of a whole 1, 2 or 5 x 10^k step (1, 5, 10, 15),
+    a multiple closer to 1 than half a step left out so the first two labels do not collide."""
+    n = max(n, 1)
+    mag = 1
+    while True:
+        step = next((m * mag for m in (1, 2, 5) if n / (m * mag) <= target), None)
+        if step is not None:
+            break
+        mag *= 10
+    return [1.0] + [float(v) for v in range(step, n + 1, step) if v > 1 and v - 1 >= step / 2]
+
+
+def discrete_bars(values: Sequence[float], support: Sequence[float], xlabel: str, ylabel: str = "items",
+                  title: str = "distribution", width: int = 640, height: int = 260, labels: Sequence[str] | None = None) -> str:
+    """Counts of `values` at each value that can occur (`support`, sorted), one bar per value, so no bar
+    is an empty bin between two possible values; a value counts at the nearest support value."""
+    support = sorted(support)
+    counts = [0] * len(support)
+    for v in values:
+        counts[min(range(len(support)), key=lambda k: abs(support[k] - v))] += 1
+    gap = min((b - a for a, b in zip(support, support[1:])), default=1.0) or 1.0
+    lo, hi = support[0] - gap / 2, support[-1] + gap / 2
+    ytop, yt = _count_axis(max(counts) if counts else 1)
+    f = Frame(width, height, lo, hi, 0.0, ytop)
+    parts = f.open(title)
+    parts += f.y_axis(yt, [f"{int(v)}" for v in yt], ylabel)
+    names = list(labels) if labels is not None else [f"{v:.2f}".rstrip("0").rstrip(".") for v in support]
+    for v, n, name in zip(support, counts, names):
+        x, w = f.sx(v - gap * 0.42), f.sx(v + gap * 0.42) - f.sx(v - gap * 0.42)
+        y = f.sy(n)
+        parts.append(f'<rect x="{x:.1f}" y="{y:.1f}" width="{max(w, 1):.1f}" height="{f.sy(0) - y:.1f}" fill="{BLUE}">'
+                     f"<title>{esc(name)}: {n} {esc(ylabel)}</title></rect>")
+        if n:
+            parts.append(f'<text x="{x + w / 2:.1f}" y="{y - 3:.1f}" text-anchor="middle" font-size="10">{n}</text>')
+    every = math.ceil(len(support) / 14)
+    shown = [k for k in range(len(support)) if k % every == 0 or k == len(support) - 1]
+    parts += f.x_axis([support[k] for k in shown], [names[k] for k in shown], xlabel, zero=False)  # the axis starts half a bar left of the first value
     parts.append("</svg>")
     return "".join(parts)
 
@@ -230,7 +271,8 @@ def lines(series: Sequence[tuple[str, str, Sequence[tuple[float, float]]]], xlab
     ys = [y for _, _, pts in series for _, y in pts]
     _, xhi, xstep = nice_range(0.0, max(xs + [x_max or 0.0], default=1.0) or 1.0, 6)
     _, yhi, ystep = nice_range(0.0, max(ys, default=1.0) or 1.0, 5)
-    f = Frame(width, height, 0.0, xhi, 0.0, yhi)
+    # the legend sits in its own band above the plotting area, where no line can run under it
+    f = Frame(width, height + 14, 0.0, xhi, 0.0, yhi, top=34)
     parts = f.open(title)
     yt = ticks(0, yhi, ystep)
     parts += f.y_axis(yt, [y_prefix + fmt_tick(v, ystep) for v in yt], ylabel)
@@ -242,9 +284,9 @@ def lines(series: Sequence[tuple[str, str, Sequence[tuple[float, float]]]], xlab
             if x_max is not None:
                 path.append(f"H{f.sx(x_max):.1f}")
             parts.append(f'<path d="{"".join(path)}" fill="none" stroke="{color}" stroke-width="2"/>')
-        lx = f.left + 12 + k * 130
-        parts.append(f'<rect x="{lx}" y="{f.top}" width="12" height="3" fill="{color}" transform="translate(0 4)"/>'
-                     f'<text x="{lx + 16}" y="{f.top + 9}">{esc(name)}</text>')
+        lx = f.left + k * 130
+        parts.append(f'<rect class="legend" x="{lx}" y="8" width="12" height="3" fill="{color}"/>'
+                     f'<text class="legend" x="{lx + 16}" y="13">{esc(name)}</text>')
     xt = ticks(0, xhi, xstep)
     parts += f.x_axis(xt, [fmt_tick(v, xstep) for v in xt], xlabel, grid=True)
     parts.append("</svg>")

@@ -251,7 +251,7 @@ def print_tables(result: dict[str, Any]) -> None:
 def main(argv: list[str]) -> int:
     ap = argparse.ArgumentParser(prog="campaign bench aggregation", description=__doc__,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--draws", type=int, default=20)
+    ap.add_argument("--draws", type=int, default=20, help="simulated crowds drawn per setting, each seeded (default: 20)")
     ap.add_argument("--condition", action="append", choices=list(CONDITIONS), help="only these conditions (repeatable)")
     ap.add_argument("--real", action="store_true", help="also the real sets in ../shared/data (UKPConvArg1 takes minutes)")
     ap.add_argument("--no-sim", action="store_true", help="skip the simulated conditions")

@@ -123,9 +123,9 @@ def measure(store: Store, redraws: int) -> dict:
 
 def main(argv: list[str]) -> int:
     ap = argparse.ArgumentParser(prog="campaign bench dashboard", description=__doc__)
-    ap.add_argument("--hits", type=int, default=20000)
-    ap.add_argument("--redraws", type=int, default=10)
-    ap.add_argument("--json", action="store_true")
+    ap.add_argument("--hits", type=int, default=20000, help="HITs in the generated campaign (default: 20000)")
+    ap.add_argument("--redraws", type=int, default=10, help="redraws timed (default: 10)")
+    ap.add_argument("--json", action="store_true", help="print exactly one JSON object")
     args = ap.parse_args(argv)
     with tempfile.TemporaryDirectory() as tmp:
         store = Store.open(Path(tmp))

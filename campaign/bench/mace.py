@@ -81,9 +81,9 @@ def ukp(iterations: int = 200, restarts: int = 5) -> dict:
 
 def main(argv: list[str]) -> int:
     ap = argparse.ArgumentParser(prog="campaign bench mace", description=__doc__)
-    ap.add_argument("--json", action="store_true")
+    ap.add_argument("--json", action="store_true", help="print exactly one JSON object")
     ap.add_argument("--no-ukp", action="store_true", help="skip the UKPConvArg1 run (~15 s)")
-    ap.add_argument("--ukp-iterations", type=int, default=200)
+    ap.add_argument("--ukp-iterations", type=int, default=200, help="MACE EM iterations on UKPConvArg1 (default: 200)")
     args = ap.parse_args(argv)
     if shared_data_dir() is None:
         print("campaign bench mace: needs ../shared/data (real crowd data), which is absent here")

@@ -414,7 +414,7 @@ def _print_slow(name: str, slow: dict[str, Any] | None) -> None:
 
 def main(argv: list[str]) -> int:
     ap = argparse.ArgumentParser(prog="campaign bench market")
-    ap.add_argument("--hits", type=int, default=2000)
+    ap.add_argument("--hits", type=int, default=2000, help="HITs to create (default: 2000)")
     ap.add_argument("--assignments", type=int, default=10000, help="total assignments (per HIT = assignments / hits)")
     ap.add_argument("--processes", type=int, default=2, help="client processes (each its own boto3 client)")
     ap.add_argument("--threads", type=int, default=4, help="threads per client process")
@@ -431,10 +431,10 @@ def main(argv: list[str]) -> int:
                          "both: legacy then new with the same client, side by side")
     ap.add_argument("--slowloris", type=int, default=0, metavar="N",
                     help="after the phases, N sockets trickle header bytes while /health and GetAccountBalance are timed")
-    ap.add_argument("--slowloris-seconds", type=float, default=20.0)
+    ap.add_argument("--slowloris-seconds", type=float, default=20.0, help="how long the slow clients hold their connections (default: 20)")
     ap.add_argument("--max-files", type=int, default=None,
                     help="the server's file limit (ulimit -n), e.g. 1024 with --slowloris 1100")
-    ap.add_argument("--json", action="store_true")
+    ap.add_argument("--json", action="store_true", help="print exactly one JSON object")
     args = ap.parse_args(argv)
     hits, total = (50, 250) if args.quick else (args.hits, args.assignments)
     per_hit = max(1, total // max(1, hits))

@@ -90,7 +90,7 @@ EXPLAIN = [
 
 def main(argv: list[str]) -> int:
     ap = argparse.ArgumentParser(prog="campaign bench nuggets", description=__doc__)
-    ap.add_argument("--json", action="store_true")
+    ap.add_argument("--json", action="store_true", help="print exactly one JSON object")
     args = ap.parse_args(argv)
     if shared_data_dir() is None:
         print("campaign bench nuggets: needs ../shared/data/hiersumm-amt (real crowd data), which is absent here")

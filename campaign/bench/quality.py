@@ -192,11 +192,11 @@ def real(resamples: int = 2000) -> dict:
 
 def main(argv: list[str]) -> int:
     ap = argparse.ArgumentParser(prog="campaign bench quality", description=__doc__)
-    ap.add_argument("--items", type=int, default=150)
-    ap.add_argument("--workers", type=int, default=24)
-    ap.add_argument("--seeds", type=int, default=2)
+    ap.add_argument("--items", type=int, default=150, help="propositions in the simulated Likert stage (default: 150)")
+    ap.add_argument("--workers", type=int, default=24, help="simulated workers (default: 24)")
+    ap.add_argument("--seeds", type=int, default=2, help="seeded repetitions (default: 2)")
     ap.add_argument("--quick", action="store_true", help="40 items, 1 seed")
-    ap.add_argument("--json", action="store_true")
+    ap.add_argument("--json", action="store_true", help="print exactly one JSON object")
     ap.add_argument("--adversaries", type=float, default=0.0, metavar="SHARE",
                     help="this share of every run's crowd is adversarial (crowd.adversaries; docs/hostile-crowd.md)")
     ap.add_argument("--real", action="store_true", help="the policy on real ratings (Snow et al. 2008) against the gold")

@@ -22,6 +22,7 @@ from sqlmodel import Session, col
 
 from campaign.dashboard import heartbeat
 from campaign.dashboard.alerts import Alert, AlertInput, compute_alerts
+from campaign.dashboard.definitions import HOUR, last_hour, trap_pass_rate, weighted_agreement
 from campaign.dashboard.series import (
     Buckets,
     ClockFix,
@@ -64,6 +65,10 @@ class StageView:
     trap_pass: list[float | None] = field(default_factory=list)
     excluded_share: list[float | None] = field(default_factory=list)
     answers: list[int] = field(default_factory=list)
+    agreement_now: float | None = None  # the stage's `r` as `campaign status` defines it (definitions.weighted_agreement)
+    trap_pass_now: float | None = None  # and its trap pass rate (definitions.trap_pass_rate)
+    labels: int = 0
+    labels_excluded: int = 0
 
 
 @dataclass
@@ -75,7 +80,7 @@ class CampaignView:
     reserved: Decimal
     fees: Decimal
     projected_cost: Decimal
-    answers_per_hour: float
+    answers_per_hour: float  # answers collected in the last hour of the campaign's clock (definitions.last_hour)
     spend_per_hour: Decimal
     finish_at: float | None  # campaign clock
     clock_now: float
@@ -163,6 +168,17 @@ class Reader:
                 self._parsed.clear()
             got = self._parsed[raw] = json.loads(raw)
         return got
+
+    def _stage_labels(self, name: str) -> dict[str, tuple[int, int]]:
+        """(labels, labels excluded) per stage, counted in the database."""
+        with self.store.session() as s:
+            rows = _rows(s, select(col(JudgmentRow.stage), col(JudgmentRow.excluded), func.count())
+                         .where(col(JudgmentRow.campaign) == name).group_by(col(JudgmentRow.stage), col(JudgmentRow.excluded)))
+        out: dict[str, tuple[int, int]] = {}
+        for st, excluded, n in rows:
+            total, x = out.get(st, (0, 0))
+            out[st] = (total + int(n), x + (int(n) if excluded else 0))
+        return out
 
     def _labels(self, s: Session, name: str) -> tuple[int, int]:
         """(labels, labels excluded): judgments are only ever added, so the total is counted on from the
@@ -315,8 +331,8 @@ class Reader:
         buckets = Buckets(start=start, end=max(end, start + 60), n=N_BUCKETS)
         b_arr = np.clip(((t_arr - buckets.start) / buckets.width).astype(np.int64), 0, N_BUCKETS - 1) if len(t_arr) else t_arr.astype(np.int64)
         total_answers = [int(x) for x in np.bincount(b_arr, minlength=N_BUCKETS)]
-        recent = np.bincount(w_arr[t_arr >= clock_now - 3600], minlength=len(arrivals.worker_names))
-        active = {arrivals.worker_names[i] for i in np.flatnonzero(recent)}
+        hour = (t_arr >= clock_now - HOUR) & (t_arr <= clock_now)
+        answers_last_hour, active = last_hour(t_arr[hour].tolist(), [arrivals.worker_names[i] for i in w_arr[hour]], clock_now)
         primary = next(iter(spec_stages), None)
         for si, st in enumerate(arrivals.stage_names):
             v = stage(st)
@@ -329,6 +345,11 @@ class Reader:
             v.trap_pass = weighted_series_np(w_sel, b_sel, _per_worker(arrivals.worker_names, traps), N_BUCKETS)
             v.excluded_share = weighted_series_np(w_sel, b_sel, _per_worker(arrivals.worker_names, excl), N_BUCKETS)
             v.answers = [int(x) for x in np.bincount(b_sel, minlength=N_BUCKETS)]
+            stage_ev = [(evidence[w].get("stages") or {}).get(st, evidence[w] if st == (primary or st) else {}) for w in evidence]
+            v.agreement_now = weighted_agreement(stage_ev)
+            v.trap_pass_now = trap_pass_rate(stage_ev)
+        for stage_name, (n_stage, x_stage) in self._stage_labels(name).items():
+            stage(stage_name).labels, stage(stage_name).labels_excluded = n_stage, x_stage
         for st, v in stages.items():
             raw = kv.get(f"pairs_planned:{st}")
             if raw is not None:
@@ -348,20 +369,16 @@ class Reader:
         projected = t.spent + charged_each * max(slots - approved_like, 0) if approved_like else t.spent + t.reserved
         if status in ("finished", "cancelled"):  # no answer is still to come: slots never answered cost nothing
             projected = t.spent + t.reserved
-        weighted = [(e["correlation"], e.get("labels", 0)) for e in evidence.values() if e.get("correlation") is not None]
-        wsum = sum(n for _, n in weighted)
-        seen = sum(e.get("traps_seen", 0) for e in evidence.values())
-        passed = sum(e.get("traps_passed", 0) for e in evidence.values())
         return CampaignView(
             name=name, status=status, budget=t.budget, spent=t.spent, reserved=t.reserved, fees=t.fees,
-            projected_cost=projected.quantize(Decimal("0.01")), answers_per_hour=rate,
-            spend_per_hour=(charged_each * Decimal(str(round(rate, 3)))).quantize(Decimal("0.01")),
+            projected_cost=projected.quantize(Decimal("0.01")), answers_per_hour=float(answers_last_hour),
+            spend_per_hour=(charged_each * answers_last_hour).quantize(Decimal("0.01")),
             finish_at=projection(slots - collected, rate, clock_now) if status in ("running", "paused") else None,
             clock_now=clock_now, clock_speed=speed, bucket_seconds=buckets.width, stages=list(stages.values()),
             workers=len(workers), workers_active=active, workers_excluded=len(excluded_w),
             workers_blocked=sum(1 for w in workers if w[2]), labels=n_labels, labels_excluded=n_excluded,
-            agreement=(sum(r * n for r, n in weighted) / wsum) if wsum else None,
-            trap_pass_rate=passed / seen if seen else None,
+            agreement=weighted_agreement(evidence.values()),
+            trap_pass_rate=trap_pass_rate(evidence.values()),
             exclusions=[], events=[], live=Liveness(False, None, ""), acknowledged=None, alerts=[],
         )
 

@@ -14,9 +14,11 @@ from typing import Any
 from sqlalchemy import func
 from sqlmodel import col, select
 
+from campaign.dashboard.definitions import cancel_waiting, excluded_text, trap_pass_rate, weighted_agreement
 from campaign.held import held_counts, held_rows
 from campaign.ledger import totals
 from campaign.money import fmt
+from campaign.pay import read_stage_pay
 from campaign.spec import currency_of
 from campaign.steps.repeat import retest_figures
 from campaign.store import AssignmentRow, CampaignRow, EventRow, HitRow, JudgmentRow, Store, WorkerRow
@@ -59,10 +61,9 @@ def campaign_figures(store: Store, name: str, now: float | None = None) -> dict[
         evidence = [json.loads(e) for e in s.exec(select(WorkerRow.evidence).where(
             WorkerRow.campaign == name, WorkerRow.evidence != None)).all() if e]  # noqa: E711
         held = held_counts(s, name)
-    traps_seen = sum(e.get("traps_seen", 0) for e in evidence)
-    traps_passed = sum(e.get("traps_passed", 0) for e in evidence)
-    weighted = [(e["correlation"], e["labels"]) for e in evidence if e.get("correlation") is not None]
-    agreement = (sum(r * n for r, n in weighted) / sum(n for _, n in weighted)) if weighted and sum(n for _, n in weighted) else None
+        pay = read_stage_pay(s, name)
+    traps = trap_pass_rate(evidence)
+    agreement = weighted_agreement(evidence)
     posted = sum(v for k, v in hit_counts.items() if k in ("posted", "closed"))
     submitted = sum(a_counts.values())
     stages: dict[str, dict[str, int]] = {}
@@ -75,7 +76,14 @@ def campaign_figures(store: Store, name: str, now: float | None = None) -> dict[
     return {
         "name": name,
         "status": camp.status,
-        "stages": [{"name": k, "hits": v, **({"repeat": retest[k]} if k in retest else {})} for k, v in sorted(stages.items())],
+        # while cancelling: what the cancel still waits for (None otherwise)
+        "waiting_for": (cancel_waiting(hit_counts.get("posted", 0), submitted - approved - rejected)
+                        if camp.status == "cancelling" else None),
+        # per stage: the median accept-to-submit time of approved work and the reward per hour at it (campaign.pay)
+        "stages": [{"name": k, "hits": v, **({"repeat": retest[k]} if k in retest else {}),
+                    "median_work_seconds": pay.get(k, {}).get("median_work_seconds"),
+                    "hourly_pay": None if pay.get(k, {}).get("hourly_pay") is None else fmt(pay[k]["hourly_pay"])}
+                   for k, v in sorted(stages.items())],
         "hits": {"planned": sum(hit_counts.values()), "posted": posted, "assignable": hit_counts.get("posted", 0),
                  "completed": hit_counts.get("closed", 0), "failed": hit_counts.get("failed", 0),
                  "draft": hit_counts.get("draft", 0) + hit_counts.get("posting", 0)},
@@ -89,9 +97,10 @@ def campaign_figures(store: Store, name: str, now: float | None = None) -> dict[
                   "projected": fmt(t.spent + t.reserved if camp.status in ("finished", "cancelled")  # nothing more to come
                                    else t.spent + charged_each * max(int(slots) - approved - rejected, 0))},
         "quality": {"agreement": None if agreement is None else round(agreement, 4),
-                    "trap_pass_rate": round(traps_passed / traps_seen, 4) if traps_seen else None,
+                    "trap_pass_rate": None if traps is None else round(traps, 4),
                     "workers": int(w_total), "workers_excluded": int(w_excluded), "workers_blocked": int(w_blocked),
                     "labels": int(labels), "labels_excluded": int(labels_excluded),
+                    "labels_excluded_text": excluded_text(int(labels), int(labels_excluded)),
                     "worst_workers": [{"worker": w.worker_id, "reason": w.reason, "excluded": w.excluded, "blocked": w.blocked}
                                       for w in worst]},
         "events": [{"ts": e.ts, "level": e.level, "kind": e.kind, "message": e.message} for e in events],

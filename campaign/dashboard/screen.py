@@ -21,6 +21,7 @@ from rich.table import Table
 from rich.text import Text
 
 from campaign.dashboard.data import CampaignView, Snapshot, StageView
+from campaign.dashboard.definitions import cancel_waiting, excluded_share, excluded_text, worker_figure
 from campaign.dashboard.series import fraction, human_seconds, sparkline
 from campaign.money import CURRENCY_SIGNS
 
@@ -68,7 +69,7 @@ def header(snap: Snapshot, width: int) -> Text:
     t = Text(no_wrap=False, overflow="fold")
     t.append("campaign dashboard", style="bold")
     t.append(f" {time.strftime('%H:%M:%S', time.localtime(snap.taken_at))}")
-    t.append(f" · {snap.answers_per_hour:,.0f} answers/h · {snap.workers_active} workers active · ")
+    t.append(f" · last hour: {snap.answers_per_hour:,.0f} answers from {snap.workers_active} workers · ")
     lives = [c.live for c in snap.campaigns if c.status not in ("finished", "cancelled")]
     if lives and not any(lv.live for lv in lives):
         if width < 120:
@@ -144,26 +145,27 @@ def stage_panel(c: CampaignView, st: StageView, width: int) -> Panel:
     q = Text()
     q.append("agree ")
     q.append(sparkline(st.agreement, sw, 0.0, 1.0), style="cyan")
-    q.append(f" {_last(st.agreement, '{:.2f}')}  traps ")
+    # beside each history, the stage's figure as `campaign status` and the summary line define it
+    # (campaign.dashboard.definitions), not the last bucket's, so one label never shows two values
+    q.append(f" {'-' if st.agreement_now is None else f'{st.agreement_now:.2f}'}  traps ")
     q.append(sparkline(st.trap_pass, sw, 0.0, 1.0), style="green")
-    q.append(f" {_last(st.trap_pass, '{:.0%}')}  excl ")
+    q.append(f" {'-' if st.trap_pass_now is None else f'{st.trap_pass_now:.0%}'}  excl ")
     q.append(sparkline(st.excluded_share, sw, 0.0, 1.0), style="red")
-    q.append(f" {_last(st.excluded_share, '{:.0%}')}")
+    share = excluded_share(st.labels, st.labels_excluded)
+    q.append(f" {'-' if share is None else f'{share:.0%}'}")
     lines.append(q)
     title = Text()
     title.append(f"{c.name} / {st.name}", style="bold")
     return Panel(Group(g, *lines), title=title, title_align="left", padding=(0, 1))
 
 
-def _last(series: list[float | None], fmt: str) -> str:
-    known = [v for v in series if v is not None]
-    return fmt.format(known[-1]) if known else "-"
-
-
 def campaign_summary(c: CampaignView, width: int) -> Text:
     t = Text(overflow="fold")
     t.append(f"{c.name}: ", style="bold")
     t.append(c.status, style=STATUS_STYLE.get(c.status, ""))
+    if c.status == "cancelling":
+        t.append(": " + cancel_waiting(sum(st.hits_posted - st.hits_closed for st in c.stages), sum(st.pending for st in c.stages)),
+                 style=STATUS_STYLE["cancelling"])
     if c.status in ("running", "paused", "cancelling"):
         t.append(f"  spend {money(c.spend_per_hour, c.currency)}/h · {c.answers_per_hour:,.0f} answers/h")
     if c.finish_at is not None and c.finish_at <= c.clock_now:
@@ -180,7 +182,7 @@ def campaign_summary(c: CampaignView, width: int) -> Text:
     if c.agreement is not None or c.trap_pass_rate is not None:
         t.append(f"  ·  r {c.agreement:.2f}" if c.agreement is not None else "")
         t.append(f" · traps {c.trap_pass_rate:.0%}" if c.trap_pass_rate is not None else "")
-    t.append(f" · workers {c.workers} ({c.workers_excluded} excl, {c.workers_blocked} blocked) · labels excl {c.labels_excluded}/{c.labels}")
+    t.append(f" · workers {c.workers} ({c.workers_excluded} excl, {c.workers_blocked} blocked) · labels excl {excluded_text(c.labels, c.labels_excluded)}")
     if c.held:
         t.append(f" · {c.held} held for the operator (campaign held {c.name})", style="red")
     return t
@@ -272,16 +274,18 @@ def footer(ui: UIState) -> Text:
 
 
 def workers_table(c: CampaignView, ui: UIState, rows: int) -> Table:
-    t = Table(title=f"workers of {c.name} (w or Esc: back)", expand=True, show_edge=False, pad_edge=False)
+    key, heading, note = worker_figure(w.get("evidence") for w in ui.workers)
+    t = Table(title=f"workers of {c.name} (w or Esc: back)", expand=True, show_edge=False, pad_edge=False,
+              caption=note or None)
     t.add_column("worker", no_wrap=True)
     t.add_column("asg", justify="right")
-    t.add_column("r", justify="right")
+    t.add_column(heading, justify="right")
     t.add_column("traps", justify="right")
     t.add_column("standing", no_wrap=True)
     t.add_column("reason", overflow="fold", ratio=1)
     for w in ui.workers[:max(rows, 1)]:
         e = w.get("evidence") or {}
-        r = e.get("correlation")
+        r = e.get(key)
         standing = "blocked" if w["blocked"] else ("excluded" if w["excluded"] else "ok")
         t.add_row(escape(w["worker"]), str(w["assignments"]), "" if r is None else f"{r:.2f}",
                   f"{e.get('traps_passed', 0)}/{e.get('traps_seen', 0)}" if e else "",

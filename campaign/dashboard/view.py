@@ -13,6 +13,7 @@ from rich.text import Text
 
 from campaign.dashboard.figures import collect_figures
 from campaign.money import shown
+from campaign.pay import work_time_text
 from campaign.store import Store
 
 WIDE = 150
@@ -26,11 +27,11 @@ def build(figures: dict, width: int = WIDE) -> Group:
         overview = Table(title="campaigns", expand=True)
         for col in ("campaign", "status", "HITs posted/assignable/done", "answers sub/appr/rej", "progress",
                     "spent", "reserved", "fees", "budget", "projected"):
-            overview.add_column(col, no_wrap=col in ("campaign", "status"), overflow="fold")
+            overview.add_column(col, no_wrap=col == "campaign", overflow="fold")
         for c in figures["campaigns"]:
             h, a, m, p = c["hits"], c["assignments"], c["money"], c["progress"]
             bar = "#" * int(p["fraction"] * 20)
-            overview.add_row(escape(c["name"]), c["status"], f"{h['posted']}/{h['assignable']}/{h['completed']}",
+            overview.add_row(escape(c["name"]), c["status"] + (f": {c['waiting_for']}" if c.get("waiting_for") else ""), f"{h['posted']}/{h['assignable']}/{h['completed']}",
                              f"{a['submitted']}/{a['approved']}/{a['rejected']}", escape(f"[{bar:<20}] {p['fraction']:.0%}"),
                              *(shown(m[k], c["currency"]) for k in ("spent", "reserved", "fees", "budget", "projected")))
         parts.append(overview)
@@ -43,6 +44,8 @@ def build(figures: dict, width: int = WIDE) -> Group:
             t.append(f"  {c['status']}  ")
             bar = "#" * int(p["fraction"] * 20)
             t.append(f"[{bar:<20}] {p['fraction']:.0%}\n")
+            if c.get("waiting_for"):
+                t.append(f"  cancelling: {c['waiting_for']}\n", style="magenta")
             t.append(f"  HITs {h['posted']}/{h['assignable']}/{h['completed']} posted/assignable/done · "
                      f"answers {a['submitted']}/{a['approved']}/{a['rejected']} sub/appr/rej\n")
             cur = c["currency"]
@@ -54,12 +57,12 @@ def build(figures: dict, width: int = WIDE) -> Group:
         qt = Table(title=f"{escape(c['name'])}: quality and events", expand=True)
         qt.add_column("what", overflow="fold")
         qt.add_column("value", overflow="fold")
-        qt.add_row("agreement (worker vs rest, label-weighted r)", "-" if q["agreement"] is None else f"{q['agreement']:.2f}")
+        qt.add_row("agreement r (worker vs rest, label-weighted)", "-" if q["agreement"] is None else f"{q['agreement']:.2f}")
         qt.add_row("trap pass rate", "-" if q["trap_pass_rate"] is None else f"{q['trap_pass_rate']:.0%}")
         eta = c["progress"]["eta_seconds"]
         qt.add_row("ETA at the recent rate", "-" if eta is None else f"{eta // 60} min {eta % 60} s")
         qt.add_row("workers (active / excluded / blocked)", f"{q['workers']} / {q['workers_excluded']} / {q['workers_blocked']}")
-        qt.add_row("labels excluded", f"{q['labels_excluded']} of {q['labels']}")
+        qt.add_row("labels excluded", q["labels_excluded_text"])
         for w in q["worst_workers"]:
             qt.add_row(f"worker {escape(w['worker'])}", escape(str(w["reason"])))
         held = c.get("held") or {}
@@ -67,9 +70,14 @@ def build(figures: dict, width: int = WIDE) -> Group:
             waiting = f", {held['waiting']} decided, waiting for the daemon" if held.get("waiting") else ""
             qt.add_row("held for the operator", f"{held['open']}{waiting} (`campaign held {escape(c['name'])}`)")
             for r in held.get("rows", [])[:5]:
-                qt.add_row(f"held {escape(r['kind'])} {escape(r['row'])}", escape(f"{r['step']}: {r['reason']}"[:120]))
+                qt.add_row(f"held {escape(r['kind'])} {escape(r['row'])}", escape(f"{r['step']}: {r['reason']}"))
+        for st in c["stages"]:
+            if st.get("median_work_seconds") is not None:
+                qt.add_row(f"stage {escape(st['name'])}: median work time, pay",
+                           f"{work_time_text(st['median_work_seconds'])}, {shown(st['hourly_pay'], c['currency'])} an hour")
+        # whole messages, wrapped by the table (overflow="fold"): a cut sentence reads as a different one
         for e in c["events"][:5]:
-            qt.add_row(f"{time.strftime('%H:%M:%S', time.localtime(e['ts']))} {e['level']}", escape(e["message"][:120]))
+            qt.add_row(f"{time.strftime('%H:%M:%S', time.localtime(e['ts']))} {e['level']}", escape(e["message"]))
         parts.append(qt)
     return Group(*parts)
 
