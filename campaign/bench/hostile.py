@@ -335,7 +335,7 @@ def outcomes(results: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
 def main(argv: list[str]) -> int:
     ap = argparse.ArgumentParser(prog="campaign bench hostile", description=__doc__,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--config", default="examples/hostile.yaml")
+    ap.add_argument("--config", default="examples/hostile.yaml", help="the spec whose campaigns run with and without adversaries")
     ap.add_argument("--seeds", default="1,2,3", help="comma-separated seeds (default 1,2,3)")
     ap.add_argument("--jobs", type=int, default=2, help="runs at a time (default 2)")
     ap.add_argument("--max-seconds", type=float, default=900.0, help="a run not finished by then counts as stalled")
@@ -344,7 +344,7 @@ def main(argv: list[str]) -> int:
     ap.add_argument("--behaviours", default=None, metavar="NAME[,NAME...]",
                     help="instead of the spec's: only these behaviours, alike (e.g. hold,fast)")
     ap.add_argument("--campaign", action="append", default=[], metavar="NAME", help="only this campaign (repeatable)")
-    ap.add_argument("--json", action="store_true")
+    ap.add_argument("--json", action="store_true", help="print exactly one JSON object")
     ap.add_argument("--report", type=Path, default=None, metavar="FILE", help="print the report of a saved --json output")
     ap.add_argument("--one", action="store_true", help=argparse.SUPPRESS)
     ap.add_argument("--clean", action="store_true", help=argparse.SUPPRESS)
