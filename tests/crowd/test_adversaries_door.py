@@ -29,7 +29,8 @@ from campaign.tasks.base import ShownItem
 
 pytestmark = pytest.mark.prolific
 
-N_HITS, PER_HIT, ASSIGNMENTS, BUNDLE = 8, 4, 6, 3
+N_HITS, PER_HIT, ASSIGNMENTS, BUNDLE = 16, 4, 6, 3  # more slots than every first bundle takes, so no
+# adversary finds the work gone before it acts, however the threads are scheduled
 TEXTS = {f"Statement number {i} about water quality in the region.": i / (N_HITS * PER_HIT - 1)
          for i in range(N_HITS * PER_HIT)}
 
@@ -87,7 +88,8 @@ def test_adversarial_participants_go_through_the_door(world: dict) -> None:
     try:
         # every adversary has started a place and acted on it, and honest participants have completed theirs
         _until(lambda: crowd.stats.started >= len(workers) and crowd.stats.completed >= 3 and not any(
-            wid in crowd._sessions for wid, b in bad.items() if b != "double_submit"))
+            wid in crowd._sessions for wid, b in bad.items() if b != "double_submit")
+            and all(crowd.adversaries.stats.tried.get(b, 0) >= 1 for b in ADVERSARY_BEHAVIOURS))
     finally:
         crowd.stop()
     stats = crowd.adversaries.stats
