@@ -193,6 +193,11 @@ class MTurkMarketplace:
     def extend_hit(self, hit_id: str, until: float) -> None:
         self._call("update_expiration_for_hit", HITId=hit_id, ExpireAt=_when(until))
 
+    def add_assignments(self, hit_id: str, count: int, token: str) -> None:
+        """`AdditionalAssignments`: `count` more slots, once per `token` (`AlreadyDone` when repeated)."""
+        self._call("create_additional_assignments_for_hit", HITId=hit_id, NumberOfAdditionalAssignments=count,
+                   UniqueRequestToken=token)
+
     # -- work ------------------------------------------------------------------------------------------
     def submissions(self, hit_id: str) -> list[RemoteAssignment]:
         return [self._assignment(a) for a in self._pages("list_assignments_for_hit", "Assignments", HITId=hit_id,
