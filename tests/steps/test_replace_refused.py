@@ -101,3 +101,30 @@ def test_interrupted_round_is_repeated_with_the_same_token(harness, rate):
     from campaign.market.worker_client import WorkerAPIError
     with pytest.raises(WorkerAPIError):
         h.work("AGOOD000000010", hit.hit_id, rate(4))  # exactly one slot was added
+
+
+def test_answer_left_out_by_quality_control_is_replaced(harness, rate):
+    """Paid but excluded (random work caught by agreement alone) does not count as one of the HIT's answers."""
+    h = harness()
+    load_items(h.ctx)
+    plan_stage(h.ctx, h.ctx.campaign.stages[0])
+    post_pending(h.ctx)
+    hits = h.hits()
+
+    def varied(form):  # not constant (constant answers would be excluded, and replaced, for real)
+        return [(sl.radio_name, str(1 + sl.index % 5)) for sl in form.slots if sl.radio_name]
+
+    for hit in hits:
+        for w in range(3):
+            h.work(f"AWORK{w:09d}", hit.hit_id, varied)
+    collect(h.ctx)
+    quality_pass(h.ctx)
+    review(h.ctx)
+    assert replace_refused(h.ctx) == 0  # every answer approved and counted
+    from campaign.store import JudgmentRow
+    with h.ctx.store.session() as s:
+        aid = s.exec(select(AssignmentRow.assignment_id).where(AssignmentRow.hit_key == hits[0].hit_key)).first()
+        for j in s.exec(select(JudgmentRow).where(JudgmentRow.assignment_id == aid)).all():
+            j.excluded = True
+            s.add(j)
+    assert replace_refused(h.ctx) == 1
