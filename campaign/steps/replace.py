@@ -1,6 +1,7 @@
 """Replacing refused answers: a HIT whose answers were rejected (invalid, or spam on two kinds of
-evidence) or excluded by quality control (approved and paid, but left out of the scores) would
-otherwise end with fewer counted answers than its stage asks for, and a task that needs
+evidence), or, for a kind that needs every answer (`TaskKind.replace_excluded`: nuggets), excluded by
+quality control (approved and paid, but left out of the scores), would otherwise end with fewer
+counted answers than its stage asks for, and a task that needs
 several workers to agree (nuggets: three on the same span) loses what those slots would have found.
 
 Once every slot of a posted, unexpired HIT is decided and fewer than the stage's `assignments` are
@@ -32,6 +33,7 @@ from campaign.ledger import BudgetExceeded, release_extra, reserve_extra
 from campaign.marketplaces.base import AdditionalAssignments, AlreadyDone, MarketError, TransientError, fees_of
 from campaign.steps.context import Context, get_row, remote_id
 from campaign.store import AssignmentRow, HitRow, JudgmentRow
+from campaign.tasks import get as get_kind
 
 MAX_EXTRA_SHARE = 0.5  # extra slots over a HIT's life, as a share of its first assignments (at least 1)
 MTURK_TIER = 10  # a HIT created with fewer assignments cannot be extended to this many or more
@@ -63,6 +65,7 @@ def replace_refused(ctx: Context) -> int:
     market = ctx.market
     if not isinstance(market, AdditionalAssignments):
         return 0
+    stages = {s.name: s for s in ctx.campaign.stages}
     first_of = {s.name: s.assignments for s in ctx.campaign.stages}
     now = ctx.clock.now()
     with ctx.store.session() as s:
@@ -96,7 +99,9 @@ def replace_refused(ctx: Context) -> int:
         decided = c.get("approved", 0) + c.get("rejected", 0)
         open_ = sum(n for st, n in c.items() if st not in ("approved", "rejected", "counted"))
         first = first_of.get(hit.stage, hit.assignments)
-        n = plan_extra(first, hit.assignments, decided, c.get("counted", 0), open_)
+        stage = stages.get(hit.stage)
+        counted = c.get("counted", 0) if stage is not None and get_kind(stage.kind).replace_excluded else c.get("approved", 0)
+        n = plan_extra(first, hit.assignments, decided, counted, open_)
         if n <= 0:
             continue
         round_ = state["round"] + 1

@@ -18,6 +18,7 @@ from campaign.steps.quality_pass import quality_pass
 from campaign.steps.replace import plan_extra, replace_refused
 from campaign.steps.review import close_finished_hits, review
 from campaign.store import AssignmentRow, HitRow, LedgerRow
+from campaign.tasks import get as get_kind
 
 
 def test_plan_extra_tops_up_decided_hits_within_bounds():
@@ -103,7 +104,7 @@ def test_interrupted_round_is_repeated_with_the_same_token(harness, rate):
         h.work("AGOOD000000010", hit.hit_id, rate(4))  # exactly one slot was added
 
 
-def test_answer_left_out_by_quality_control_is_replaced(harness, rate):
+def test_answer_left_out_by_quality_control_is_replaced(harness, rate, monkeypatch):
     """Paid but excluded (random work caught by agreement alone) does not count as one of the HIT's answers."""
     h = harness()
     load_items(h.ctx)
@@ -127,4 +128,6 @@ def test_answer_left_out_by_quality_control_is_replaced(harness, rate):
         for j in s.exec(select(JudgmentRow).where(JudgmentRow.assignment_id == aid)).all():
             j.excluded = True
             s.add(j)
-    assert replace_refused(h.ctx) == 1
+    assert replace_refused(h.ctx) == 0  # a Likert mean does with fewer answers
+    monkeypatch.setattr(type(get_kind("likert")), "replace_excluded", True)
+    assert replace_refused(h.ctx) == 1  # a kind that needs every answer asks again
