@@ -294,3 +294,29 @@ def release_study_rest(session: Session, campaign: str, key: str) -> Decimal:
     booked = _book(session, LedgerRow(campaign=campaign, ref=f"release:{_study_ref(key)}:rest:{units}", kind="release",
                                       amount=fmt(left), hit_key=_study_ref(key), note="study over"))
     return left if booked else ZERO
+
+
+def reserve_extra(session: Session, campaign: str, budget: Decimal, hit_key: str, round_: int, reward: Decimal,
+                  count: int, fees: FeeSchedule | MTurkFees = MTURK_FEES) -> Decimal:
+    """Reserve `count` more slots of a posted HIT (`campaign.steps.replace`), or raise BudgetExceeded;
+    idempotent per (HIT, round). Booked under the HIT's key, so the HIT's charges draw on it and
+    `release_hit_rest` frees what is left when the HIT closes."""
+    amount = fees.hit_reserve(reward, count)
+    ref = f"reserve:{hit_key}:extra-{round_}"
+    if amount <= 0:
+        return amount
+    if session.exec(select(LedgerRow.id).where(LedgerRow.campaign == campaign, LedgerRow.ref == ref)).first() is not None:
+        return amount
+    t = totals(session, campaign, budget)
+    if t.spent + t.reserved + amount > budget:
+        raise BudgetExceeded(f"replacing {count} answer(s) of {hit_key} needs {shown(amount, fees.currency)} but only "
+                             f"{shown(t.remaining, fees.currency)} of the budget is left")
+    _book(session, LedgerRow(campaign=campaign, ref=ref, kind="reserve", amount=fmt(amount), hit_key=hit_key,
+                             note="replacing refused answers"))
+    return amount
+
+
+def release_extra(session: Session, campaign: str, hit_key: str, round_: int, amount: Decimal) -> bool:
+    """Undo `reserve_extra` when the marketplace refused the slots (booked once)."""
+    return _book(session, LedgerRow(campaign=campaign, ref=f"release:{hit_key}:extra-{round_}", kind="release",
+                                    amount=fmt(amount), hit_key=hit_key, note="replacement refused"))

@@ -194,6 +194,19 @@ class WorkerGroups(Protocol):
     def add_to_group(self, group_id: str, worker_id: str) -> None: ...
 
 
+@runtime_checkable
+class AdditionalAssignments(Protocol):
+    """Optional: more slots on a posted HIT (MTurk: CreateAdditionalAssignmentsForHIT), so an answer that
+    was refused, rejected or never given can be asked for again from another worker. A marketplace
+    without it (a Prolific study, whose places are refilled through `Studies`) does not implement it.
+
+    `token` is deterministic per (HIT, round), so a call repeated after a crash adds nothing: the
+    second one raises `AlreadyDone`. MTurk refuses to take a HIT created with fewer than 10 assignments
+    to 10 or more (`MarketError`), and a disposed HIT (`InvalidState`)."""
+
+    def add_assignments(self, hit_id: str, count: int, token: str) -> None: ...
+
+
 class FeeSchedule(Protocol):
     """What the marketplace charges, as the ledger books it. A marketplace without a `fees` attribute
     is paid by MTurk's rules (`campaign.money.MTurkFees`)."""

@@ -193,6 +193,26 @@ class MTurkMarketplace:
     def extend_hit(self, hit_id: str, until: float) -> None:
         self._call("update_expiration_for_hit", HITId=hit_id, ExpireAt=_when(until))
 
+    def add_assignments(self, hit_id: str, count: int, token: str) -> None:
+        """`AdditionalAssignments`: `count` more slots, once per `token` (`AlreadyDone` when repeated).
+
+        A fully collected HIT was taken off the reviewable list (`mark_reviewing`), and a HIT in
+        Reviewing takes no workers: it is put back (Revert) after the slots are added, also when they
+        were added by an earlier call (a retry after a crash), and it may already be back."""
+        repeated: AlreadyDone | None = None
+        try:
+            self._call("create_additional_assignments_for_hit", HITId=hit_id, NumberOfAdditionalAssignments=count,
+                       UniqueRequestToken=token)
+        except AlreadyDone as exc:
+            repeated = exc
+        try:
+            self._call("update_hit_review_status", HITId=hit_id, Revert=True)
+        except MarketError as exc:
+            if isinstance(exc, TransientError) or not exc.detail.endswith("InvalidHITState"):
+                raise
+        if repeated is not None:
+            raise repeated
+
     # -- work ------------------------------------------------------------------------------------------
     def submissions(self, hit_id: str) -> list[RemoteAssignment]:
         return [self._assignment(a) for a in self._pages("list_assignments_for_hit", "Assignments", HITId=hit_id,

@@ -11,7 +11,9 @@ Evidence comes in two kinds, and they are treated differently:
 * **Correlation alone** (a worker's r with the mean of the others on shared items, below
   `spam_correlation` or `min_correlation`): relative evidence. These calls share one cap,
   `max_excluded_share` of all labels (seed 000: "the worst workers, at most 5% of all labels"),
-  filled worst first (furthest below the crowd), and the work is always approved and paid.
+  filled worst first (furthest below the crowd), and the work is always approved and paid. A task kind
+  whose HITs carry no traps (nuggets) has no other evidence against random answers, so there
+  (`low_agreement_absolute`) the same calls exclude without the cap; the work is still paid.
 
 Correlation is relative because on a hard task the whole crowd agrees weakly (Snow et al. 2008's
 "surprise" ratings: median worker-rest r 0.32). So a worker is called on correlation only when their r
@@ -57,6 +59,10 @@ class PolicyConfig:
     bonus_correlation: float = 0.7
     significance_se: float = 2.0  # how far below the crowd's median r (in Fisher-z SEs) counts as evidence, at least
     familywise_alpha: float | None = 0.05  # and at most this chance of one honest worker in the crowd called by luck
+    # correlation calls exclude without the `max_excluded_share` cap (still approved and paid): for task
+    # kinds whose HITs carry no traps, where agreement is the only evidence against random answers and a
+    # quarter of a crowd answering at random would otherwise stay in the scores
+    low_agreement_absolute: bool = False
 
     @classmethod
     def from_spec(cls, q: Any) -> PolicyConfig:
@@ -186,7 +192,7 @@ def judge(ev: dict[str, WorkerEvidence], config: PolicyConfig) -> ReviewResult:
             relative.append((e, f"low agreement with other workers (r={e.correlation:.2f} over "
                                 f"{e.shared_items} items, crowd median r={median:.2f})"))
     total = sum(e.labels for e in ev.values())
-    room = int(config.max_excluded_share * total)
+    room = total if config.low_agreement_absolute else int(config.max_excluded_share * total)
     used = 0
     for e, reason in sorted(relative, key=lambda x: (-gap[x[0].worker], x[0].worker)):
         if used + e.labels > room:

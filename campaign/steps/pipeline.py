@@ -28,6 +28,7 @@ from campaign.steps.plan import load_items, plan_stage
 from campaign.steps.post import post_pending
 from campaign.steps.quality_pass import blocks, bonuses, quality_pass
 from campaign.steps.repeat import plan_repeat
+from campaign.steps.replace import replace_refused
 from campaign.steps.review import close_finished_hits, review
 from campaign.steps.settle import settle_decisions
 from campaign.steps.stages import ready_stages
@@ -90,6 +91,7 @@ PIPELINE: tuple[Step, ...] = (
     Step("quality", ACTIVE, run=quality_pass),
     Step("blocks", _statuses(RUNNING, CANCELLING), run=blocks),
     Step("review", _statuses(RUNNING, CANCELLING), run=review),
+    Step("replace", _statuses(RUNNING), run=replace_refused),  # before close: a HIT short of answers stays open
     Step("close", ACTIVE, run=close_finished_hits),
     Step("studies", ACTIVE, run=settle_studies),  # marketplaces with studies: decisions, charges, stopping
     Step("cancel-again", _statuses(CANCELLING), run=apply_cancel),  # HITs closed by this pass release their money now

@@ -12,11 +12,13 @@ paid once.
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import json
 import logging
 from dataclasses import asdict
 from decimal import Decimal
+from typing import Any
 
 from sqlalchemy import or_
 from sqlmodel import col, func, select, update
@@ -63,7 +65,7 @@ def new_judgments(ctx: Context, stage: Stage, after: int) -> tuple[list[Reviewed
     with ctx.store.session() as s:
         rows = s.exec(  # plain columns, not ORM objects
             select(col(JudgmentRow.item_key), col(JudgmentRow.value), col(JudgmentRow.worker_id),  # type: ignore[call-overload]
-                   col(JudgmentRow.assignment_id), col(AssignmentRow.hit_key), col(JudgmentRow.id))
+                   col(JudgmentRow.assignment_id), col(AssignmentRow.hit_key), col(JudgmentRow.id), col(JudgmentRow.extra))
             .join(AssignmentRow, col(AssignmentRow.assignment_id) == col(JudgmentRow.assignment_id))
             .where(JudgmentRow.campaign == ctx.name, JudgmentRow.stage == stage.name, AssignmentRow.valid == True,  # noqa: E712
                    col(AssignmentRow.status).in_(COUNTED), col(JudgmentRow.id) > after)
@@ -73,8 +75,19 @@ def new_judgments(ctx: Context, stage: Stage, after: int) -> tuple[list[Reviewed
     for row in rows:
         shown[row[3]] = shown.get(row[3], 0) + 1
     out = [ReviewedJudgment(item_key=item, value=value, worker_id=worker, assignment_id=aid, hit_key=hit_key,
-                            shown=shown[aid]) for item, value, worker, aid, hit_key, _ in rows]
+                            shown=shown[aid], extra=_extra(extra)) for item, value, worker, aid, hit_key, _, extra in rows]
     return out, (rows[-1][5] if rows else after)
+
+
+def _extra(raw: str | None) -> dict[str, Any]:
+    """A judgment's stored detail (JSON written by collect); {} when absent or not an object."""
+    if not raw:
+        return {}
+    try:
+        got = json.loads(raw)
+    except ValueError:
+        return {}
+    return got if isinstance(got, dict) else {}
 
 
 def running_evidence(ctx: Context, stage: Stage) -> RunningEvidence | None:
@@ -99,7 +112,8 @@ def running_evidence(ctx: Context, stage: Stage) -> RunningEvidence | None:
 
 def evaluate(ctx: Context, stage: Stage) -> ReviewResult:
     """The review policy over the stage's evidence, as its task kind states it."""
-    config = PolicyConfig.from_spec(ctx.campaign.quality)
+    config = dataclasses.replace(PolicyConfig.from_spec(ctx.campaign.quality),
+                                 low_agreement_absolute=get_kind(stage.kind).low_agreement_absolute)
     book = running_evidence(ctx, stage)
     return judge(book.evidence(config.min_shared) if book is not None else {}, config)
 

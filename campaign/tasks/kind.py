@@ -65,6 +65,7 @@ class ReviewedJudgment:
     assignment_id: str
     hit_key: str
     shown: int
+    extra: Mapping[str, Any] = field(default_factory=dict)  # the judgment's task-specific detail (e.g. spans)
 
 
 @dataclass(frozen=True)
@@ -153,6 +154,14 @@ class TaskKind(ABC):
     #: among policed stages, the first whose kind says so is the campaign's primary one: its facts head
     #: each worker's record (`campaign workers`) and its review decides bonuses
     primary_evidence: ClassVar[bool] = False
+    #: the kind's HITs carry no traps, so agreement with the other workers is the only evidence against
+    #: random answers: a worker called on it alone is excluded beyond the relative cap
+    #: (`campaign.quality.review.PolicyConfig.low_agreement_absolute`)
+    low_agreement_absolute: ClassVar[bool] = False
+    #: an answer quality control leaves out (approved and paid, excluded) is asked for again like a
+    #: rejected one (`campaign.steps.replace`): the kind needs its full number of answers per HIT
+    #: (nuggets: several workers on the same span), where a mean of fewer answers would do
+    replace_excluded: ClassVar[bool] = False
     #: HIT pages name their kind in the form's `data-task`; the one kind whose page predates that (and
     #: stays byte-identical) says so here, so the simulated crowd knows an untagged page is its
     untagged_page: ClassVar[bool] = False

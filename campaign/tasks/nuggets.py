@@ -26,7 +26,7 @@ from campaign.tasks.base import (
     render_page,
     summarise,
 )
-from campaign.tasks.kind import CountedJudgment, Export, PlanItem, StageData, TaskKind
+from campaign.tasks.kind import CountedJudgment, Export, PlanItem, ReviewedJudgment, StageData, TaskKind
 from campaign.untrusted import Refused, loads_json
 
 if TYPE_CHECKING:
@@ -34,6 +34,7 @@ if TYPE_CHECKING:
 
     from campaign.crowd.forms import Form
     from campaign.crowd.models import SimWorker
+    from campaign.quality.evidence import Label, TrapResult
     from campaign.spec import NuggetStage, Stage
 
 KIND = "nuggets"
@@ -139,8 +140,32 @@ def parse(fields: Sequence[tuple[str, str]], item_keys: Sequence[str], texts: Se
     if not spans and not 2 <= len(keywords) <= 3:
         raise InvalidAnswer("no nugget marked, and not 2-3 keywords either")
     return [Judgment(item_key=key, value=float(len(per_sentence[i])),
-                     extra={"spans": sorted(per_sentence[i]), **({"keywords": keywords} if not spans else {})})
+                     extra={"spans": sorted(per_sentence[i]), **({"keywords": keywords} if not spans else {}),
+                            **({"tokens": lengths[i]} if lengths is not None else {})})
             for i, key in enumerate(item_keys)]
+
+
+def boundary_labels(item: str, worker: str, assignment: str, spans: Sequence[Sequence[int]],
+                    n_tokens: int | None) -> list[Label]:
+    """A worker's spans in one sentence as labels for the review policy: per word position, 1 where one
+    of their spans starts (`item#s<i>`) and 1 where one ends (`item#e<i>`), else 0.
+
+    Gold nuggets are spans that several workers chose *exactly*, so agreement on boundaries is what
+    a worker's spans are worth. Worker-rest correlation over these labels is high for workers who mark
+    the spans others mark (and leave the rest), and low for spans placed at random: a sentence-level
+    "marked or not" label misses such workers, whose random spans fall in long sentences as honest ones
+    do. `n_tokens` is the sentence's length in words (every position gets a label, 0 included); without
+    it, positions up to the last end marked."""
+    from campaign.quality.evidence import Label
+
+    starts = {int(sp[0]) for sp in spans}
+    ends = {int(sp[1]) for sp in spans}
+    n = n_tokens if n_tokens is not None else max(ends, default=-1) + 1
+    out = []
+    for i in range(n):
+        out.append(Label(item=f"{item}#s{i}", worker=worker, assignment=assignment, value=float(i in starts)))
+        out.append(Label(item=f"{item}#e{i}", worker=worker, assignment=assignment, value=float(i in ends)))
+    return out
 
 
 def aggregate(values_by_item: Mapping[str, Sequence[float]]) -> list[dict]:
@@ -205,6 +230,9 @@ class NuggetKind(TaskKind):
     """Windows of consecutive sentences of one document; spans marked by their first and last word."""
 
     name = KIND
+    policed = True
+    low_agreement_absolute = True  # no traps: agreement is the only evidence against random spans
+    replace_excluded = True  # gold needs min_workers on the same span: excluded answers are asked for again
     free_text_extra = ("keywords",)  # the 2-3 words a worker who found no nugget typed
 
     def plan(self, stage: Stage, items: Sequence[PlanItem], traps: Sequence[str], seed: int) -> list[HitDraft]:
@@ -221,6 +249,17 @@ class NuggetKind(TaskKind):
 
     def aggregate(self, values_by_item: Mapping[str, Sequence[float]]) -> list[dict]:
         return aggregate(values_by_item)
+
+    def evidence(self, stage: Stage, rows: Sequence[ReviewedJudgment]) -> tuple[list[Label], list[TrapResult]]:
+        """Span boundaries per word (`boundary_labels`); nugget HITs carry no traps."""
+        labels: list[Label] = []
+        for r in rows:
+            spans = [sp for sp in r.extra.get("spans", []) if isinstance(sp, list | tuple) and len(sp) == 2
+                     and all(isinstance(v, int) for v in sp)]
+            n = r.extra.get("tokens")
+            labels.extend(boundary_labels(r.item_key, r.worker_id, r.assignment_id, spans,
+                                          n if isinstance(n, int) and 0 <= n <= 10_000 else None))
+        return labels, []
 
     def export(self, stage: Stage, data: StageData) -> Export:
         """Per-sentence scores, plus `gold_nuggets.jsonl` and each worker's MACE competence."""

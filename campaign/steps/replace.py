@@ -1,0 +1,143 @@
+"""Replacing refused answers: a HIT whose answers were rejected (invalid, or spam on two kinds of
+evidence), or, for a kind that needs every answer (`TaskKind.replace_excluded`: nuggets), excluded by
+quality control (approved and paid, but left out of the scores), would otherwise end with fewer
+counted answers than its stage asks for, and a task that needs
+several workers to agree (nuggets: three on the same span) loses what those slots would have found.
+
+Once every slot of a posted, unexpired HIT is decided and fewer than the stage's `assignments` are
+approved and counted, the marketplace is asked for the missing slots again (`AdditionalAssignments`; MTurk's
+CreateAdditionalAssignmentsForHIT), bounded: at most `MAX_EXTRA_SHARE` of the HIT's first assignments
+over its life, never taking a HIT under 10 assignments to 10 or more (MTurk refuses that), and within
+the budget. A marketplace that cannot add slots (a Prolific study) does not declare the capability and
+nothing is asked.
+
+Crash-safe like posting (`campaign.steps.post`): the intent (round, count, state `asking`), the extra
+reservation (ledger ref `reserve:<hit>:extra-<round>`, under the HIT's key) and the HIT's raised slot
+count are written in one transaction before the call; the call carries a deterministic
+UniqueRequestToken (`<hit token>-extra-<round>`), so repeating it after a crash adds nothing
+(`AlreadyDone`); then the state becomes `asked`. A refusal releases that round's reservation and lowers
+the slot count again. Each slot is paid only when its own assignment is approved, so nothing is paid
+twice; `release_hit_rest` frees what is left of every reservation when the HIT closes.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from decimal import Decimal
+from typing import Any
+
+from sqlmodel import col, func, select
+
+from campaign.ledger import BudgetExceeded, release_extra, reserve_extra
+from campaign.marketplaces.base import AdditionalAssignments, AlreadyDone, MarketError, TransientError, fees_of
+from campaign.steps.context import Context, get_row, remote_id
+from campaign.store import AssignmentRow, HitRow, JudgmentRow
+from campaign.tasks import get as get_kind
+
+MAX_EXTRA_SHARE = 0.5  # extra slots over a HIT's life, as a share of its first assignments (at least 1)
+MTURK_TIER = 10  # a HIT created with fewer assignments cannot be extended to this many or more
+
+
+def plan_extra(first: int, slots: int, decided: int, approved: int, open_: int) -> int:
+    """How many slots to add to a HIT now (0: none). `first`: the stage's assignments (what the HIT was
+    posted with); `slots`: its slot count now (first + every extra so far); `decided`: its assignments
+    decided; `approved`: those approved whose labels quality control did not all leave out (random work
+    that is paid but excluded does not count); `open_`: assignments not decided yet (submitted, being
+    decided, held).
+
+    Pure: only a HIT with every slot decided and nothing open is topped up, to `first` approved answers,
+    within the HIT's remaining allowance and below MTurk's 10-assignment tier."""
+    if open_ or decided < slots or approved >= first:
+        return 0
+    allowance = max(1, math.floor(first * MAX_EXTRA_SHARE)) - (slots - first)
+    tier_room = (MTURK_TIER - 1 - slots) if first < MTURK_TIER else allowance
+    return max(0, min(first - approved, allowance, tier_room))
+
+
+def _state_key(hit_key: str) -> str:
+    return f"replace:{hit_key}"
+
+
+def replace_refused(ctx: Context) -> int:
+    """Ask for replacements of refused answers on every HIT that needs them (module docstring); returns
+    how many slots were added."""
+    market = ctx.market
+    if not isinstance(market, AdditionalAssignments):
+        return 0
+    stages = {s.name: s for s in ctx.campaign.stages}
+    first_of = {s.name: s.assignments for s in ctx.campaign.stages}
+    now = ctx.clock.now()
+    with ctx.store.session() as s:
+        hits = s.exec(select(HitRow).where(HitRow.campaign == ctx.name, HitRow.status == "posted")).all()
+        counts: dict[str, dict[str, int]] = {}
+        keys = [h.hit_key for h in hits]
+        for i in range(0, len(keys), 500):
+            for hk, st, n in s.exec(select(AssignmentRow.hit_key, AssignmentRow.status, func.count()).where(
+                    AssignmentRow.campaign == ctx.name, col(AssignmentRow.hit_key).in_(keys[i:i + 500]))
+                    .group_by(AssignmentRow.hit_key, AssignmentRow.status)).all():
+                counts.setdefault(hk, {})[st] = n
+            # approved answers that still count: quality control has not left all of their labels out
+            for hk, n in s.exec(select(AssignmentRow.hit_key, func.count(func.distinct(AssignmentRow.assignment_id))).join(
+                    JudgmentRow, col(JudgmentRow.assignment_id) == col(AssignmentRow.assignment_id)).where(
+                    AssignmentRow.campaign == ctx.name, col(AssignmentRow.hit_key).in_(keys[i:i + 500]),
+                    AssignmentRow.status == "approved", JudgmentRow.excluded == False)  # noqa: E712
+                    .group_by(AssignmentRow.hit_key)).all():
+                counts.setdefault(hk, {})["counted"] = n
+    added = 0
+    for hit in hits:
+        saved = ctx.store.get_kv(ctx.name, _state_key(hit.hit_key))
+        state: dict[str, Any] = json.loads(saved) if saved else {"round": 0, "state": "asked", "count": 0}
+        if state["state"] == "asking":  # interrupted between intent and record: the same call again
+            added += _call(ctx, market, hit, state["round"], state["count"])
+            continue
+        if state["state"] == "refused":  # the marketplace said no once: not asked again every pass
+            continue
+        if hit.expires_at is not None and hit.expires_at <= now:
+            continue
+        c = counts.get(hit.hit_key, {})
+        decided = c.get("approved", 0) + c.get("rejected", 0)
+        open_ = sum(n for st, n in c.items() if st not in ("approved", "rejected", "counted"))
+        first = first_of.get(hit.stage, hit.assignments)
+        stage = stages.get(hit.stage)
+        counted = c.get("counted", 0) if stage is not None and get_kind(stage.kind).replace_excluded else c.get("approved", 0)
+        n = plan_extra(first, hit.assignments, decided, counted, open_)
+        if n <= 0:
+            continue
+        round_ = state["round"] + 1
+        with ctx.store.session() as s:
+            try:
+                reserve_extra(s, ctx.name, ctx.campaign.budget, hit.hit_key, round_, Decimal(hit.reward), n, fees_of(market))
+            except BudgetExceeded as exc:
+                ctx.store.event(ctx.name, "replacement_skipped", f"{hit.hit_key}: {exc}", subject=hit.hit_key, session=s)
+                continue
+            row = get_row(s, HitRow, hit.id)
+            row.assignments += n
+            s.add(row)
+            ctx.store.set_kv(ctx.name, _state_key(hit.hit_key), json.dumps({"round": round_, "state": "asking", "count": n}), session=s)
+        added += _call(ctx, market, hit, round_, n)
+    return added
+
+
+def _call(ctx: Context, market: AdditionalAssignments, hit: HitRow, round_: int, n: int) -> int:
+    """The remote call of one round, then its record; a refusal undoes the round's intent."""
+    try:
+        market.add_assignments(remote_id(hit), n, f"{hit.token}-extra-{round_}")
+    except AlreadyDone:
+        pass  # the call before a crash went through
+    except TransientError:
+        return 0  # the intent stays `asking`: the same call next pass
+    except MarketError as exc:
+        with ctx.store.session() as s:
+            row = get_row(s, HitRow, hit.id)
+            row.assignments -= n
+            s.add(row)
+            release_extra(s, ctx.name, hit.hit_key, round_, fees_of(market).hit_reserve(Decimal(hit.reward), n))
+            ctx.store.set_kv(ctx.name, _state_key(hit.hit_key), json.dumps({"round": round_, "state": "refused", "count": 0}), session=s)
+            ctx.store.event(ctx.name, "replacement_refused", f"{hit.hit_key}: {exc}", subject=hit.hit_key, session=s)
+        return 0
+    with ctx.store.session() as s:
+        ctx.store.set_kv(ctx.name, _state_key(hit.hit_key), json.dumps({"round": round_, "state": "asked", "count": n}), session=s)
+        ctx.store.event(ctx.name, "replacements", f"{hit.hit_key}: {n} more slot(s) for refused answers (round {round_})",
+                        subject=hit.hit_key, session=s)
+    return n
