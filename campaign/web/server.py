@@ -65,6 +65,52 @@ class _Guard:
         self.waiting: OrderedDict[GuardedProtocol, None] = OrderedDict()
 
 
+class _OneWrite:
+    """The transport as one request's cycle sees it: the header section uvicorn writes on
+    `http.response.start` is held and sent with the body in one `write` (one send, one TCP segment, one
+    wake-up of the client, as the old server did), not two. Anything written before the answer starts (a
+    `100 Continue`) goes out at once; `flush` and `close` send what is held."""
+
+    __slots__ = ("_transport", "_cycle", "_held")
+
+    def __init__(self, transport: asyncio.Transport, cycle: Any) -> None:
+        self._transport = transport
+        self._cycle = cycle
+        self._held: bytes | None = None
+
+    def write(self, data: bytes) -> None:
+        held = self._held
+        if held is not None:
+            self._held = None
+            self._transport.write(held + data)
+        elif self._body_follows():
+            self._held = data
+        else:
+            self._transport.write(data)
+
+    def _body_follows(self) -> bool:
+        """This write is the header section of an answer whose body is still to be written."""
+        cycle = self._cycle
+        return (cycle.response_started and not cycle.response_complete and cycle.chunked_encoding is False
+                and cycle.expected_content_length > 0 and cycle.scope["method"] != "HEAD")
+
+    def flush(self) -> None:
+        held = self._held
+        if held is not None:
+            self._held = None
+            self._transport.write(held)
+
+    def close(self) -> None:
+        self.flush()
+        self._transport.close()
+
+    def is_closing(self) -> bool:
+        return self._transport.is_closing()
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._transport, name)
+
+
 class GuardedProtocol(HttpToolsProtocol):
     """Set per server by `_protocol_class`: the guard, the limits, the applications by port."""
 
@@ -191,6 +237,9 @@ class GuardedProtocol(HttpToolsProtocol):
             return
         self._unwait()
         super().on_headers_complete()
+        cycle = self.cycle
+        if cycle is not None and cycle.transport is self.transport:
+            cycle.transport = _OneWrite(self.transport, cycle)  # type: ignore[assignment]
 
     def on_body(self, body: bytes) -> None:
         if not self._refused:
