@@ -309,7 +309,9 @@ class RunningServer:
         self.pool = ThreadPoolExecutor(max_workers=limits.threads, thread_name_prefix=f"{name}-app")
         adapter = AsgiAdapter({s.getsockname()[1]: app for s, app in apps.items()}, self.pool, server_name)
         self.guard = _Guard(connection_cap(limits))
-        config = uvicorn.Config(adapter, http=_protocol_class(self.guard, limits, adapter), loop="asyncio",
+        # loop "auto": uvloop (a dependency on POSIX) when importable; it takes about a third off the
+        # server's own CPU per request (docs/http-server.md), else asyncio's loop
+        config = uvicorn.Config(adapter, http=_protocol_class(self.guard, limits, adapter), loop="auto",
                                 lifespan="off", log_config=None, access_log=False, proxy_headers=False,
                                 server_header=False, date_header=False,
                                 timeout_keep_alive=int(limits.header_timeout) + 5,  # the header deadline comes first
