@@ -121,6 +121,8 @@ class GuardedProtocol(HttpToolsProtocol):
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self._deadline: asyncio.TimerHandle | None = None
+        self._deadline_at: float | None = None  # when the header section now awaited is due (None: none awaited)
+        self._chunk = 0  # the size of the chunk being parsed
         self._body_deadline: asyncio.TimerHandle | None = None
         self._header_bytes = 0
         self._begun = False  # a request's first bytes have been parsed
@@ -128,23 +130,40 @@ class GuardedProtocol(HttpToolsProtocol):
 
     # -- waiting for a header section -------------------------------------------------------------------
     def _wait(self) -> None:
+        """Await a header section. The connection's one timer is armed once and, when it fires early (a
+        request came and went meanwhile), re-armed for the current deadline: no timer made and cancelled
+        per request on a busy keep-alive connection."""
         self._header_bytes = 0
         self._begun = False
         self.guard.waiting[self] = None
         self.guard.waiting.move_to_end(self)
-        if self._deadline is not None:
-            self._deadline.cancel()
-        self._deadline = self.loop.call_later(self.limits.header_timeout, self._cut)
+        self._deadline_at = at = self.loop.time() + self.limits.header_timeout
+        if self._deadline is None:
+            self._deadline = self.loop.call_at(at, self._due)
 
     def _unwait(self) -> None:
         self.guard.waiting.pop(self, None)
+        self._deadline_at = None
+
+    def _stop_timer(self) -> None:
         if self._deadline is not None:
             self._deadline.cancel()
             self._deadline = None
 
+    def _due(self) -> None:
+        self._deadline = None
+        at = self._deadline_at
+        if at is None:  # no header section awaited now: the next `_wait` arms the timer again
+            return
+        if self.loop.time() < at:
+            self._deadline = self.loop.call_at(at, self._due)
+            return
+        self._cut()
+
     def _cut(self) -> None:
         """The header section did not arrive in time (or this connection is evicted at the cap)."""
         self._unwait()
+        self._stop_timer()
         if self.transport.is_closing():
             return
         if self._begun:  # a request was under way: say why it ends (an idle connection just closes)
@@ -182,12 +201,14 @@ class GuardedProtocol(HttpToolsProtocol):
 
     def connection_lost(self, exc: Exception | None) -> None:
         self._unwait()
+        self._stop_timer()
         self._body_done()
         super().connection_lost(exc)
 
     def data_received(self, data: bytes) -> None:
         if self._refused:
             return
+        self._chunk = len(data)
         super().data_received(data)
         if self._refused or self.transport.is_closing():
             return
@@ -222,16 +243,16 @@ class GuardedProtocol(HttpToolsProtocol):
         super().on_message_begin()
         self._begun = True
 
-    def on_url(self, url: bytes) -> None:
-        super().on_url(url)
-        self._header_bytes += len(url)
-
-    def on_header(self, name: bytes, value: bytes) -> None:
-        super().on_header(name, value)
-        self._header_bytes += len(name) + len(value) + 4
+    def _header_size(self) -> int:
+        """The header section just parsed. Counted only when the bytes received for it (the earlier
+        chunks, counted by `data_received`, and this one) could exceed the cap: per header it would cost
+        a Python call on every request."""
+        if self._header_bytes + self._chunk <= self.limits.max_header_bytes:
+            return 0
+        return len(self.url) + sum(len(name) + len(value) + 4 for name, value in self.headers)
 
     def on_headers_complete(self) -> None:
-        if self._header_bytes > self.limits.max_header_bytes:
+        if self._header_size() > self.limits.max_header_bytes:
             self._unwait()
             self._refuse(431, "HeadersTooLarge", "The header section is too large.")
             return
