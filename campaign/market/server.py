@@ -92,6 +92,13 @@ class MarketApp:
                             {**NOSNIFF, "x-amzn-RequestId": P.new_request_id()}, close=True)
         return _error_reply(refusal)
 
+    def inline(self, req: Request) -> bool:
+        """Every route runs on the server's event loop (no hand-off to a worker thread: see
+        `campaign.web.request.Application`) unless the fault switch adds latency, whose sleep must not
+        stall the other connections. Nothing else here waits: no outbound calls, SQLite's readers never
+        block and its one writer is this thread (the checkpointer holds the write lock only briefly)."""
+        return _quick(self.core)
+
     def handle(self, req: Request) -> Response:
         if req.method not in ("GET", "HEAD", "POST"):
             return Response(501, "application/json", b'{"error": "NotImplemented"}', dict(NOSNIFF))
@@ -162,12 +169,21 @@ class ContentApp:
     def refuse(self, method: str, path: str, refusal: Refusal) -> Response:
         return _error_reply(refusal)
 
+    def inline(self, req: Request) -> bool:
+        """As `MarketApp.inline`: the pages and the answer form's target never wait."""
+        return _quick(self.core)
+
     def handle(self, req: Request) -> Response:
         if req.method not in ("GET", "HEAD", "POST"):
             return Response(501, "application/json", b'{"error": "NotImplemented"}', dict(NOSNIFF))
         method = "GET" if req.method == "HEAD" else req.method
         reply = self.core.content.route(method, req.path, req.query_dict(), req.body if method == "POST" else b"")
         return _response(reply)
+
+
+def _quick(core: Core) -> bool:
+    """No fault latency configured: a request does not sleep (`Faults.decide`)."""
+    return core.faults.config.latency_ms <= 0
 
 
 def _error_reply(refusal: Refusal) -> Response:

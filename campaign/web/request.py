@@ -89,7 +89,12 @@ class Refusal(Exception):
 
 class Application(Protocol):
     """What a server runs: `handle` on a worker thread, `refuse` for requests refused at the door (on the
-    event loop: it must not block). `max_body` bounds every request body."""
+    event loop: it must not block). `max_body` bounds every request body.
+
+    An application may also define `inline(request) -> bool`: True runs `handle` for that request on the
+    event loop, without the hand-off to a worker thread and back (for a small call that hand-off cost
+    about as much server CPU as the call itself). Only for requests that never wait: while one runs, no
+    other connection is served."""
 
     max_body: int
 

@@ -65,6 +65,52 @@ class _Guard:
         self.waiting: OrderedDict[GuardedProtocol, None] = OrderedDict()
 
 
+class _OneWrite:
+    """The transport as one request's cycle sees it: the header section uvicorn writes on
+    `http.response.start` is held and sent with the body in one `write` (one send, one TCP segment, one
+    wake-up of the client, as the old server did), not two. Anything written before the answer starts (a
+    `100 Continue`) goes out at once; `flush` and `close` send what is held."""
+
+    __slots__ = ("_transport", "_cycle", "_held")
+
+    def __init__(self, transport: asyncio.Transport, cycle: Any) -> None:
+        self._transport = transport
+        self._cycle = cycle
+        self._held: bytes | None = None
+
+    def write(self, data: bytes) -> None:
+        held = self._held
+        if held is not None:
+            self._held = None
+            self._transport.write(held + data)
+        elif self._body_follows():
+            self._held = data
+        else:
+            self._transport.write(data)
+
+    def _body_follows(self) -> bool:
+        """This write is the header section of an answer whose body is still to be written."""
+        cycle = self._cycle
+        return (cycle.response_started and not cycle.response_complete and cycle.chunked_encoding is False
+                and cycle.expected_content_length > 0 and cycle.scope["method"] != "HEAD")
+
+    def flush(self) -> None:
+        held = self._held
+        if held is not None:
+            self._held = None
+            self._transport.write(held)
+
+    def close(self) -> None:
+        self.flush()
+        self._transport.close()
+
+    def is_closing(self) -> bool:
+        return self._transport.is_closing()
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._transport, name)
+
+
 class GuardedProtocol(HttpToolsProtocol):
     """Set per server by `_protocol_class`: the guard, the limits, the applications by port."""
 
@@ -75,6 +121,8 @@ class GuardedProtocol(HttpToolsProtocol):
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self._deadline: asyncio.TimerHandle | None = None
+        self._deadline_at: float | None = None  # when the header section now awaited is due (None: none awaited)
+        self._chunk = 0  # the size of the chunk being parsed
         self._body_deadline: asyncio.TimerHandle | None = None
         self._header_bytes = 0
         self._begun = False  # a request's first bytes have been parsed
@@ -82,23 +130,40 @@ class GuardedProtocol(HttpToolsProtocol):
 
     # -- waiting for a header section -------------------------------------------------------------------
     def _wait(self) -> None:
+        """Await a header section. The connection's one timer is armed once and, when it fires early (a
+        request came and went meanwhile), re-armed for the current deadline: no timer made and cancelled
+        per request on a busy keep-alive connection."""
         self._header_bytes = 0
         self._begun = False
         self.guard.waiting[self] = None
         self.guard.waiting.move_to_end(self)
-        if self._deadline is not None:
-            self._deadline.cancel()
-        self._deadline = self.loop.call_later(self.limits.header_timeout, self._cut)
+        self._deadline_at = at = self.loop.time() + self.limits.header_timeout
+        if self._deadline is None:
+            self._deadline = self.loop.call_at(at, self._due)
 
     def _unwait(self) -> None:
         self.guard.waiting.pop(self, None)
+        self._deadline_at = None
+
+    def _stop_timer(self) -> None:
         if self._deadline is not None:
             self._deadline.cancel()
             self._deadline = None
 
+    def _due(self) -> None:
+        self._deadline = None
+        at = self._deadline_at
+        if at is None:  # no header section awaited now: the next `_wait` arms the timer again
+            return
+        if self.loop.time() < at:
+            self._deadline = self.loop.call_at(at, self._due)
+            return
+        self._cut()
+
     def _cut(self) -> None:
         """The header section did not arrive in time (or this connection is evicted at the cap)."""
         self._unwait()
+        self._stop_timer()
         if self.transport.is_closing():
             return
         if self._begun:  # a request was under way: say why it ends (an idle connection just closes)
@@ -136,12 +201,14 @@ class GuardedProtocol(HttpToolsProtocol):
 
     def connection_lost(self, exc: Exception | None) -> None:
         self._unwait()
+        self._stop_timer()
         self._body_done()
         super().connection_lost(exc)
 
     def data_received(self, data: bytes) -> None:
         if self._refused:
             return
+        self._chunk = len(data)
         super().data_received(data)
         if self._refused or self.transport.is_closing():
             return
@@ -176,21 +243,24 @@ class GuardedProtocol(HttpToolsProtocol):
         super().on_message_begin()
         self._begun = True
 
-    def on_url(self, url: bytes) -> None:
-        super().on_url(url)
-        self._header_bytes += len(url)
-
-    def on_header(self, name: bytes, value: bytes) -> None:
-        super().on_header(name, value)
-        self._header_bytes += len(name) + len(value) + 4
+    def _header_size(self) -> int:
+        """The header section just parsed. Counted only when the bytes received for it (the earlier
+        chunks, counted by `data_received`, and this one) could exceed the cap: per header it would cost
+        a Python call on every request."""
+        if self._header_bytes + self._chunk <= self.limits.max_header_bytes:
+            return 0
+        return len(self.url) + sum(len(name) + len(value) + 4 for name, value in self.headers)
 
     def on_headers_complete(self) -> None:
-        if self._header_bytes > self.limits.max_header_bytes:
+        if self._header_size() > self.limits.max_header_bytes:
             self._unwait()
             self._refuse(431, "HeadersTooLarge", "The header section is too large.")
             return
         self._unwait()
         super().on_headers_complete()
+        cycle = self.cycle
+        if cycle is not None and cycle.transport is self.transport:
+            cycle.transport = _OneWrite(self.transport, cycle)  # type: ignore[assignment]
 
     def on_body(self, body: bytes) -> None:
         if not self._refused:
@@ -260,7 +330,9 @@ class RunningServer:
         self.pool = ThreadPoolExecutor(max_workers=limits.threads, thread_name_prefix=f"{name}-app")
         adapter = AsgiAdapter({s.getsockname()[1]: app for s, app in apps.items()}, self.pool, server_name)
         self.guard = _Guard(connection_cap(limits))
-        config = uvicorn.Config(adapter, http=_protocol_class(self.guard, limits, adapter), loop="asyncio",
+        # loop "auto": uvloop (a dependency on POSIX) when importable; it takes about a third off the
+        # server's own CPU per request (docs/http-server.md), else asyncio's loop
+        config = uvicorn.Config(adapter, http=_protocol_class(self.guard, limits, adapter), loop="auto",
                                 lifespan="off", log_config=None, access_log=False, proxy_headers=False,
                                 server_header=False, date_header=False,
                                 timeout_keep_alive=int(limits.header_timeout) + 5,  # the header deadline comes first
