@@ -563,12 +563,12 @@ class ContentSite:
                 raise WorkerError("MissingAssignmentId", "The form did not include an assignmentId field.", 400)
             # Only a form served to the assignment's worker answers it: its path was signed for both, and the
             # worker still holds the assignment. Anything else is answered as an unknown assignment.
-            wid = self.config.submit_worker(path, aid)
-            if wid is None:
+            holder = self.config.submit_worker(path, aid)
+            if holder is None:
                 raise WorkerError("AssignmentNotFound", f"Assignment {aid} does not exist.", 404)
             door = self.site.prolific if self.site is not None else None
             if door is None or door.external_submit(aid, fields) is None:
-                self.engine.worker("submit", aid, fields, wid)  # someone else's: AssignmentNotFound, as unknown
+                self.engine.worker("submit", aid, fields, holder)  # someone else's: AssignmentNotFound, as unknown
             page = SUBMITTED_PAGE.format(aid=html.escape(aid))
             return Reply(200, "text/html; charset=utf-8", page.encode("utf-8"), self._headers())
         return None
