@@ -50,6 +50,9 @@ REWRITES = (
 PREVIEW = "ASSIGNMENT_ID_NOT_AVAILABLE"
 COOKIE = "mkt_session"
 FRAME_TTL = 2 * 3600  # seconds a frame link works; the worker page makes a new one each time it is shown
+SUBMIT_TTL = 7 * 86400  # seconds an answer form's submit path works: MTurk's longest assignment duration
+SUBMIT_PREFIX = "/s/"  # the content origin's answer target is /s/<worker>/<expiry>/<signature>/mturk/externalSubmit
+MTURK_SUBMITS = ("https://www.mturk.com/mturk/externalSubmit", "https://workersandbox.mturk.com/mturk/externalSubmit")
 
 EXTERNAL_HIT_SHIM = """// Local stand-in for MTurk's externalHIT_v1.js: same entry point, same behaviour.
 function turkGetParam(name, dflt) {
@@ -128,9 +131,38 @@ class SiteConfig:
         msg = "|".join((hit_id, assignment_id, worker_id, str(expires))).encode()
         return hmac.new(self.frame_key, msg, hashlib.sha256).hexdigest()[:32]
 
+    def submit_sig(self, assignment_id: str, worker_id: str, expires: int) -> str:
+        msg = "|".join(("submit", assignment_id, worker_id, str(expires))).encode()
+        return hmac.new(self.frame_key, msg, hashlib.sha256).hexdigest()[:32]
+
+    def submit_to(self, assignment_id: str, worker_id: str) -> str:
+        """The `turkSubmitTo` of an answer form served to `worker_id` for `assignment_id`: the content origin
+        plus a signed path, so a post to `<turkSubmitTo>/mturk/externalSubmit` proves the form was served to
+        the assignment's worker (an assignment id alone, seen or guessed, answers nothing there). A preview
+        (no assignment) gets the bare origin: it has nothing to submit."""
+        if not assignment_id or assignment_id == PREVIEW or not worker_id or "/" in worker_id:
+            return self.content_origin
+        expires = int(time.time() + SUBMIT_TTL)
+        return (f"{self.content_origin}{SUBMIT_PREFIX}{urllib.parse.quote(worker_id, safe='')}/{expires}/"
+                f"{self.submit_sig(assignment_id, worker_id, expires)}")
+
+    def submit_worker(self, path: str, assignment_id: str) -> str | None:
+        """The worker a content-origin answer path (`submit_to` + /mturk/externalSubmit) was made for, for
+        this assignment; None when it is not such a path, was made for another assignment, or expired."""
+        if not path.startswith(SUBMIT_PREFIX) or not path.endswith("/mturk/externalSubmit"):
+            return None
+        parts = path[len(SUBMIT_PREFIX):-len("/mturk/externalSubmit")].split("/")
+        if len(parts) != 3 or not parts[1].isdigit() or len(parts[1]) > 12:
+            return None
+        wid, expires = urllib.parse.unquote(parts[0]), int(parts[1])
+        if expires < time.time() or not hmac.compare_digest(self.submit_sig(assignment_id, wid, expires), parts[2]):
+            return None
+        return wid
+
     def frame_src(self, hit_id: str, assignment_id: str, worker_id: str) -> str:
         expires = int(time.time() + self.frame_ttl)
-        q = urllib.parse.urlencode({"assignmentId": assignment_id, "hitId": hit_id, "turkSubmitTo": self.content_origin,
+        q = urllib.parse.urlencode({"assignmentId": assignment_id, "hitId": hit_id,
+                                    "turkSubmitTo": self.submit_to(assignment_id, worker_id),
                                     "workerId": worker_id, "exp": expires,
                                     "sig": self.frame_sig(hit_id, assignment_id, worker_id, expires)})
         return f"{self.content_origin}/hit?{q}"
@@ -187,7 +219,11 @@ def frame_html(question: str, hit_id: str, assignment_id: str, worker_id: str, s
     """What the worker's frame shows: HTMLContent, or a page framing the ExternalURL with MTurk's parameters."""
     parts = question_parts(question)
     if parts["kind"] == "HTMLQuestion":
-        return rewrite(parts.get("HTMLContent", ""))
+        content = parts.get("HTMLContent", "")
+        path = urllib.parse.urlsplit(submit_to).path.rstrip("/")
+        for url in MTURK_SUBMITS:  # a plain form's action keeps the signed path of its `submit_to`
+            content = content.replace(url, path + "/mturk/externalSubmit")
+        return rewrite(content)
     if parts["kind"] == "ExternalQuestion":
         url = external_src(parts, hit_id, assignment_id, worker_id, submit_to)
         height = parts.get("FrameHeight", "400").strip() or "400"
@@ -447,7 +483,7 @@ class WorkerSite:
         if path == "/worker/work":
             a, h = self._own(session, q.get("assignmentId", ""))
             parts = question_parts(h["question"])
-            src = (external_src(parts, h["id"], a["id"], session.worker_id, self.config.content_origin)
+            src = (external_src(parts, h["id"], a["id"], session.worker_id, self.config.submit_to(a["id"], session.worker_id))
                    if parts["kind"] == "ExternalQuestion" else self.config.frame_src(h["id"], a["id"], session.worker_id))
             done = "/worker/done?" + urllib.parse.urlencode({"assignmentId": a["id"], "hitId": h["id"]})
             return self._page(200, "work.html", session, h=self._hit_view(h), src=src, aid=a["id"], done=done)
@@ -474,7 +510,9 @@ class WorkerSite:
 
 class ContentSite:
     """Routes of the content origin: requester HTML (frame URLs signed by the worker site), the shims,
-    and the answer form's target, which MTurk-style authenticates by the assignment id alone."""
+    and the answer form's target. The target is `<turkSubmitTo>/mturk/externalSubmit` as on MTurk, where
+    `turkSubmitTo` carries a path signed for the assignment and its worker (`SiteConfig.submit_to`): a post
+    without it, or with one made for another assignment, is answered as an unknown assignment (404)."""
 
     def __init__(self, engine: Engine, config: SiteConfig, site: WorkerSite | None = None) -> None:
         self.engine = engine
@@ -515,16 +553,22 @@ class ContentSite:
                 a, h = self.engine.worker("task", aid, wid)
                 if a["hit_id"] != hit_id:
                     raise WorkerError("AssignmentNotFound", f"Assignment {aid} does not exist.", 404)
-            page = frame_html(h["question"], hit_id, aid, wid, self.config.content_origin)
+            page = frame_html(h["question"], hit_id, aid, wid, self.config.submit_to(aid, wid))
             return Reply(200, "text/html; charset=utf-8", page.encode("utf-8"), self._headers())
-        if method == "POST" and path == "/mturk/externalSubmit":
+        if method == "POST" and path.endswith("/mturk/externalSubmit") and (
+                path == "/mturk/externalSubmit" or path.startswith(SUBMIT_PREFIX)):
             fields = form_fields(body)
             aid = next((v for k, v in fields if k == "assignmentId"), "")
             if not aid:
                 raise WorkerError("MissingAssignmentId", "The form did not include an assignmentId field.", 400)
+            # Only a form served to the assignment's worker answers it: its path was signed for both, and the
+            # worker still holds the assignment. Anything else is answered as an unknown assignment.
+            holder = self.config.submit_worker(path, aid)
+            if holder is None:
+                raise WorkerError("AssignmentNotFound", f"Assignment {aid} does not exist.", 404)
             door = self.site.prolific if self.site is not None else None
             if door is None or door.external_submit(aid, fields) is None:
-                self.engine.worker("submit", aid, fields)
+                self.engine.worker("submit", aid, fields, holder)  # someone else's: AssignmentNotFound, as unknown
             page = SUBMITTED_PAGE.format(aid=html.escape(aid))
             return Reply(200, "text/html; charset=utf-8", page.encode("utf-8"), self._headers())
         return None

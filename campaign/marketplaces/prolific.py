@@ -43,7 +43,7 @@ from campaign.prolific.client import ProlificError
 from campaign.prolific.gate import StudySeat, site_worker_id
 from campaign.prolific.studies import ProlificStudies
 from campaign.prolific.study import ProlificConfig, bonus_cost, place_cost, reward_per_submission, study_body
-from campaign.prolific.verdict import bundle_verdict, places_needed
+from campaign.prolific.verdict import bundle_verdict, no_work_verdict, places_needed
 from campaign.steps.context import crash_point
 
 SCHEMA = """
@@ -246,9 +246,30 @@ class ProlificMarketplace:
 
     def _settle(self) -> list[StudySubmission]:
         """The sweep: every verdict that is due (a crash between the decision on the task site and the
-        call to Prolific is repaired here), then every submission of every study with its status."""
+        call to Prolific is repaired here), every submission completed with no work rejected, then every
+        submission of every study with its status."""
         self.send_verdicts()
+        self.reject_no_work()
         return self.study_submissions()
+
+    def reject_no_work(self) -> list[str]:
+        """Reject (NO_CODE) every submission awaiting review that recorded no answer on the task site.
+
+        Once AWAITING REVIEW a submission can record nothing more (the door confirms ACTIVE before every
+        answer), so a submission the door holds no answer for never will: it was completed with a leaked
+        or guessed code. Undecided, Prolific would approve and charge it after its auto-approval delay.
+        The door is asked after Prolific, so an answer recorded while the place was still active is seen.
+        Returns the submissions rejected now."""
+        out: list[str] = []
+        done = self.studies.decided()
+        for _key, study_id in self.studies.study_ids():
+            for s in self.studies.api.submissions(study_id):
+                sub = str(s["id"])
+                if str(s.get("status")) != "AWAITING REVIEW" or sub in done or self.door.assignments_of(sub):
+                    continue
+                if self.studies.decide(sub, no_work_verdict()) == "REJECTED":
+                    out.append(sub)
+        return out
 
     def send_verdicts(self, submission_id: str | None = None) -> dict[str, str]:
         """Send the verdict of every submission whose HITs are all decided (or just `submission_id`); a

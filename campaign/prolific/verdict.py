@@ -13,6 +13,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 REJECTION_CATEGORY = "LOW_EFFORT"
+NO_WORK_CATEGORY = "NO_CODE"
 MESSAGE_MIN = 100
 
 
@@ -38,6 +39,16 @@ def bundle_verdict(decisions: Sequence[str | None], reasons: Sequence[str] = ())
     if all(d == "reject" for d in decisions):
         return Verdict("reject", REJECTION_CATEGORY, rejection_message(reasons))
     return Verdict("approve")
+
+
+def no_work_verdict() -> Verdict:
+    """A submission completed on Prolific (AWAITING REVIEW, so it can record nothing more) with no answer
+    recorded on the task site: the place was completed without doing the task (a leaked or guessed
+    completion code). Prolific's rules reject such a submission as NO_CODE; left undecided, Prolific
+    would approve and charge it on its own after its auto-approval delay."""
+    message = ("Thank you for taking part. We could not accept this submission because no answer to any of the "
+               "study's tasks was recorded for it: the study was completed without doing the task.")
+    return Verdict("reject", NO_WORK_CATEGORY, message if len(message) >= MESSAGE_MIN else rejection_message(()))
 
 
 def places_needed(assignments_needed: int, bundle: int) -> int:

@@ -25,7 +25,7 @@ from campaign.market.server import RunningMarket, start_market
 from campaign.prolific.client import ProlificClient
 from campaign.prolific.emulator.participant import Participant, add_participant
 from campaign.prolific.emulator.server import RunningEmulator, start_emulator
-from campaign.prolific.gate import StudySeat
+from campaign.prolific.gate import StudySeat, site_worker_id
 from campaign.tasks.base import answer_fields, html_question
 
 pytestmark = pytest.mark.prolific
@@ -195,7 +195,8 @@ def test_without_an_active_submission_of_their_own_nobody_sees_or_submits_work(s
     assert status == 403 and out["error"] == "NotYourAssignment"
     # Bob's returned place cannot submit his own task on the content origin either, nor open its frame.
     form = urllib.parse.urlencode({"assignmentId": b_task["AssignmentId"], "score": "1"}).encode()
-    status, _, _ = _http(site.market.content_url + "/mturk/externalSubmit", "POST", form, "application/x-www-form-urlencoded")
+    signed = site.market.core.site.config.submit_to(b_task["AssignmentId"], site_worker_id(bob.id))
+    status, _, _ = _http(signed + "/mturk/externalSubmit", "POST", form, "application/x-www-form-urlencoded")
     assert status == 403
     frame = site.market.core.site.config.frame_src(b_task["HITId"], b_task["AssignmentId"], "AP" + bob.id.upper())
     assert _http(frame)[0] == 403
@@ -220,7 +221,8 @@ def test_a_returned_place_cannot_submit_even_while_its_confirmation_is_remembere
     status, out = site.submit(s, task["AssignmentId"])
     assert status == 403 and out["error"] == "NotAdmitted" and "returned" in out["message"]
     form = urllib.parse.urlencode({"assignmentId": task["AssignmentId"], "score": "1"}).encode()
-    status, _, _ = _http(site.market.content_url + "/mturk/externalSubmit", "POST", form, "application/x-www-form-urlencoded")
+    signed = site.market.core.site.config.submit_to(task["AssignmentId"], site_worker_id(alice.id))
+    status, _, _ = _http(signed + "/mturk/externalSubmit", "POST", form, "application/x-www-form-urlencoded")
     assert status == 403
     assert site.next(s)[0] == 403  # the refusal dropped the remembered confirmation
     assert _market(site) == before
@@ -342,7 +344,11 @@ def test_the_html_page_frames_the_hit_from_the_content_origin(site: Site) -> Non
         assert frame[0] == 200 and b"<form" in frame[2]  # the requester HTML, on the content origin only
         aid = urllib.parse.parse_qs(urllib.parse.urlsplit(src).query)["assignmentId"][0]
         form = urllib.parse.urlencode({"assignmentId": aid, "score": "2"}).encode()
+        # the assignment id alone answers nothing on the content origin: only the form's own signed action does
         status, _, _ = _http(site.market.content_url + "/mturk/externalSubmit", "POST", form, "application/x-www-form-urlencoded")
+        assert status == 404
+        action = re.search(r'action="(/s/[^"]+/mturk/externalSubmit)"', frame[2].decode()).group(1)  # type: ignore[union-attr]
+        status, _, _ = _http(site.market.content_url + html.unescape(action), "POST", form, "application/x-www-form-urlencoded")
         assert status == 200
     status, headers, _ = _http(url)
     assert status == 303 and headers["Location"] == "https://app.prolific.com/submissions/complete?cc=DONE1"
