@@ -1,4 +1,5 @@
-"""Replacing refused answers: a HIT whose answers were rejected (invalid, or spam on two kinds of
+"""Replacing refused answers, for task kinds that need every answer (`TaskKind.replace_refused`:
+nuggets): a HIT whose answers were rejected (invalid, or spam on two kinds of
 evidence), or, for a kind that needs every answer (`TaskKind.replace_excluded`: nuggets), excluded by
 quality control (approved and paid, but left out of the scores), would otherwise end with fewer
 counted answers than its stage asks for, and a task that needs
@@ -100,6 +101,8 @@ def replace_refused(ctx: Context) -> int:
         open_ = sum(n for st, n in c.items() if st not in ("approved", "rejected", "counted"))
         first = first_of.get(hit.stage, hit.assignments)
         stage = stages.get(hit.stage)
+        if stage is None or not get_kind(stage.kind).replace_refused:  # a kind that does with fewer answers
+            continue
         counted = c.get("counted", 0) if stage is not None and get_kind(stage.kind).replace_excluded else c.get("approved", 0)
         n = plan_extra(first, hit.assignments, decided, counted, open_)
         if n <= 0:

@@ -162,6 +162,10 @@ class TaskKind(ABC):
     #: rejected one (`campaign.steps.replace`): the kind needs its full number of answers per HIT
     #: (nuggets: several workers on the same span), where a mean of fewer answers would do
     replace_excluded: ClassVar[bool] = False
+    #: a rejected answer is asked for again (`campaign.steps.replace`): the kind needs its full number of
+    #: answers per HIT. Likert means and ranking comparisons do with fewer, and adding slots to their HITs
+    #: changes which workers reach later HITs and batches (ranking spam then escaped rejection in a test)
+    replace_refused: ClassVar[bool] = False
     #: HIT pages name their kind in the form's `data-task`; the one kind whose page predates that (and
     #: stays byte-identical) says so here, so the simulated crowd knows an untagged page is its
     untagged_page: ClassVar[bool] = False

@@ -233,6 +233,7 @@ class NuggetKind(TaskKind):
     policed = True
     low_agreement_absolute = True  # no traps: agreement is the only evidence against random spans
     replace_excluded = True  # gold needs min_workers on the same span: excluded answers are asked for again
+    replace_refused = True  # and rejected ones too
     free_text_extra = ("keywords",)  # the 2-3 words a worker who found no nugget typed
 
     def plan(self, stage: Stage, items: Sequence[PlanItem], traps: Sequence[str], seed: int) -> list[HitDraft]:
