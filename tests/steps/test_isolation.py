@@ -291,16 +291,22 @@ def test_the_rest_of_the_pass_runs_when_a_step_raises(harness, rate, monkeypatch
 @pytest.mark.slow
 def test_a_control_character_in_an_answer_no_longer_stalls_the_campaign(harness, rate):
     """The issue's finding: a Likert value `4\\x00` made the answer XML unreadable (a ParseError, which
-    collect did not catch), and every later pass died at collect. Now the answer is rejected as invalid
-    (total parsers) or held; either way the other answers are approved and the campaign finishes."""
+    collect did not catch), and every later pass died at collect. The task site now refuses such a value
+    at the door, so the unreadable answer is put into the marketplace's store directly, as a release that
+    let it through left it there; it is rejected as invalid (total parsers) or held, and either way the
+    other answers are approved and the campaign finishes."""
     h = harness()
     tick(h.ctx)
     bad = None
     for hit in sorted(h.hits(), key=lambda x: x.hit_key):
         for w in range(3):
-            answer = (lambda form: [(s.radio_name, "4\x00") for s in form.slots if s.radio_name]) if bad is None else rate(2 + w)
-            aid = h.work(f"AWORKER{w:07d}", hit.hit_id, answer)
+            aid = h.work(f"AWORKER{w:07d}", hit.hit_id, rate(2 + w))
             bad = bad or aid
+    with h.market.db.transaction() as conn:  # type: ignore[attr-defined]
+        n = conn.execute("UPDATE assignments SET answer = replace(answer, '>2<', '>4' || char(0) || '<') WHERE id = ?",
+                         (bad,)).rowcount
+        stored = conn.execute("SELECT instr(answer, char(0)) FROM assignments WHERE id = ?", (bad,)).fetchone()[0]
+    assert n == 1 and stored > 0
     for _ in range(40):
         tick(h.ctx)
         if _status(h) == "finished":
