@@ -27,6 +27,7 @@ SPECS = [ROOT / "campaigns.yaml", *sorted(p for p in (ROOT / "examples").glob("*
 
 
 @pytest.mark.slow
+@pytest.mark.serial
 @pytest.mark.parametrize("spec_path", SPECS, ids=lambda p: p.name)
 def test_estimate_is_within_five_percent_of_the_runs_spend(spec_path, tmp_path):
     state = tmp_path / "state"

@@ -26,6 +26,7 @@ def store_figures(state: Path) -> dict:
 
 
 @pytest.mark.slow
+@pytest.mark.serial
 def test_status_on_a_terminal_shows_the_store_while_a_campaign_runs(tmp_path):
     config = write_spec(tmp_path / "c.yaml", SPEC)
     state = tmp_path / "state"
@@ -61,6 +62,7 @@ def test_status_on_a_terminal_shows_the_store_while_a_campaign_runs(tmp_path):
 
 
 @pytest.mark.slow
+@pytest.mark.serial
 def test_status_watch_redraws_and_stops_on_ctrl_c(tmp_path):
     config = write_spec(tmp_path / "c.yaml", SPEC)
     state = tmp_path / "state"

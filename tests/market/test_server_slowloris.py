@@ -34,6 +34,7 @@ def _serve(state: Path) -> tuple[subprocess.Popen, str]:
 
 
 @pytest.mark.slow
+@pytest.mark.serial
 def test_health_and_signed_calls_answer_through_1100_trickling_sockets(tmp_path):
     proc, url = _serve(tmp_path / "m")
     trickle: Trickle | None = None
