@@ -107,7 +107,12 @@ def cycles(g: dict[str, set[str]]) -> set[frozenset[str]]:
 
 # Cycles once known are fixed (the dashboard's app <-> cli, campaign.cli <-> campaign.commands); list a new
 # one here only while another part of the project owns its fix.
-KNOWN: set[frozenset[str]] = set()
+KNOWN: set[frozenset[str]] = {
+    # spec checks a stage's `instructions:` length and its own `template:` by asking the task kinds
+    # (function-level imports), while the kinds import spec's stage types: the architecture issue's
+    # "a kind owns its stage type" (one registry) removes it
+    frozenset({"campaign.spec", "campaign.tasks", "campaign.tasks.nuggets", "campaign.tasks.ranking"}),
+}
 
 
 def test_there_is_no_import_cycle_in_campaign():
