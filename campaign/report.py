@@ -329,8 +329,9 @@ def build_context(store: Store, name: str, export_dir: Path | None = None) -> di
         view.decimals = {c: _decimals(rows, c) for c in view.columns}
         p = pay.get(st["name"], {})
         if p.get("median_work_seconds") is not None:
-            view.pay = (f"median work time {work_time_text(p['median_work_seconds'])}, "
-                        f"{_money(p['hourly_pay'], cur)} an hour at it")
+            hourly = "no hourly figure (no time between accept and submit)" if p.get("hourly_pay") is None \
+                else f"{_money(p['hourly_pay'], cur)} an hour at it"
+            view.pay = f"median work time {work_time_text(p['median_work_seconds'])}, {hourly}"
         view.hits = int(hits.get(st["name"], 0))
         view.counts = {status: int(n) for stg, status, n in a_counts if stg == st["name"]}
         view.counts["invalid"] = int(sum(n for stg, n in invalid if stg == st["name"]))

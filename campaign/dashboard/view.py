@@ -73,8 +73,10 @@ def build(figures: dict, width: int = WIDE) -> Group:
                 qt.add_row(f"held {escape(r['kind'])} {escape(r['row'])}", escape(f"{r['step']}: {r['reason']}"))
         for st in c["stages"]:
             if st.get("median_work_seconds") is not None:
+                pay = "no hourly figure (no time between accept and submit)" if st.get("hourly_pay") is None \
+                    else f"{shown(st['hourly_pay'], c['currency'])} an hour"
                 qt.add_row(f"stage {escape(st['name'])}: median work time, pay",
-                           f"{work_time_text(st['median_work_seconds'])}, {shown(st['hourly_pay'], c['currency'])} an hour")
+                           f"{work_time_text(st['median_work_seconds'])}, {pay}")
         # whole messages, wrapped by the table (overflow="fold"): a cut sentence reads as a different one
         for e in c["events"][:5]:
             qt.add_row(f"{time.strftime('%H:%M:%S', time.localtime(e['ts']))} {e['level']}", escape(e["message"]))
