@@ -43,6 +43,8 @@ class StageEstimate:
     fees: Decimal
     pairs: int | None = None  # batch-planned ranking: the pairs its budget allows
     places: int | None = None  # Prolific: the places (submissions) the stage's study needs
+    extra: int = 0  # replacement slots at most, for a kind that needs every answer (in the totals above)
+    extra_cost: Decimal = Decimal("0")  # one such slot's reward and fee
 
     @property
     def total(self) -> Decimal:
@@ -170,8 +172,14 @@ def estimate_campaign(campaign: Campaign, items: Sequence[PlanItem], seed: int =
             stages.append(StageEstimate(stage.name, stage.kind, hits, repeats, assignments, rewards, fees, pairs, places))
         else:
             cost = MTURK_FEES.assignment(stage.reward, stage.assignments)
-            rewards = stage.reward * assignments
-            stages.append(StageEstimate(stage.name, stage.kind, hits, repeats, assignments, rewards, cost.fee * assignments, pairs))
+            extra = 0
+            if get_kind(stage.kind).replace_refused:  # refused answers are asked for again (steps.replace)
+                from campaign.steps.replace import extra_allowance
+
+                extra = hits * extra_allowance(stage.assignments)
+            rewards = stage.reward * (assignments + extra)
+            stages.append(StageEstimate(stage.name, stage.kind, hits, repeats, assignments, rewards,
+                                        cost.fee * (assignments + extra), pairs, extra=extra, extra_cost=cost.total))
         if first == 0:
             notes.append(f"stage {stage.name} plans no HIT from these items")
     bonuses = Decimal("0")
@@ -209,7 +217,16 @@ def _expected_with_simulated_crowd(campaign: Campaign, stages: Sequence[StageEst
     (bundles), so a rejected HIT inside a paid bundle costs nothing less: no figure for it here."""
     if campaign.crowd.kind != "simulated" or campaign.prolific is not None:
         return None, ""
-    total = sum((s.total for s in stages), Decimal("0"))
+    share = spammer_share(campaign)
+    # replacement slots at most are in each stage's total; expected: one per answer a spammer gave
+    total = Decimal("0")
+    for s in stages:
+        if s.extra:
+            per_hit = s.extra // max(1, s.hits)
+            expected_extra = min(per_hit, int(Decimal(s.assignments // max(1, s.hits)) * Decimal(str(share)) + Decimal("0.5")))
+            total += s.total - s.extra_cost * (s.extra - expected_extra * s.hits)
+        else:
+            total += s.total
     q = campaign.quality
     if not (q.enabled and q.reject_spam):
         return total, "quality control rejects nothing"
@@ -217,7 +234,6 @@ def _expected_with_simulated_crowd(campaign: Campaign, stages: Sequence[StageEst
     if primary is None:
         return total, "no stage whose review rejects spam"
     est = next(s for s in stages if s.stage == primary.name)
-    share = spammer_share(campaign)
     rejected = int(Decimal(est.assignments) * Decimal(str(share)) + Decimal("0.5"))
     why = (f"about {rejected} of stage {primary.name}'s {est.assignments} assignments rejected unpaid: "
            f"the crowd's spammers are {share:.0%} of its workers")
@@ -247,6 +263,8 @@ def describe(est: CampaignEstimate) -> list[str]:
             extra.append(f"pair budget {s.pairs} pairs")
         if s.places is not None:
             extra.append(f"{s.places} places")
+        if s.extra:
+            extra.append(f"and at most {s.extra} replacements for refused answers")
         more = f" ({', '.join(extra)})" if extra else ""
         lines.append(f"  stage {s.stage} ({s.kind}): {s.hits} HITs{more}, {s.assignments} assignments, "
                      f"rewards {shown(s.rewards, cur)} + fees {shown(s.fees, cur)} = {shown(s.total, cur)}")

@@ -40,6 +40,12 @@ MAX_EXTRA_SHARE = 0.5  # extra slots over a HIT's life, as a share of its first 
 MTURK_TIER = 10  # a HIT created with fewer assignments cannot be extended to this many or more
 
 
+def extra_allowance(first: int) -> int:
+    """The most slots a HIT first posted with `first` assignments may gain over its life."""
+    limit = max(1, math.floor(first * MAX_EXTRA_SHARE))
+    return min(limit, MTURK_TIER - 1 - first) if first < MTURK_TIER else limit
+
+
 def plan_extra(first: int, slots: int, decided: int, approved: int, open_: int) -> int:
     """How many slots to add to a HIT now (0: none). `first`: the stage's assignments (what the HIT was
     posted with); `slots`: its slot count now (first + every extra so far); `decided`: its assignments
