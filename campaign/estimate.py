@@ -218,15 +218,12 @@ def _expected_with_simulated_crowd(campaign: Campaign, stages: Sequence[StageEst
     if campaign.crowd.kind != "simulated" or campaign.prolific is not None:
         return None, ""
     share = spammer_share(campaign)
-    # replacement slots at most are in each stage's total; expected: one per answer a spammer gave
+    # replacement slots at most are in each stage's total; expected: one per answer a spammer gave (the
+    # spammers' share of the stage's assignments, spread over its HITs), within the allowance
     total = Decimal("0")
     for s in stages:
-        if s.extra:
-            per_hit = s.extra // max(1, s.hits)
-            expected_extra = min(per_hit, int(Decimal(s.assignments // max(1, s.hits)) * Decimal(str(share)) + Decimal("0.5")))
-            total += s.total - s.extra_cost * (s.extra - expected_extra * s.hits)
-        else:
-            total += s.total
+        expected_extra = min(s.extra, int(Decimal(s.assignments) * Decimal(str(share)) + Decimal("0.5")))
+        total += s.total - s.extra_cost * (s.extra - expected_extra)
     q = campaign.quality
     if not (q.enabled and q.reject_spam):
         return total, "quality control rejects nothing"
