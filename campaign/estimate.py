@@ -22,6 +22,7 @@ from typing import Any
 
 from campaign.metrics.reliability import sample_size
 from campaign.money import CENT, MTURK_FEES, shown
+from campaign.plan.extra import extra_allowance
 from campaign.spec import Campaign, Spec, Stage
 from campaign.tasks import get as get_kind
 from campaign.tasks.base import TRAP_PREFIX
@@ -174,8 +175,6 @@ def estimate_campaign(campaign: Campaign, items: Sequence[PlanItem], seed: int =
             cost = MTURK_FEES.assignment(stage.reward, stage.assignments)
             extra = 0
             if get_kind(stage.kind).replace_refused:  # refused answers are asked for again (steps.replace)
-                from campaign.steps.replace import extra_allowance
-
                 extra = hits * extra_allowance(stage.assignments)
             rewards = stage.reward * (assignments + extra)
             stages.append(StageEstimate(stage.name, stage.kind, hits, repeats, assignments, rewards,
