@@ -23,11 +23,15 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from campaign.spec import RankingStage  # noqa: E402
 from campaign.tasks import get as get_kind  # noqa: E402
 from campaign.tasks.base import Judgment  # noqa: E402
 from campaign.tasks.kind import BatchInput  # noqa: E402
-from campaign.tasks.ranking import TRAP_PREFIX, online_model, orders  # noqa: E402
+from campaign.tasks.ranking import (  # noqa: E402
+    TRAP_PREFIX,
+    RankingStage,  # noqa: E402
+    online_model,
+    orders,
+)
 
 
 def main(argv: list[str] | None = None) -> int:

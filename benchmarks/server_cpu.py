@@ -21,7 +21,7 @@ from pathlib import Path
 
 from campaign.bench.market import _cpu_seconds, _start_server
 from campaign.bench.market_client import SignedClient
-from campaign.market.accounts import Credentials
+from campaign.credentials import Credentials
 
 PROCESSES, THREADS = 2, 4
 

@@ -8,6 +8,7 @@ marketplace and to the crowd makes them agree on "now".
 
 from __future__ import annotations
 
+import math
 import threading
 import time
 from typing import Protocol
@@ -76,6 +77,57 @@ class ScaledClock:
         clock = cls(speed=float(shared["speed"]), start=float(shared["start"]))
         clock._mono0 = float(shared["mono0"])
         return clock
+
+
+class VirtualClock:
+    """Discrete-event time for a simulated run: it stands still while the parts of the run work and is
+    moved by the run's timeline (`campaign.timeline`) straight to the next due event, once everything
+    due now is done. A simulation then costs only its CPU work, and what happens in it depends on the
+    seed alone: nothing in it can observe how fast the machine is.
+
+    `speed` is the spec's simulated seconds per real second; a duration given in real seconds (a poll
+    interval, a crowd's back-off) is that many times `speed` of this clock's time, as on a `ScaledClock`.
+    """
+
+    virtual = True
+
+    def __init__(self, start: float, speed: float = 1.0) -> None:
+        if speed <= 0:
+            raise ValueError(f"clock speed must be positive, got {speed}")
+        self.speed = float(speed)
+        self._t = float(start)
+        self._lock = threading.Lock()
+
+    def now(self) -> float:
+        with self._lock:
+            return self._t
+
+    def sleep(self, seconds: float) -> None:
+        """Nothing sleeps on virtual time: a part that must wait says when it is next due instead."""
+        raise RuntimeError("a part of a simulated run slept on the virtual clock; it must tell the timeline when it is due")
+
+    def move_to(self, t: float) -> None:
+        """Jump to `t`; never backwards (an earlier `t` leaves the clock where it is)."""
+        with self._lock:
+            if t > self._t:
+                self._t = float(t)
+
+    def advance(self, seconds: float) -> None:
+        with self._lock:
+            self._t += max(0.0, seconds)
+
+
+def is_virtual(clock: Clock) -> bool:
+    """Whether `clock` is a simulation's event time (nothing may depend on wall time then)."""
+    return bool(getattr(clock, "virtual", False))
+
+
+def work_deadline(clock: Clock, seconds: float) -> float:
+    """The `time.monotonic()` after which a pass stops taking new work and leaves the rest for the next.
+
+    On virtual time a pass never runs out of time: how much one pass does must not depend on the
+    machine's speed or load, or a seed would not decide the run."""
+    return math.inf if is_virtual(clock) else time.monotonic() + seconds
 
 
 class ManualClock:

@@ -20,6 +20,7 @@ from typing import Any
 
 from campaign.money import shown
 from campaign.spec import SpecError, load_spec
+from campaign.state import CampaignStatus
 
 
 class HelpFormatter(argparse.RawDescriptionHelpFormatter):
@@ -59,6 +60,7 @@ COMMAND_MODULES: tuple[str, ...] = (
     "campaign.answers.cli",
     "campaign.held_cli",
     "campaign.preview",
+    "campaign.simulate_cli",
 )
 
 
@@ -100,6 +102,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     r.add_argument("--campaign", action="append", default=[], metavar="NAME", help="run only this campaign (repeatable)")
     r.add_argument("--seed", type=int, default=0, help="seed of every random choice (plans, simulated crowd)")
     r.add_argument("--forever", action="store_true", help="keep running after every campaign has finished")
+    r.add_argument("--live", action="store_true",
+                   help="pace a simulated crowd at the spec's `speed` (simulated seconds per real second), to watch it "
+                        "in `campaign dashboard`; without it a simulation runs on virtual time, as fast as the CPU allows")
     r.add_argument("--production", action="store_true", help="allow posting to MTurk production (real money)")
     r.add_argument("--max-seconds", type=float, default=None, help=argparse.SUPPRESS)
     r.add_argument("--market-port", type=int, default=0, metavar="PORT",
@@ -277,7 +282,7 @@ def cmd_run(args: argparse.Namespace) -> int:
                     print(line, flush=True)
     opts = RunOptions(state_dir=Path(args.state), db=args.db, seed=args.seed, forever=args.forever,
                       production=args.production, campaigns=tuple(args.campaign), max_seconds=args.max_seconds,
-                      lease_ttl=args.lease_ttl, market_port=args.market_port,
+                      lease_ttl=args.lease_ttl, market_port=args.market_port, live=args.live,
                       say=lambda line: print(line, flush=True))
     progress = None if args.quiet else make_progress(sys.stdout)
     try:
@@ -314,7 +319,7 @@ def _exhausted(args: argparse.Namespace, names: list[str]) -> set[str]:
     store = Store.open(Path(args.state), args.db)
     try:
         with store.session() as s:
-            return {n for n in names if (row := s.get(CampaignRow, n)) is not None and row.status == "budget_exhausted"}
+            return {n for n in names if (row := s.get(CampaignRow, n)) is not None and row.status == CampaignStatus.BUDGET_EXHAUSTED}
     finally:
         store.close()
 

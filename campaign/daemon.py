@@ -1,6 +1,7 @@
-"""The daemon: starts what a run needs (store, marketplace client, the built-in marketplace and the
-simulated crowds in child processes, where the spec asks for them) and schedules each campaign's short
-idempotent jobs on APScheduler.
+"""The daemon: opens the store, has each campaign's marketplace provider (`campaign.providers`) start
+what the run needs (the built-in marketplace, a recruiting service's pieces, the simulated crowds) and
+open the campaign's marketplace, then runs each campaign's short idempotent jobs: on the run's
+timeline on virtual time (`campaign.timeline`), on APScheduler otherwise.
 
 Each job reads the store, acts, writes the store; jobs of one campaign share a lock so they never
 interleave, and a job that raises is logged as an event and simply runs again on the next tick. The
@@ -21,20 +22,22 @@ from dataclasses import asdict, dataclass, field
 from datetime import UTC
 from decimal import Decimal
 from pathlib import Path
-from typing import Any
 
 from apscheduler.executors.pool import ThreadPoolExecutor
 from apscheduler.schedulers.background import BackgroundScheduler
 from sqlalchemy.exc import IntegrityError
 
-from campaign.clock import Clock, ScaledClock, WallClock
+from campaign.clock import Clock, ScaledClock, VirtualClock, WallClock, is_virtual
 from campaign.filemodes import private_dir
+from campaign.marketplaces.base import CountsRequests
 from campaign.money import fmt, shown
-from campaign.spec import SIMULATED_OK, Campaign, Spec
-from campaign.steps.budget import EXHAUSTED, SET_KEY
+from campaign.providers.base import Provider, ProviderRun, RunServices, StartError
+from campaign.providers.builtin import start_site
+from campaign.spec import Campaign, Spec
+from campaign.state import DONE, STOPPED, CampaignStatus, Keys
 from campaign.steps.context import Context
 from campaign.steps.isolation import StepGuard, pending_decisions
-from campaign.steps.pipeline import DONE_STATUSES, END_STATUSES, run_pass
+from campaign.steps.pipeline import run_pass
 from campaign.steps.settle import settle_decisions
 from campaign.store import CampaignRow, Store
 
@@ -58,6 +61,7 @@ class RunOptions:
     lease_ttl: float = 15.0  # wall seconds a campaign's lease lasts unrenewed (shared PostgreSQL stores only)
     market_port: int = 0  # the built-in marketplace's port on 127.0.0.1 (0: any free port)
     say: Callable[[str], None] | None = None  # where to tell the user things they must act on (the worker site)
+    live: bool = False  # simulate on the spec's `speed` x wall time (to watch it) rather than on virtual time
 
 
 @dataclass
@@ -65,9 +69,8 @@ class Runtime:
     store: Store
     clock: Clock
     contexts: list[Context]
-    market_server: Any = None  # campaign.market.server's running server, when the run started one
-    crowds: list = field(default_factory=list)
-    prolific: Any = None  # campaign.prolific.runtime.ProlificPieces, when a campaign recruits on Prolific
+    services: RunServices  # what the providers share: the built-in marketplace, the crowds they started
+    runs: dict[str, ProviderRun] = field(default_factory=dict)  # marketplace name -> its provider's part of the run
     stop_event: threading.Event = field(default_factory=threading.Event)
     tick_ms: dict[str, list[float]] = field(default_factory=dict)  # each campaign's pass durations
     step_ms: dict[str, dict[str, list[float]]] = field(default_factory=dict)  # campaign -> step -> durations
@@ -81,7 +84,7 @@ class Runtime:
 def write_run_stats(rt: Runtime, state_dir: Path) -> None:
     """`<state>/run-stats.json`: each campaign's pass durations (ms) and the requests made to the
     marketplaces this run, which `campaign bench scale` reads."""
-    requests = sum(int(getattr(ctx.market, "requests", 0) or 0) for ctx in rt.contexts)
+    requests = sum(ctx.market.requests for ctx in rt.contexts if isinstance(ctx.market, CountsRequests))
     data = {"tick_ms": {name: [round(t, 2) for t in ms] for name, ms in list(rt.tick_ms.items())}, "requests": requests,
             "step_ms": {name: {step: [round(t, 2) for t in ms] for step, ms in list(steps.items())}
                         for name, steps in list(rt.step_ms.items())}}
@@ -95,13 +98,17 @@ def _clock_file(state_dir: Path) -> Path:
     return state_dir / "market" / "clock.json"
 
 
-def make_clock(spec_campaigns: list[Campaign], state_dir: Path) -> Clock:
-    """Simulated crowds share an accelerated clock with the built-in marketplace; real runs use the wall.
+def make_clock(spec_campaigns: list[Campaign], state_dir: Path, live: bool = False) -> Clock:
+    """Simulated crowds run on virtual time (`VirtualClock`: as fast as the CPU allows, decided by the
+    seed alone), or with `live` on a `ScaledClock` at the spec's speed, to be watched; real runs use
+    the wall clock.
 
     The simulated time survives a restart (saved under state/market/clock.json), so a resumed simulation
     does not jump back to the wall clock and find its HITs posted in the future.
     """
-    sims = [c for c in spec_campaigns if c.crowd.kind == "simulated" and c.marketplace in SIMULATED_OK and not c.endpoint_url]
+    from campaign import providers
+
+    sims = [c for c in spec_campaigns if providers.of(c).simulates(c)]
     if not sims:
         return WallClock()
     speed = max(c.crowd.speed for c in sims)
@@ -112,6 +119,8 @@ def make_clock(spec_campaigns: list[Campaign], state_dir: Path) -> Clock:
         # auto-approval (2 x speed seconds per restart auto-approved held work in a run with many)
         saved = json.loads(f.read_text())
         start = max(start, float(saved["now"]))
+    if not live and len(sims) == len(spec_campaigns):  # a real crowd in the run keeps the time real-paced
+        return VirtualClock(start=start, speed=speed)
     return ScaledClock(speed=speed, start=start)
 
 
@@ -132,7 +141,7 @@ def save_clock(clock: Clock, state_dir: Path) -> None:
     """Write the clock atomically. Every campaign's tick saves it, on its own thread: one writer at a time
     (the lock), and a temp file of this process and thread's own, so even another process saving into
     the same folder never renames a half-written or vanished file."""
-    if isinstance(clock, ScaledClock):
+    if isinstance(clock, (ScaledClock, VirtualClock)):
         f = _clock_file(state_dir)
         with _clock_lock:
             f.parent.mkdir(parents=True, exist_ok=True)
@@ -175,7 +184,7 @@ def tick(ctx: Context, step_ms: dict[str, list[float]] | None = None) -> None:
             status = row.status if row is not None else "missing"
         if status == "missing":
             return
-        if status in DONE_STATUSES:  # over, but the operator may still settle what was held
+        if status in DONE:  # over, but the operator may still settle what was held
             if pending_decisions(ctx.store, ctx.name):
                 StepGuard.next_pass(ctx)
                 StepGuard(ctx).run("decisions", lambda: settle_decisions(ctx))
@@ -208,207 +217,91 @@ def campaign_status(store: Store, name: str) -> str:
         return row.status if row else "missing"
 
 
-def check_market_knows_store(ctx: Context, market_dir: Path, sample: int = 5) -> None:
-    """Refuse to run when the store holds HITs the built-in marketplace does not know.
-
-    That happens when the marketplace's database was deleted or replaced while the store was kept: every
-    tick would then fail on every HIT, forever. A few of the newest open HITs are asked for (closed ones
-    may have been disposed of); any unknown one
-    means the two no longer describe the same campaign.
-    """
-    from sqlmodel import col, select
-
-    from campaign.marketplaces.base import MarketError, TransientError
-    from campaign.store import HitRow
-
-    with ctx.store.session() as s:
-        open_hits = select(HitRow).where(HitRow.campaign == ctx.name, HitRow.status == "posted", col(HitRow.hit_id).is_not(None))
-        hits = s.exec(open_hits.order_by(col(HitRow.id).desc()).limit(sample)).all()
-        n_remote = len(s.exec(open_hits).all())
-    unknown = []
-    for hit in hits:
-        assert hit.hit_id is not None
-        try:
-            ctx.market.get_hit(hit.hit_id)
-        except TransientError:
-            continue
-        except MarketError:
-            unknown.append(hit.hit_id)
-    if unknown:
-        raise RunError(
-            f"campaign {ctx.name!r}: the store holds {n_remote} open HITs that the built-in marketplace at {market_dir} "
-            f"does not know (unknown HIT ids: {', '.join(unknown[:3])}{', ...' if len(unknown) > 3 else ''}); its "
-            "database was deleted or replaced. Restore the marketplace's folder, or start afresh with another --state."
-        )
-
-
 def _ended(store: Store, name: str) -> bool:
     """Nothing left for this run to do: finished, cancelled, or out of money with no new budget waiting."""
     status = campaign_status(store, name)
-    if status in END_STATUSES and pending_decisions(store, name):  # decisions on held rows wait for this run
+    if status in STOPPED and pending_decisions(store, name):  # decisions on held rows wait for this run
         return False
-    if status == EXHAUSTED:
-        return not store.get_kv(name, SET_KEY, "")
-    return status in END_STATUSES
+    if status == CampaignStatus.BUDGET_EXHAUSTED:
+        return not store.get_kv(name, Keys.BUDGET_SET, "")
+    return status in STOPPED
 
 
 def start_runtime(spec: Spec, opts: RunOptions) -> Runtime:
-    """Open the store, start the marketplace and crowd where needed, build one Context per campaign."""
+    """Open the store, let each campaign's marketplace provider start what the run needs (`campaign.providers`),
+    build one Context per campaign and start the simulated crowds."""
+    from campaign import providers
+
     chosen = [c for c in spec.campaigns if not opts.campaigns or c.name in opts.campaigns]
     if not chosen:
         raise RunError(f"no campaign named {', '.join(opts.campaigns)} in {spec.path}")
-    for c in chosen:
-        if c.marketplace == "mturk" and not opts.production:
-            raise RunError(f"campaign {c.name!r} posts to MTurk production and spends real money: add --production to confirm")
-    from campaign.marketplaces import preflight
-    from campaign.prolific import runtime as prolific_rt
-
-    for c in chosen:
-        if (problem := preflight(c.marketplace, c.endpoint_url)) is not None:
-            raise RunError(f"campaign {c.name!r}: {problem}; nothing was posted")
     try:
-        prolific_rt.check_environment(chosen)
-    except prolific_rt.ProlificStartError as exc:
-        raise RunError(str(exc)) from None
+        groups = providers.grouped(chosen)
+    except KeyError as exc:
+        raise RunError(str(exc.args[0])) from None
+    for provider, campaigns in groups:
+        if (problem := provider.preflight(campaigns, production=opts.production)) is not None:
+            raise RunError(problem)
     private_dir(opts.state_dir)
     store = Store.open(opts.state_dir, opts.db)
-    clock = make_clock(chosen, opts.state_dir)
-    rt = Runtime(store=store, clock=clock, contexts=[])
-    from campaign.marketplaces import open_marketplace
+    # several daemons on one store do not share a virtual clock yet: they keep the scaled one
+    clock = make_clock(chosen, opts.state_dir, live=opts.live or opts.forever or shared_store(opts.db))
+    services = RunServices(store=store, clock=clock, state_dir=opts.state_dir, seed=opts.seed, db=opts.db,
+                           production=opts.production, market_port=opts.market_port, market_balance=opts.market_balance,
+                           say=opts.say)
+    rt = Runtime(store=store, clock=clock, contexts=[], services=services)
+    if is_virtual(clock):  # the marketplace's and emulator's ids from the seed too (`campaign.ids`)
+        from campaign import ids
 
-    # the built-in marketplace: the whole marketplace for `local`, the task site for Prolific campaigns
-    local = [c for c in chosen if (c.marketplace == "local" and not c.endpoint_url) or prolific_rt.is_prolific(c)]
-    endpoint = None
-    own = None  # the built-in marketplace's own account: AWS keys in the environment are not for it
-    if local:
-        from campaign.market.child import MarketConfig, MarketProcess, MarketStartError
-        from campaign.market.server import start_market
-
-        public, content_port = prolific_rt.site_addresses(local, opts.market_port)
-        market: Any  # a RunningMarket here, or a MarketProcess: endpoint_url, content_url, credentials, stop()
-        try:
-            if any(prolific_rt.is_prolific(c) for c in local):  # the Prolific door mounts on the worker site here
-                rt.market_server = market = start_market(opts.state_dir / "market", clock=clock, mode="prod",
-                                                         balance=opts.market_balance, port=opts.market_port,
-                                                         public_url=public, content_port=content_port)
-            else:  # its own process, on its own core (`campaign.market.child`)
-                rt.market_server = market = MarketProcess(MarketConfig(
-                    state_dir=opts.state_dir / "market", clock=clock.shared() if isinstance(clock, ScaledClock) else None,
-                    balance=opts.market_balance, port=opts.market_port, content_port=content_port, public_url=public,
-                    parent=os.getpid()))
-        except (OSError, MarketStartError) as exc:
-            store.close()
-            reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
-            raise RunError(f"the built-in marketplace cannot start on 127.0.0.1:{opts.market_port}: {reason}; "
-                           "choose another --market-port") from exc
-        endpoint, own = market.endpoint_url, market.credentials
-        real = [c.name for c in local if c.crowd.kind == "none" and c.marketplace == "local"]
-        if real and opts.say is not None:  # people must be sent there: without it nobody can work the HITs
-            opts.say(f"worker site for {', '.join(real)}: {endpoint}/ (add each worker with `campaign market worker add "
-                     f"WORKER_ID --state {opts.state_dir / 'market'} --url {endpoint}` and send them the sign-in link it prints)")
-        on_prolific = [c for c in local if prolific_rt.is_prolific(c)]
-        if on_prolific:
-            try:
-                rt.prolific = prolific_rt.start_prolific(on_prolific, opts.state_dir, clock, market,
-                                                         items_of=prolific_rt.store_items_of(store))
-            except Exception as exc:
-                market.stop()
-                store.close()
-                raise RunError(f"Prolific cannot start: {exc}") from exc
-            if opts.say is not None:
-                for c in on_prolific:
-                    opts.say(f"task site for {c.name} (Prolific participants): {prolific_rt.public_url(c, endpoint)}/prolific/start "
-                             f"(served here at {endpoint}; HIT frames from {market.content_url})")
-    for c in chosen:
-        try:
-            instance = ensure_campaign_row(store, c, opts.seed)
-        except IntegrityError:  # another daemon on a shared store created the row just now
-            instance = ensure_campaign_row(store, c, opts.seed)
-        in_process = (c.marketplace == "local" and not c.endpoint_url) or prolific_rt.is_prolific(c)
-        kind = "local" if prolific_rt.is_prolific(c) else c.marketplace
-        marketplace = open_marketplace(kind, (endpoint if in_process else c.endpoint_url),
-                                       production_ok=opts.production, credentials=own if in_process else None,
-                                       **({"max_rps": c.max_rps} if c.max_rps else {}))
-        if prolific_rt.is_prolific(c):
-            assert endpoint is not None
-            marketplace = prolific_rt.open_market(c, rt.prolific, marketplace, opts.state_dir, endpoint)
-        rt.contexts.append(Context(store=store, market=marketplace, campaign=c, seed=opts.seed, state_dir=opts.state_dir,
-                                   clock=clock, instance=instance))
+        ids.install(opts.seed, ids.next_epoch(opts.state_dir))
     try:
-        for ctx in rt.contexts:
-            if (ctx.campaign.marketplace == "local" and not ctx.campaign.endpoint_url) or prolific_rt.is_prolific(ctx.campaign):
-                check_market_knows_store(ctx, opts.state_dir / "market")
-    except RunError:
-        if rt.prolific is not None:
-            rt.prolific.stop()
-        if rt.market_server is not None:
-            rt.market_server.stop()
-        store.close()
-        raise
-    sims = [ctx for ctx in rt.contexts if ctx.campaign.crowd.kind == "simulated" and ctx.campaign.marketplace == "local"]
-    if sims and endpoint is not None:
-        try:
-            rt.crowds.append(_start_crowds(sims, endpoint, opts))
-        except RuntimeError as exc:
-            stop_runtime(rt)
-            raise RunError(str(exc)) from None
-    for ctx in rt.contexts:
-        if ctx.campaign.crowd.kind == "simulated" and ctx.campaign.marketplace == "prolific-local" and endpoint is not None:
-            prolific_rt.start_participants(ctx.campaign, rt.prolific, ctx.market, endpoint, ctx.seed, clock)
+        _start_providers(rt, chosen, groups, opts)
+    except StartError as exc:
+        stop_runtime(rt, save=False)
+        raise RunError(str(exc)) from None
     return rt
 
 
-def _start_crowds(contexts: list[Context], endpoint: str, opts: RunOptions) -> Any:
-    """One simulated crowd per campaign, of exactly the campaign's `crowd.workers` workers, working only
-    that campaign's HITs: `workers: 40` means 40 people answered this campaign, as a reader of the spec
-    expects. (One shared crowd let each campaign's workers work the other's HITs: the demo's two campaigns
-    of 40 showed 46 and 80 workers.) A lone campaign's crowd is seeded as before, so its scores are the
-    same; with several, each pool's seed comes from the run's seed and the campaign's name.
-
-    The crowds run in a child process (`campaign.crowd.child`) on the same simulated clock, so the
-    daemon has this process's core to itself (the built-in marketplace runs in its own child too)."""
-    from campaign.crowd.child import ChildConfig, CrowdJob, CrowdProcess, InProcessCrowds, child_can_run
-    from campaign.rng import stable_seed
-
-    jobs = tuple(CrowdJob(ctx.campaign, ctx.seed, ctx.seed if len(contexts) == 1 else stable_seed(ctx.seed, ctx.name) % 2**31)
-                 for ctx in contexts)
-    clock = contexts[0].clock
-    here = tuple(j for j in jobs if not child_can_run(j.campaign))  # kinds only this process knows
-    started: list[Any] = []
-    if here:
-        started.append(InProcessCrowds(here, endpoint, clock, contexts[0].store))
-    away = tuple(j for j in jobs if child_can_run(j.campaign))
-    if away:
-        shared = clock.shared() if isinstance(clock, ScaledClock) else None
+def _start_providers(rt: Runtime, chosen: list[Campaign], groups: list[tuple[Provider, list[Campaign]]],
+                     opts: RunOptions) -> None:
+    """The built-in marketplace once (if any provider needs it), then each provider's pieces, then each
+    campaign's marketplace in the spec's order, then the crowds."""
+    services = rt.services
+    needs = None
+    for provider, campaigns in groups:
+        need = provider.site_needs(campaigns, market_port=opts.market_port, virtual=is_virtual(rt.clock))
+        if need is not None:
+            needs = need if needs is None else needs.merged(need)
+    if needs is not None:
+        start_site(services, needs)
+    run_of: dict[str, ProviderRun] = {}  # campaign name -> its provider's run
+    for provider, campaigns in groups:
+        run = rt.runs[provider.name] = provider.start(campaigns, services)
+        run_of.update((c.name, run) for c in campaigns)
+    for c in chosen:
         try:
-            started.append(CrowdProcess(ChildConfig(endpoint=endpoint, market_state=opts.state_dir / "market", clock=shared,
-                                                    jobs=away, state_dir=opts.state_dir, db=opts.db, parent=os.getpid())))
-        except RuntimeError:
-            for crowd in started:
-                crowd.stop()
-            raise
-    return _Crowds(started)
+            instance = ensure_campaign_row(rt.store, c, opts.seed)
+        except IntegrityError:  # another daemon on a shared store created the row just now
+            instance = ensure_campaign_row(rt.store, c, opts.seed)
+        rt.contexts.append(Context(store=rt.store, market=run_of[c.name].open(c), campaign=c, seed=opts.seed,
+                                   state_dir=opts.state_dir, clock=rt.clock, instance=instance))
+    for ctx in rt.contexts:
+        run_of[ctx.name].check(ctx)
+    for provider, campaigns in groups:
+        names = {c.name for c in campaigns}
+        rt.runs[provider.name].start_crowds([ctx for ctx in rt.contexts if ctx.name in names])
 
 
-class _Crowds:
-    """The run's crowds, wherever they run; stopped together."""
-
-    def __init__(self, parts: list[Any]) -> None:
-        self.parts = parts
-
-    def stop(self) -> None:
-        for part in self.parts:
-            part.stop()
-
-
-def stop_runtime(rt: Runtime) -> None:
-    for crowd in rt.crowds:
+def stop_runtime(rt: Runtime, save: bool = True) -> None:
+    """Stop what the run started, last started first; `save`: keep the simulated time for a resume."""
+    for crowd in rt.services.crowds:
         crowd.stop()
-    if rt.prolific is not None:
-        rt.prolific.stop()
-    if rt.market_server is not None:
-        rt.market_server.stop()
-    save_clock(rt.clock, rt.contexts[0].state_dir if rt.contexts else Path("state"))
+    for run in reversed(list(rt.runs.values())):
+        run.stop()
+    if rt.services.site is not None:
+        rt.services.site.stop()
+    if save:
+        save_clock(rt.clock, rt.services.state_dir)
     rt.store.close()
 
 
@@ -435,7 +328,16 @@ def run(spec: Spec, opts: RunOptions, progress: Callable[[Runtime], None] | None
 
 
 def _run(spec: Spec, opts: RunOptions, progress: Callable[[Runtime], None] | None) -> int:
-    rt = start_runtime(spec, opts)
+    from campaign import ids
+    from campaign.web.loopback import clear_routes
+
+    try:
+        rt = start_runtime(spec, opts)
+        if isinstance(rt.clock, VirtualClock):
+            return _run_timeline(rt, rt.clock, opts, progress)
+    finally:
+        ids.uninstall()
+        clear_routes()
     scheduler = BackgroundScheduler(executors={"default": ThreadPoolExecutor(max_workers=4)}, timezone="UTC")
     leases = _Leases(rt, opts) if shared_store(opts.db) else None
     for ctx in rt.contexts:
@@ -477,17 +379,70 @@ def _run(spec: Spec, opts: RunOptions, progress: Callable[[Runtime], None] | Non
             rt.stop_event.wait(0.2)
     finally:
         scheduler.shutdown(wait=True)
-        write_run_stats(rt, opts.state_dir)
         if leases is not None:
             leases.stop()
-        if progress:
-            progress(rt)
-        if got_signal:
-            _record_interrupt(rt, got_signal[0])
-        stop_runtime(rt)
-        for sig, handler in old.items():
-            signal.signal(sig, handler)
+        _wind_down(rt, opts, progress, got_signal, old)
     return 130 if got_signal else 0
+
+
+def _wind_down(rt: Runtime, opts: RunOptions, progress: Callable[[Runtime], None] | None, got_signal: list[int],
+               old_handlers: dict[signal.Signals, signal._HANDLER]) -> None:
+    """The end of every run, however it ended: the run's statistics, the last progress view, an event if a
+    signal stopped it, everything it started stopped, and the signal handlers it replaced put back."""
+    write_run_stats(rt, opts.state_dir)
+    if progress:
+        progress(rt)
+    if got_signal:
+        _record_interrupt(rt, got_signal[0])
+    stop_runtime(rt)
+    for sig, handler in old_handlers.items():
+        signal.signal(sig, handler)
+
+
+def _run_timeline(rt: Runtime, clock: VirtualClock, opts: RunOptions, progress: Callable[[Runtime], None] | None) -> int:
+    """A simulated run on virtual time (`campaign.timeline`): each campaign's pass every `poll_interval`
+    x `speed` simulated seconds, the crowds stepped in between, all on this thread, until every campaign
+    has ended. Whether they have is asked at every instant, so where the run stops is the seed's too."""
+    from campaign.timeline import Timeline
+
+    timeline = Timeline(clock)
+    for ctx in rt.contexts:
+        timeline.add_pass(ctx.name, _safe(ctx, rt.timed_tick(ctx.name), opts.state_dir, rt.tick_ms.setdefault(ctx.name, [])),
+                          ctx.campaign.poll_interval * clock.speed)
+
+    def crowd_failed(exc: Exception) -> None:
+        log.warning("simulated crowd: %s", exc)
+
+    for crowd in rt.services.sim_crowds:
+        timeline.add_crowd(crowd, on_error=crowd_failed)
+    got_signal: list[int] = []
+
+    def on_signal(signum, _frame) -> None:
+        got_signal.append(signum)
+        rt.stop_event.set()
+
+    old = {sig: signal.signal(sig, on_signal) for sig in (signal.SIGINT, signal.SIGTERM)} if threading.current_thread() is threading.main_thread() else {}
+    started = time.monotonic()
+    shown_at = stats_at = started
+    code = 0
+    try:
+        while not rt.stop_event.is_set():
+            if all(_ended(rt.store, c.name) for c in rt.contexts) or not timeline.step():
+                break
+            wall = time.monotonic()
+            if progress and wall - shown_at >= 0.2:
+                shown_at = wall
+                progress(rt)
+            if wall - stats_at >= 5.0:
+                stats_at = wall
+                write_run_stats(rt, opts.state_dir)
+            if opts.max_seconds is not None and wall - started > opts.max_seconds:
+                log.warning("giving up after %.0f s", opts.max_seconds)
+                code = 3
+                break
+    finally:
+        _wind_down(rt, opts, progress, got_signal, old)
+    return 130 if got_signal else code
 
 
 def _record_interrupt(rt: Runtime, signum: int) -> None:
@@ -554,7 +509,7 @@ class _Leases:
         self.next_balance = time.monotonic() + self.keeper.ttl / 3
         try:
             statuses = {ctx.name: campaign_status(self.rt.store, ctx.name) for ctx in self.rt.contexts}
-            done = [n for n, st in statuses.items() if st in ("finished", "cancelled") and not pending_decisions(self.rt.store, n)]
+            done = [n for n, st in statuses.items() if st in DONE and not pending_decisions(self.rt.store, n)]
             acquired, surplus = self.keeper.balance([n for n in statuses if n not in done], done)
         except Exception:
             log.exception("lease rebalancing failed; retrying in %.0f s", self.keeper.ttl / 3)

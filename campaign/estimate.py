@@ -18,7 +18,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from decimal import ROUND_HALF_UP, Decimal
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from campaign.metrics.reliability import sample_size
 from campaign.money import CENT, MTURK_FEES, shown
@@ -27,6 +27,9 @@ from campaign.spec import Campaign, Spec, Stage
 from campaign.tasks import get as get_kind
 from campaign.tasks.base import TRAP_PREFIX
 from campaign.tasks.kind import BatchInput, CountedJudgment, PlanItem
+
+if TYPE_CHECKING:
+    from campaign.prolific.study import ProlificConfig
 
 MAX_BATCHES = 100_000  # a batch-planned kind that never stops without answers is a bug, not a cost
 
@@ -151,6 +154,18 @@ def places_for(batches: Sequence[int], assignments: int, bundle: int) -> int:
     return sum(places_needed(hits * assignments, min(bundle, hits)) for hits in batches if hits)
 
 
+def prolific_work_cost(cfg: ProlificConfig, assignments: int) -> tuple[Decimal, Decimal]:
+    """(rewards, fees with VAT) of `assignments` HIT assignments on Prolific: a whole bundle is a place's
+    reward, a shorter one its share per HIT (`campaign.prolific.study.work_pay`), so the work costs its
+    share of a place per HIT whichever way the places are cut."""
+    from campaign.prolific.study import payment_cost, reward_per_submission
+
+    reward = reward_per_submission(cfg)
+    rewards = (reward * assignments / cfg.bundle).quantize(CENT, rounding=ROUND_HALF_UP)
+    total = (payment_cost(cfg, reward) * assignments / cfg.bundle).quantize(CENT, rounding=ROUND_HALF_UP)
+    return rewards, total - rewards
+
+
 def estimate_campaign(campaign: Campaign, items: Sequence[PlanItem], seed: int = 0) -> CampaignEstimate:
     """The campaign's cost from its spec and its input items (traps are added here, as the run adds them)."""
     stages: list[StageEstimate] = []
@@ -162,14 +177,10 @@ def estimate_campaign(campaign: Campaign, items: Sequence[PlanItem], seed: int =
         repeats = sample_size(first, stage.repeat.share) if stage.repeat.share > 0 else 0
         hits = first + repeats
         assignments = hits * stage.assignments
-        if cfg is not None:  # Prolific pays per place (a bundle of HIT assignments), with its fee and VAT
-            from campaign.prolific.study import payment_cost, reward_per_submission
-
+        if cfg is not None:  # Prolific: places (bundles of HIT assignments), paid for the HITs done
             # repeats are posted together after the first pass: one batch more
             places = places_for([len(b) for b in batches] + [repeats], stage.assignments, cfg.bundle)
-            reward = reward_per_submission(cfg)
-            rewards = reward * places
-            fees = (payment_cost(cfg, reward) - reward) * places
+            rewards, fees = prolific_work_cost(cfg, assignments)
             stages.append(StageEstimate(stage.name, stage.kind, hits, repeats, assignments, rewards, fees, pairs, places))
         else:
             cost = MTURK_FEES.assignment(stage.reward, stage.assignments)
@@ -212,9 +223,10 @@ def spammer_share(campaign: Campaign) -> float:
 
 def _expected_with_simulated_crowd(campaign: Campaign, stages: Sequence[StageEstimate]) -> tuple[Decimal | None, str]:
     """The simulated crowd's expected spend: the reviewed (primary policed) stage's assignments, less the
-    spammers' share that review rejects, at MTurk's per-assignment price. Prolific pays whole places
-    (bundles), so a rejected HIT inside a paid bundle costs nothing less: no figure for it here."""
-    if campaign.crowd.kind != "simulated" or campaign.prolific is not None:
+    spammers' share that review rejects, at the marketplace's price of one assignment (on Prolific a
+    HIT's share of a place: a rejected HIT inside a bundle that is still approved is paid, so this
+    is a little low there)."""
+    if campaign.crowd.kind != "simulated":
         return None, ""
     share = spammer_share(campaign)
     # replacement slots at most are in each stage's total; expected: one per answer a spammer gave (the
@@ -233,6 +245,9 @@ def _expected_with_simulated_crowd(campaign: Campaign, stages: Sequence[StageEst
     rejected = int(Decimal(est.assignments) * Decimal(str(share)) + Decimal("0.5"))
     why = (f"about {rejected} of stage {primary.name}'s {est.assignments} assignments rejected unpaid: "
            f"the crowd's spammers are {share:.0%} of its workers")
+    if campaign.prolific is not None:  # a rejected HIT is paid by no share of a place
+        rewards, fees = prolific_work_cost(campaign.prolific, rejected)
+        return total - rewards - fees, why
     return total - MTURK_FEES.assignment(primary.reward, primary.assignments).total * rejected, why
 
 

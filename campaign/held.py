@@ -9,9 +9,8 @@ from typing import Any
 
 from sqlmodel import Session, col, func, select
 
+from campaign.state import HeldStatus
 from campaign.store import HeldRow, Store
-
-OPEN, SETTLED = "held", "settled"
 
 
 def as_dict(r: HeldRow) -> dict[str, Any]:
@@ -30,7 +29,7 @@ def held_rows(store: Store, campaign: str | None = None, *, include_settled: boo
         if campaign is not None:
             q = q.where(HeldRow.campaign == campaign)
         if not include_settled:
-            q = q.where(HeldRow.status == OPEN)
+            q = q.where(HeldRow.status == HeldStatus.HELD)
         q = q.order_by(col(HeldRow.campaign), col(HeldRow.held_at), col(HeldRow.id))
         if limit is not None:
             q = q.limit(limit)
@@ -44,7 +43,7 @@ def held_counts(s: Session, campaign: str) -> dict[str, int]:
     for status, decided, n in s.exec(select(HeldRow.status, col(HeldRow.decision).is_not(None), func.count())
                                      .where(HeldRow.campaign == campaign)
                                      .group_by(col(HeldRow.status), col(HeldRow.decision).is_not(None))).all():
-        if status == OPEN:
+        if status == HeldStatus.HELD:
             counts["open"] += int(n)
             if decided:
                 counts["waiting"] += int(n)
@@ -56,5 +55,5 @@ def held_counts(s: Session, campaign: str) -> dict[str, int]:
 def held_by_worker(s: Session, campaign: str) -> dict[str, int]:
     """Unsettled held rows per worker (assignments and bonuses)."""
     return {w: int(n) for w, n in s.exec(select(HeldRow.worker_id, func.count()).where(
-        HeldRow.campaign == campaign, HeldRow.status == OPEN, col(HeldRow.worker_id).is_not(None))
+        HeldRow.campaign == campaign, HeldRow.status == HeldStatus.HELD, col(HeldRow.worker_id).is_not(None))
         .group_by(col(HeldRow.worker_id))).all() if w is not None}

@@ -16,8 +16,8 @@ from collections.abc import Callable
 from typing import Any
 
 from campaign.jsonout import dumps
+from campaign.state import CampaignStatus, Decision, HeldKind, HeldStatus
 
-DECISIONS = ("approve", "reject", "drop")
 MAX_MESSAGE = 1024  # MTurk's RequesterFeedback limit: the message goes to the worker with the decision
 
 
@@ -31,7 +31,7 @@ def register(sub: argparse._SubParsersAction, common: Callable[[argparse.Argumen
                                       "and the marketplace)")
     d.add_argument("name", help="the campaign's name")
     d.add_argument("row", help="the held row, as `campaign held` names it (an assignment id, a HIT key, bonus:WORKER)")
-    d.add_argument("decision", choices=DECISIONS,
+    d.add_argument("decision", choices=[str(d) for d in Decision],
                    help="approve: pay it (post it, send it); reject: refuse it (the money is released); "
                         "drop: leave it out of the results (an answer is still paid; a HIT or bonus is abandoned)")
     d.add_argument("--message", default=None, help="the feedback the worker sees with the decision")
@@ -59,7 +59,7 @@ def cmd_held(args: argparse.Namespace) -> int:
         return 0
     # one line per row, the row's name whole (it is what `campaign decide` takes), the reason under it
     for r in rows:
-        status = r["status"] if r["decision"] is None or r["status"] != "held" else f"{r['decision']} (waiting for the daemon)"
+        status = r["status"] if r["decision"] is None or r["status"] != HeldStatus.HELD else f"{r['decision']} (waiting for the daemon)"
         print(f"{_inert(r['campaign'])}  {_inert(r['row'])}  {r['kind']} held by {r['step']}  {status}")
         print(f"    {_inert(r['reason'])}" + (f" -> {_inert(r['outcome'])}" if r["outcome"] else ""))
     print("settle one with `campaign decide NAME ROW approve|reject|drop [--message TEXT]`")
@@ -115,14 +115,14 @@ def cmd_decide(args: argparse.Namespace) -> int:
                 return 2
             row = rows[0]
             said = _said(row)
-            if row.decision is not None or row.status != "held":
+            if row.decision is not None or row.status != HeldStatus.HELD:
                 if row.decision == args.decision:
                     print(f"{args.name}: {row.row_key}: {args.decision} was decided already ({said}); nothing changed")
                     return 0
                 print(f"campaign decide: {row.row_key} is already decided: {said}", file=sys.stderr)
                 return 2
             camp = s.get(CampaignRow, args.name)
-            if row.row_kind == "hit" and args.decision == "approve" and (camp is None or camp.status not in ("running", "paused")):
+            if row.row_kind == HeldKind.HIT and args.decision == Decision.APPROVE and (camp is None or camp.status not in (CampaignStatus.RUNNING, CampaignStatus.PAUSED)):
                 print(f"campaign decide: {args.name} is {camp.status if camp else 'gone'}: its HIT {row.row_key} "
                       "can no longer be posted; drop it to release its reservation", file=sys.stderr)
                 return 2
@@ -138,6 +138,6 @@ def cmd_decide(args: argparse.Namespace) -> int:
 
 
 def _said(row: Any) -> str:
-    if row.status == "held":
+    if row.status == HeldStatus.HELD:
         return f"{row.decision}, waiting for the daemon"
     return f"{row.decision or 'settled by the marketplace'}: {row.outcome}"

@@ -23,6 +23,7 @@ from sqlalchemy.exc import IntegrityError
 from sqlmodel import Session, col, func, select
 
 from campaign.money import MTURK_FEES, Cost, MTurkFees, fmt, shown
+from campaign.state import LedgerKind
 from campaign.store import LedgerRow
 
 if TYPE_CHECKING:
@@ -58,13 +59,13 @@ def totals(session: Session, campaign: str, budget: Decimal) -> Totals:
     for kind, amount, fee_each, n in rows:
         a = Decimal(amount) * n
         fee = Decimal(fee_each) * n
-        if kind in ("reserve", "bonus_reserve"):
+        if kind in (LedgerKind.RESERVE, LedgerKind.BONUS_RESERVE):
             reserved += a
-        elif kind in ("charge", "bonus_charge"):
+        elif kind in (LedgerKind.CHARGE, LedgerKind.BONUS_CHARGE):
             reserved -= a
             spent += a
             fees += fee
-        elif kind in ("release", "bonus_release"):
+        elif kind in (LedgerKind.RELEASE, LedgerKind.BONUS_RELEASE):
             reserved -= a
     return Totals(reserved=reserved, spent=spent, fees=fees, budget=budget)
 
@@ -118,7 +119,7 @@ def charge_row(campaign: str, hit_key: str, assignment_id: str, reward: Decimal,
     cost = fees.assignment(reward, assignments)
     if cost.total <= 0:
         return None
-    return LedgerRow(campaign=campaign, ref=f"charge:{assignment_id}", kind="charge", amount=fmt(cost.total),
+    return LedgerRow(campaign=campaign, ref=f"charge:{assignment_id}", kind=LedgerKind.CHARGE, amount=fmt(cost.total),
                      fee=fmt(cost.fee), hit_key=hit_key, assignment_id=assignment_id)
 
 
@@ -128,7 +129,7 @@ def release_row(campaign: str, hit_key: str, assignment_id: str, reward: Decimal
     cost = fees.assignment(reward, assignments)
     if cost.total <= 0:
         return None
-    return LedgerRow(campaign=campaign, ref=f"release:{assignment_id}", kind="release", amount=fmt(cost.total),
+    return LedgerRow(campaign=campaign, ref=f"release:{assignment_id}", kind=LedgerKind.RELEASE, amount=fmt(cost.total),
                      hit_key=hit_key, assignment_id=assignment_id)
 
 
@@ -157,7 +158,7 @@ def reserve_hits(session: Session, campaign: str, budget: Decimal, hits: list[tu
                     f"of the {shown(budget, fees.currency)} budget is left")
             used += amount
             booked.add(ref)
-            rows.append(LedgerRow(campaign=campaign, ref=ref, kind="reserve", amount=fmt(amount), hit_key=key))
+            rows.append(LedgerRow(campaign=campaign, ref=ref, kind=LedgerKind.RESERVE, amount=fmt(amount), hit_key=key))
         out[key] = amount
     book_many(session, rows)
     return out, None
@@ -178,7 +179,7 @@ def reserve_hit(session: Session, campaign: str, budget: Decimal, hit_key: str, 
             f"posting {hit_key} needs {shown(amount, fees.currency)} but only {shown(t.remaining, fees.currency)} "
             f"of the {shown(budget, fees.currency)} budget is left"
         )
-    _book(session, LedgerRow(campaign=campaign, ref=ref, kind="reserve", amount=fmt(amount), hit_key=hit_key))
+    _book(session, LedgerRow(campaign=campaign, ref=ref, kind=LedgerKind.RESERVE, amount=fmt(amount), hit_key=hit_key))
     return amount
 
 
@@ -202,13 +203,13 @@ def release_hit_rest(session: Session, campaign: str, hit_key: str, keep: Decima
     rows = session.exec(select(LedgerRow.kind, LedgerRow.amount).where(LedgerRow.campaign == campaign, LedgerRow.hit_key == hit_key)).all()
     left = -keep
     for kind, amount in rows:
-        if kind == "reserve":
+        if kind == LedgerKind.RESERVE:
             left += Decimal(amount)
-        elif kind in ("charge", "release"):
+        elif kind in (LedgerKind.CHARGE, LedgerKind.RELEASE):
             left -= Decimal(amount)
     if left <= 0:
         return ZERO
-    booked = _book(session, LedgerRow(campaign=campaign, ref=f"release:{hit_key}:rest", kind="release", amount=fmt(left),
+    booked = _book(session, LedgerRow(campaign=campaign, ref=f"release:{hit_key}:rest", kind=LedgerKind.RELEASE, amount=fmt(left),
                                       hit_key=hit_key, note="closing the HIT"))
     return left if booked else ZERO
 
@@ -222,25 +223,25 @@ def reserve_bonus(session: Session, campaign: str, budget: Decimal, ref: str, am
     if t.spent + t.reserved + total > budget:
         c = fees.currency
         raise BudgetExceeded(f"a {shown(amount, c)} bonus needs {shown(total, c)} with fees; only {shown(t.remaining, c)} left")
-    _book(session, LedgerRow(campaign=campaign, ref=f"bonus_reserve:{ref}", kind="bonus_reserve", amount=fmt(total), assignment_id=assignment_id))
+    _book(session, LedgerRow(campaign=campaign, ref=f"bonus_reserve:{ref}", kind=LedgerKind.BONUS_RESERVE, amount=fmt(total), assignment_id=assignment_id))
     return total
 
 
 def charge_bonus(session: Session, campaign: str, ref: str, amount: Decimal, assignment_id: str,
                  fees: FeeSchedule | MTurkFees = MTURK_FEES) -> bool:
     cost = fees.bonus(amount)
-    return _book(session, LedgerRow(campaign=campaign, ref=f"bonus_charge:{ref}", kind="bonus_charge",
+    return _book(session, LedgerRow(campaign=campaign, ref=f"bonus_charge:{ref}", kind=LedgerKind.BONUS_CHARGE,
                                     amount=fmt(cost.total), fee=fmt(cost.fee), assignment_id=assignment_id))
 
 
 def spent_count(session: Session, campaign: str) -> int:
-    return int(session.exec(select(func.count()).select_from(LedgerRow).where(LedgerRow.campaign == campaign, LedgerRow.kind == "charge")).one())
+    return int(session.exec(select(func.count()).select_from(LedgerRow).where(LedgerRow.campaign == campaign, LedgerRow.kind == LedgerKind.CHARGE)).one())
 
 
 def release_bonus(session: Session, campaign: str, ref: str, amount: Decimal, assignment_id: str,
                   fees: FeeSchedule | MTurkFees = MTURK_FEES) -> bool:
     """A bonus that the marketplace refused will not be paid: free its reservation."""
-    return _book(session, LedgerRow(campaign=campaign, ref=f"bonus_release:{ref}", kind="bonus_release",
+    return _book(session, LedgerRow(campaign=campaign, ref=f"bonus_release:{ref}", kind=LedgerKind.BONUS_RELEASE,
                                     amount=fmt(fees.bonus(amount).total), assignment_id=assignment_id))
 
 
@@ -251,7 +252,7 @@ def _study_ref(key: str) -> str:
 
 def places_reserved(session: Session, campaign: str, key: str) -> int:
     return int(session.exec(select(func.count()).select_from(LedgerRow).where(
-        LedgerRow.campaign == campaign, LedgerRow.hit_key == _study_ref(key), LedgerRow.kind == "reserve")).one())
+        LedgerRow.campaign == campaign, LedgerRow.hit_key == _study_ref(key), LedgerRow.kind == LedgerKind.RESERVE)).one())
 
 
 def reserve_places(session: Session, campaign: str, budget: Decimal, key: str, places: int, cost: Cost) -> tuple[int, str]:
@@ -265,7 +266,7 @@ def reserve_places(session: Session, campaign: str, budget: Decimal, key: str, p
         if cost.total > left:
             return have, (f"opening place {n} of study {key} needs {fmt(cost.total)} but only {fmt(left)} of the "
                           f"{fmt(budget)} budget is left")
-        _book(session, LedgerRow(campaign=campaign, ref=f"reserve:{_study_ref(key)}:{n}", kind="reserve",
+        _book(session, LedgerRow(campaign=campaign, ref=f"reserve:{_study_ref(key)}:{n}", kind=LedgerKind.RESERVE,
                                  amount=fmt(cost.total), hit_key=_study_ref(key), note=f"place {n}"))
         left -= cost.total
         have = n
@@ -274,8 +275,24 @@ def reserve_places(session: Session, campaign: str, budget: Decimal, key: str, p
 
 def charge_place(session: Session, campaign: str, key: str, submission_id: str, cost: Cost) -> bool:
     """An approved submission: its place's reservation becomes spent, exactly once per submission."""
-    return _book(session, LedgerRow(campaign=campaign, ref=f"charge:{submission_id}", kind="charge", amount=fmt(cost.total),
+    return _book(session, LedgerRow(campaign=campaign, ref=f"charge:{submission_id}", kind=LedgerKind.CHARGE, amount=fmt(cost.total),
                                     fee=fmt(cost.fee), hit_key=_study_ref(key), assignment_id=submission_id))
+
+
+def reserve_work(session: Session, campaign: str, budget: Decimal, key: str, submission_id: str, cost: Cost,
+                 currency: str) -> None:
+    """Reserve the pay a returned or timed-out submission is owed for its used work (its place reopened
+    for someone else, so the place's own reservation still stands), or raise BudgetExceeded; once per
+    submission, under the study, so `charge_place` draws on it and `release_study_rest` sees it."""
+    ref = f"reserve:work:{submission_id}"
+    if session.exec(select(LedgerRow.id).where(LedgerRow.campaign == campaign, LedgerRow.ref == ref)).first() is not None:
+        return
+    t = totals(session, campaign, budget)
+    if t.spent + t.reserved + cost.total > budget:
+        raise BudgetExceeded(f"the work of submission {submission_id} needs {shown(cost.total, currency)} but only "
+                             f"{shown(t.remaining, currency)} of the budget is left")
+    _book(session, LedgerRow(campaign=campaign, ref=ref, kind=LedgerKind.RESERVE, amount=fmt(cost.total),
+                             hit_key=_study_ref(key), assignment_id=submission_id, note="work of a returned place"))
 
 
 def release_study_rest(session: Session, campaign: str, key: str) -> Decimal:
@@ -284,14 +301,14 @@ def release_study_rest(session: Session, campaign: str, key: str) -> Decimal:
                                                                         LedgerRow.hit_key == _study_ref(key))).all()
     left, units = ZERO, 0
     for kind, amount in rows:
-        if kind == "reserve":
+        if kind == LedgerKind.RESERVE:
             left += Decimal(amount)
             units += 1
-        elif kind in ("charge", "release"):
+        elif kind in (LedgerKind.CHARGE, LedgerKind.RELEASE):
             left -= Decimal(amount)
     if left <= 0:
         return ZERO
-    booked = _book(session, LedgerRow(campaign=campaign, ref=f"release:{_study_ref(key)}:rest:{units}", kind="release",
+    booked = _book(session, LedgerRow(campaign=campaign, ref=f"release:{_study_ref(key)}:rest:{units}", kind=LedgerKind.RELEASE,
                                       amount=fmt(left), hit_key=_study_ref(key), note="study over"))
     return left if booked else ZERO
 
@@ -311,12 +328,12 @@ def reserve_extra(session: Session, campaign: str, budget: Decimal, hit_key: str
     if t.spent + t.reserved + amount > budget:
         raise BudgetExceeded(f"replacing {count} answer(s) of {hit_key} needs {shown(amount, fees.currency)} but only "
                              f"{shown(t.remaining, fees.currency)} of the budget is left")
-    _book(session, LedgerRow(campaign=campaign, ref=ref, kind="reserve", amount=fmt(amount), hit_key=hit_key,
+    _book(session, LedgerRow(campaign=campaign, ref=ref, kind=LedgerKind.RESERVE, amount=fmt(amount), hit_key=hit_key,
                              note="replacing refused answers"))
     return amount
 
 
 def release_extra(session: Session, campaign: str, hit_key: str, round_: int, amount: Decimal) -> bool:
     """Undo `reserve_extra` when the marketplace refused the slots (booked once)."""
-    return _book(session, LedgerRow(campaign=campaign, ref=f"release:{hit_key}:extra-{round_}", kind="release",
+    return _book(session, LedgerRow(campaign=campaign, ref=f"release:{hit_key}:extra-{round_}", kind=LedgerKind.RELEASE,
                                     amount=fmt(amount), hit_key=hit_key, note="replacement refused"))

@@ -17,6 +17,7 @@ from typing import Any
 from sqlmodel import col, select
 
 from campaign.jsonout import dumps
+from campaign.state import DONE, CampaignStatus, Keys, WorkerStanding
 from campaign.store import CampaignRow, EventRow, Store, WorkerRow
 
 
@@ -83,15 +84,16 @@ def _set_status(args: argparse.Namespace, allowed_from: tuple[str, ...], to: str
 
 
 def pause(args: argparse.Namespace) -> int:
-    return _set_status(args, ("running",), "paused", "paused: no new HITs are posted and no work is reviewed")
+    return _set_status(args, (CampaignStatus.RUNNING,), CampaignStatus.PAUSED, "paused: no new HITs are posted and no work is reviewed")
 
 
 def resume(args: argparse.Namespace) -> int:
-    return _set_status(args, ("paused",), "running", "resumed")
+    # blocked: a marketplace refused a change; the researcher has acted on it
+    return _set_status(args, (CampaignStatus.PAUSED, CampaignStatus.BLOCKED), CampaignStatus.RUNNING, "resumed")
 
 
 def cancel(args: argparse.Namespace) -> int:
-    return _set_status(args, ("running", "paused"), "cancelling",
+    return _set_status(args, (CampaignStatus.RUNNING, CampaignStatus.PAUSED), CampaignStatus.CANCELLING,
                        "cancelling: outstanding HITs will be expired and their reservations released by the daemon")
 
 
@@ -102,8 +104,8 @@ def extend(args: argparse.Namespace) -> int:
     store = open_existing(args)
     if store is None or missing(store, args.name):
         return 2
-    pending = float(store.get_kv(args.name, "extend_hours", "0") or 0) + args.hours
-    store.set_kv(args.name, "extend_hours", str(pending))
+    pending = float(store.get_kv(args.name, Keys.EXTEND_HOURS, "0") or 0) + args.hours
+    store.set_kv(args.name, Keys.EXTEND_HOURS, str(pending))
     store.event(args.name, "extend", f"open HITs will be extended by {args.hours} h")
     print(f"{args.name}: open HITs will be extended by {args.hours} h on the daemon's next tick")
     return 0
@@ -134,7 +136,7 @@ def budget(args: argparse.Namespace) -> int:
     with store.session() as s:
         row = s.get(CampaignRow, args.name)
         assert row is not None  # checked by missing()
-        if row.status in ("finished", "cancelled"):
+        if row.status in DONE:
             print(f"campaign budget: {args.name} is {row.status}; its budget no longer matters", file=sys.stderr)
             return 2
         t = totals(s, args.name, Decimal(row.budget))
@@ -144,16 +146,16 @@ def budget(args: argparse.Namespace) -> int:
             print(f"campaign budget: {shown(amount, cur)} is below the {shown(committed, cur)} already committed (spent or reserved) "
                   f"by {args.name}", file=sys.stderr)
             return 2
-        store.set_kv(args.name, "budget_set", fmt(amount), session=s)
+        store.set_kv(args.name, Keys.BUDGET_SET, fmt(amount), session=s)
         store.event(args.name, "budget", f"budget {shown(row.budget, cur)} -> {shown(amount, cur)} requested", session=s)
         status = row.status
-    again = " and posting resumes" if status == "budget_exhausted" else ""
+    again = " and posting resumes" if status == CampaignStatus.BUDGET_EXHAUSTED else ""
     print(f"{args.name}: budget {shown(amount, cur)} (was {shown(row.budget, cur)}); the daemon adopts it on its next tick{again}")
     return 0
 
 
 def export(args: argparse.Namespace) -> int:
-    from campaign.steps.finish import EXPORT_COLUMNS, compute_scores, scores_csv, scores_jsonl
+    from campaign.readmodel.scores import EXPORT_COLUMNS, compute_scores, scores_csv, scores_jsonl
 
     store = open_existing(args)
     if store is None or missing(store, args.name):
@@ -163,7 +165,7 @@ def export(args: argparse.Namespace) -> int:
     assert row is not None  # checked by missing()
     out_dir = Path(args.state) / args.name
     written = out_dir / ("scores.csv" if args.format == "csv" else "scores.jsonl")
-    if row.status == "finished" and written.is_file():
+    if row.status == CampaignStatus.FINISHED and written.is_file():
         text = written.read_text(encoding="utf-8")  # the final export, ranking stage included
     else:  # a running campaign: scores so far from the first stage
         last = json.loads(row.spec_json)["stages"][0]
@@ -197,7 +199,7 @@ def workers(args: argparse.Namespace) -> int:
     from rich.table import Table
 
     # short columns so the table fits 80 columns; the reasons, which are sentences, follow it as wrapped lines
-    from campaign.dashboard.definitions import worker_figure
+    from campaign.readmodel.definitions import worker_figure
 
     figure_key, figure_head, figure_note = worker_figure(d["evidence"] for d in data)
     t = Table(title=f"workers of {args.name}")
@@ -207,7 +209,7 @@ def workers(args: argparse.Namespace) -> int:
     for d in data:
         e = d["evidence"] or {}
         r = e.get(figure_key)
-        decision = " + ".join(w for w, flag in (("excluded", d["excluded"]), ("blocked", d["blocked"]),
+        decision = " + ".join(w for w, flag in ((WorkerStanding.EXCLUDED, d["excluded"]), (WorkerStanding.BLOCKED, d["blocked"]),
                                                  (f"{d['held']} held", d["held"])) if flag)
         t.add_row(escape(d["worker"]), str(d["assignments"]), str(e.get("labels", "")), "" if r is None else f"{r:.2f}",
                   str(e.get("shared_items", "")), f"{e.get('traps_passed', 0)}/{e.get('traps_seen', 0)}" if e else "", decision)

@@ -17,6 +17,7 @@ from typing import Any
 
 from sqlmodel import Session, select
 
+from campaign.state import AssignmentStatus
 from campaign.store import AssignmentRow, HitRow
 
 
@@ -45,7 +46,7 @@ def read_stage_pay(session: Session, campaign: str) -> dict[str, dict[str, Any]]
     """`stage_pay` over the campaign's approved, valid assignments, read from the store."""
     rows = session.exec(select(AssignmentRow.stage, AssignmentRow.accept_time, AssignmentRow.submit_time, HitRow.reward)
                         .join(HitRow, (HitRow.campaign == AssignmentRow.campaign) & (HitRow.hit_key == AssignmentRow.hit_key))  # type: ignore[arg-type]
-                        .where(AssignmentRow.campaign == campaign, AssignmentRow.status == "approved",
+                        .where(AssignmentRow.campaign == campaign, AssignmentRow.status == AssignmentStatus.APPROVED,
                                AssignmentRow.valid == True)).all()  # noqa: E712
     return stage_pay(rows)
 

@@ -8,8 +8,8 @@ from typing import IO, TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from rich.progress import TaskID
 
-from campaign.dashboard.figures import campaign_figures
 from campaign.money import shown
+from campaign.readmodel.figures import campaign_figures
 
 
 def _line(f: dict[str, Any]) -> str:

@@ -32,14 +32,15 @@ from markupsafe import Markup, escape
 from sqlmodel import func, select
 
 from campaign import report_svg as svg
-from campaign.dashboard.definitions import excluded_text
 from campaign.ledger import totals
 from campaign.metrics import agreement as _agreement_metrics
 from campaign.metrics.agreement import fleiss
 from campaign.money import CURRENCY_SIGNS, shown
 from campaign.pay import read_stage_pay, work_time_text
+from campaign.readmodel.definitions import excluded_text
+from campaign.readmodel.retest import retest_figures
 from campaign.spec import currency_of
-from campaign.steps.repeat import retest_figures
+from campaign.state import AssignmentStatus, CampaignStatus, Keys, LedgerKind, WorkerStanding
 from campaign.store import AssignmentRow, CampaignRow, HitRow, JudgmentRow, KVRow, LedgerRow, Store, WorkerRow
 from campaign.tasks.base import TRAP_PREFIX
 
@@ -175,7 +176,7 @@ def spend_series(charges: Iterable[tuple[float, str, str, str]], start: float) -
     for ts, kind, amount, fee in sorted(charges):
         a, f = Decimal(amount), Decimal(fee)
         acc["fees"] += f
-        acc["bonuses" if kind == "bonus_charge" else "rewards"] += a - f
+        acc["bonuses" if kind == LedgerKind.BONUS_CHARGE else "rewards"] += a - f
         acc["total"] += a
         for k in out:
             out[k].append((max(ts - start, 0.0), acc[k]))
@@ -247,7 +248,7 @@ def _stage_rows(store: Store, name: str, stage: Mapping[str, Any], final: Path |
     if final is not None and final.is_file():
         rows = [json.loads(line) for line in final.read_text(encoding="utf-8").splitlines() if line.strip()]
         return rows, f"the campaign's final export ({final.name})"
-    from campaign.steps.finish import compute_scores
+    from campaign.readmodel.scores import compute_scores
 
     try:
         rows = compute_scores(store, name, stage["name"], stage["kind"])
@@ -294,12 +295,12 @@ def build_context(store: Store, name: str, export_dir: Path | None = None) -> di
         invalid = s.exec(select(AssignmentRow.stage, func.count()).where(AssignmentRow.campaign == name,
                          AssignmentRow.valid == False).group_by(AssignmentRow.stage)).all()  # noqa: E712
         feedback = s.exec(select(AssignmentRow.stage, AssignmentRow.worker_id, AssignmentRow.feedback).where(
-            AssignmentRow.campaign == name, AssignmentRow.status == "rejected")).all()
+            AssignmentRow.campaign == name, AssignmentRow.status == AssignmentStatus.REJECTED)).all()
         hits = dict(s.exec(select(HitRow.stage, func.count()).where(HitRow.campaign == name).group_by(HitRow.stage)).all())
         workers = s.exec(select(WorkerRow).where(WorkerRow.campaign == name)).all()
         charges = s.exec(select(LedgerRow.created_at, LedgerRow.kind, LedgerRow.amount, LedgerRow.fee).where(
-            LedgerRow.campaign == name, LedgerRow.kind.in_(("charge", "bonus_charge")))).all()  # type: ignore[attr-defined]
-        batches = s.exec(select(KVRow.key, KVRow.value).where(KVRow.campaign == name, KVRow.key.like("ranking_batch:%"))  # type: ignore[attr-defined]
+            LedgerRow.campaign == name, LedgerRow.kind.in_((LedgerKind.CHARGE, LedgerKind.BONUS_CHARGE)))).all()  # type: ignore[attr-defined]
+        batches = s.exec(select(KVRow.key, KVRow.value).where(KVRow.campaign == name, KVRow.key.like(f"%{Keys.BATCH_PROGRESS}%"))  # type: ignore[attr-defined]
                          .order_by(KVRow.key)).all()
         money = totals(s, name, Decimal(camp.budget))
         pay = read_stage_pay(s, name)
@@ -313,7 +314,7 @@ def build_context(store: Store, name: str, export_dir: Path | None = None) -> di
     stages: list[StageView] = []
     for k, st in enumerate(stages_spec):
         last = k == len(stages_spec) - 1
-        final = export_dir / "scores.jsonl" if export_dir is not None and last and camp.status == "finished" else None
+        final = export_dir / "scores.jsonl" if export_dir is not None and last and camp.status == CampaignStatus.FINISHED else None
         rows, source = _stage_rows(store, name, st, final)
         view = StageView(name=st["name"], kind=st.get("kind", ""), rows=rows, source=source)
         prolific = spec.get("prolific") if isinstance(spec.get("prolific"), dict) else None
@@ -342,7 +343,7 @@ def build_context(store: Store, name: str, export_dir: Path | None = None) -> di
         _agreement(view, sj, evidence, by_worker)
         if st["name"] in retest:
             view.retest = {**retest[st["name"]], "share": (st.get("repeat") or {}).get("share")}
-        if last and export_dir is not None and (export_dir / "gold_nuggets.jsonl").is_file() and camp.status == "finished":
+        if last and export_dir is not None and (export_dir / "gold_nuggets.jsonl").is_file() and camp.status == CampaignStatus.FINISHED:
             gold = [json.loads(line) for line in (export_dir / "gold_nuggets.jsonl").read_text(encoding="utf-8").splitlines() if line.strip()]
             view.gold_total = len(gold)
             view.gold = sorted(gold, key=lambda g: (-g.get("workers", 0), -g.get("mace_weight", 0.0)))[:TOP_ROWS]
@@ -361,7 +362,7 @@ def build_context(store: Store, name: str, export_dir: Path | None = None) -> di
                 excluded.append({"worker": w.worker_id, "stage": stg, "reason": ev.get("reason") or w.reason or ""})
         if w.excluded and not any(ev.get("excluded") for ev in per_stage.values()):
             excluded.append({"worker": w.worker_id, "stage": "", "reason": w.reason or ""})
-    bonuses = [c for c in charges if c[1] == "bonus_charge"]
+    bonuses = [c for c in charges if c[1] == LedgerKind.BONUS_CHARGE]
 
     # spend over time
     start = camp.created_at
@@ -390,8 +391,8 @@ def build_context(store: Store, name: str, export_dir: Path | None = None) -> di
                     ("answers", sum(sum(n for st, n in v.counts.items() if st != "invalid") for v in stages)),
                     ("labels excluded", excluded_text(sum(v.labels for v in stages), sum(v.labels_excluded for v in stages))),
                     ("workers", len(all_workers)), ("spent", f"{_money(money.spent, cur)} of {_money(money.budget, cur)}")],
-        "qc_stages": [{"stage": v.name, "approved": v.counts.get("approved", 0), "rejected": v.counts.get("rejected", 0),
-                       "pending": sum(n for st, n in v.counts.items() if st not in ("approved", "rejected", "invalid")),
+        "qc_stages": [{"stage": v.name, "approved": v.counts.get(AssignmentStatus.APPROVED, 0), "rejected": v.counts.get(AssignmentStatus.REJECTED, 0),
+                       "pending": sum(n for st, n in v.counts.items() if st not in (AssignmentStatus.APPROVED, AssignmentStatus.REJECTED, "invalid")),
                        "invalid": v.counts.get("invalid", 0), "labels": v.labels, "labels_excluded": v.labels_excluded,
                        "labels_excluded_text": excluded_text(v.labels, v.labels_excluded),
                        "workers_excluded": sum(1 for e in excluded if e["stage"] == v.name)} for v in stages],
@@ -448,7 +449,7 @@ def _charts(view: StageView, sj: Sequence[Label], batches: Sequence[tuple[str, s
             "svg": Markup(svg.error_bars(points, xlabel="rank", ylabel="score", title=f"{view.name}: scores by rank",
                                          y_range=(lo, hi) if own else None)),
             "note": ("Bars: ± one " + view.uncertainty_note + ".") if view.uncertainty_note else "No uncertainty in this export."})
-    mine = [(k, json.loads(v)) for k, v in batches if k.startswith(f"ranking_batch:{view.name}:")]
+    mine = [(k, json.loads(v)) for k, v in batches if k.startswith(Keys.batch_progress_prefix(view.kind, view.name))]
     if mine:
         bars = [svg.Bar(label=f"batch {int(k.rsplit(':', 1)[1]) + 1}", value=float(d.get("mean_sigma", 0.0)),
                         tip=f"{d.get('pairs_planned', '?')} pairs planned by then") for k, d in mine]
@@ -466,7 +467,7 @@ def _agreement(view: StageView, sj: Sequence[Label], evidence: Mapping[str, Mapp
     answers: dict[str, list[float]] = defaultdict(list)
     for j in sj:
         answers[j.assignment].append(j.value)
-    for what, subset in (("all answers", real), ("kept by quality control", [j for j in real if not j.excluded and j.status == "approved"])):
+    for what, subset in (("all answers", real), ("kept by quality control", [j for j in real if not j.excluded and j.status == AssignmentStatus.APPROVED])):
         units: dict[tuple[str, str], list[float]] = defaultdict(list)
         for j in subset:
             units[(j.hit, j.item)].append(j.value)
@@ -524,7 +525,7 @@ def _agreement(view: StageView, sj: Sequence[Label], evidence: Mapping[str, Mapp
         view.worst = rated[0]
         bars = [svg.Bar(label=w["worker"], value=w["r"],
                         color=svg.PURPLE if w["blocked"] else svg.RED if w["excluded"] else svg.BLUE,
-                        note="blocked" if w["blocked"] else "excluded" if w["excluded"] else "",
+                        note=WorkerStanding.BLOCKED if w["blocked"] else WorkerStanding.EXCLUDED if w["excluded"] else "",
                         tip=f"{w['worker']}: r = {w['r']:.2f} over {w['labels']} labels" + (f" — {w['reason']}" if w["reason"] else ""))
                 for w in rated]
         view.charts.append({

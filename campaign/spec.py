@@ -6,8 +6,9 @@ would post HITs with the default and spend money on the wrong design.
 
 Every field is declared once, on its dataclass, with its default and the converter that reads it from
 YAML (`opt(...)`); the loader walks the dataclass fields, so the allowed keys, the defaults and the
-checks cannot drift apart. Each task kind has its own stage type carrying only its own fields and its
-own rules (class attributes); a kind defined elsewhere brings its type with `register_stage_type`.
+checks cannot drift apart (`campaign.stage`). Each task kind has its own stage type carrying only its
+own fields and its own rules (class attributes): the kind registered under a stage's `kind`
+(`campaign.tasks.register`) says which type reads it.
 """
 
 from __future__ import annotations
@@ -18,16 +19,35 @@ import json
 import os
 import re
 from collections.abc import Callable, Mapping
-from dataclasses import MISSING, asdict, dataclass, field, fields, is_dataclass, replace
+from dataclasses import MISSING, asdict, dataclass, fields, replace
 from decimal import Decimal
 from pathlib import Path
-from typing import Any, ClassVar, TypeVar
+from typing import Any, TypeVar
 
 import yaml
 
+from campaign import tasks
 from campaign.inputs import InputError, load_items, load_truth
 from campaign.money import MoneyError, hit_cost, parse_amount
 from campaign.prolific.study import ProlificConfig, place_cost, reward_per_submission
+from campaign.stage import (
+    At,
+    Conv,
+    Qualifications,
+    Repeat,
+    Stage,
+    Traps,
+    _boolean,
+    _choice,
+    _duration,
+    _integer,
+    _money,
+    _money_text,
+    _number,
+    _string,
+    opt,
+)
+from campaign.tasks.base import ShownItem, TemplateError
 
 MARKETPLACES = ("local", "mturk-sandbox", "mturk", "prolific", "prolific-local")
 PROLIFIC_MARKETPLACES = ("prolific", "prolific-local")
@@ -47,22 +67,12 @@ INPUT_KINDS = ("propositions", "documents")
 NAME_PATTERN = re.compile(r"^[a-z0-9][a-z0-9_-]{0,62}$")
 DURATION_PATTERN = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(s|m|h|d)?\s*$")
 DURATION_UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400, None: 1}
-QUAL_COMPARATORS = ("Exists", "DoesNotExist", "GreaterThanOrEqualTo", "GreaterThan", "LessThan", "LessThanOrEqualTo",
-                    "EqualTo", "NotEqualTo")
-
-# MTurk's limits (reference §2, legacy limits) so a spec is refused here rather than by the marketplace.
-LIFETIME_RANGE = (30, 31_536_000)
-DURATION_RANGE = (30, 31_536_000)
-AUTO_APPROVAL_RANGE = (0, 2_592_000)
-MIN_REWARD = Decimal("0.01")  # MTurk refuses a smaller reward; a $0.00 HIT would book fee-only charges
 
 # A spec is a few hundred values; a document that expands (through YAML aliases) to far more is an
 # alias bomb, refused before it can take seconds and gigabytes.
 MAX_VALUES = 100_000
 MAX_DEPTH = 64
 
-At = tuple[Any, ...]
-Conv = Callable[["_Checker", Any, At], Any]
 
 
 class SpecError(Exception):
@@ -72,84 +82,6 @@ class SpecError(Exception):
         super().__init__("\n".join(problems))
         self.problems = problems
 
-
-def opt(default: Any = MISSING, conv: Conv | None = None, *, key: str | None = None,
-        factory: Callable[[], Any] | None = None) -> Any:
-    """A spec field: its one default and the converter that reads it from YAML key `key` (default: its name)."""
-    md = {"conv": conv, "key": key}
-    if factory is not None:
-        return field(default_factory=factory, metadata=md)
-    if default is MISSING:
-        return field(metadata=md)
-    return field(default=default, metadata=md)
-
-
-# converters: each checks one YAML value and returns the typed value (or a stand-in after reporting)
-def _string(ck: _Checker, v: Any, at: At) -> str:
-    return ck.string(v, at)
-
-
-def _integer(lo: int | None = None, hi: int | None = None) -> Conv:
-    return lambda ck, v, at: ck.integer(lo, hi)(v, at)
-
-
-def _number(lo: float | None = None, hi: float | None = None, lo_open: bool = False) -> Conv:
-    return lambda ck, v, at: ck.number(lo, hi, lo_open)(v, at)
-
-
-def _boolean(ck: _Checker, v: Any, at: At) -> bool:
-    return ck.boolean(v, at)
-
-
-def _money(ck: _Checker, v: Any, at: At) -> Decimal:
-    return ck.money(v, at)
-
-
-def _reward(ck: _Checker, v: Any, at: At) -> Decimal:
-    before = len(ck.problems)
-    amount = ck.money(v, at)
-    if len(ck.problems) == before and amount < MIN_REWARD:
-        ck.err(at, f"must be at least ${MIN_REWARD} (MTurk's minimum reward), got ${amount}")
-    return amount
-
-
-def _money_text(ck: _Checker, v: Any, at: At) -> str:
-    return str(ck.money(v, at))
-
-
-def _duration(lo: int, hi: int) -> Conv:
-    return lambda ck, v, at: ck.duration(lo, hi)(v, at)
-
-
-def _choice(options: tuple[str, ...]) -> Conv:
-    return lambda ck, v, at: ck.choice(options)(v, at)
-
-
-def _locales(ck: _Checker, v: Any, at: At) -> tuple[str, ...]:
-    if isinstance(v, str):
-        v = [v]
-    if not isinstance(v, list) or not all(isinstance(x, str) and re.fullmatch(r"[A-Z]{2}(-[A-Z0-9]{1,3})?", x) for x in v):
-        ck.err(at, "must be a list of ISO 3166 country codes like [US, GB] (optionally US-NY)")
-        return ()
-    return tuple(v)
-
-
-def _custom_qualifications(ck: _Checker, v: Any, at: At) -> tuple[tuple[str, str, int], ...]:
-    if not isinstance(v, list):
-        ck.err(at, "must be a list of {name, comparator, value}")
-        return ()
-    out = []
-    for j, c in enumerate(v):
-        got = ck.read(_CustomQualification, c, at + (j,), required={"name"})
-        out.append((got.get("name", ""), got.get("comparator", "Exists"), got.get("value", 1)))
-    return tuple(out)
-
-
-def _trap_texts(ck: _Checker, v: Any, at: At) -> tuple[str, ...]:
-    if not isinstance(v, list) or not v or not all(isinstance(t, str) and t.strip() for t in v):
-        ck.err(at, "must be a non-empty list of trap sentences")
-        return ()
-    return tuple(v)
 
 
 def _mix(ck: _Checker, v: Any, at: At) -> tuple[tuple[str, float], ...]:
@@ -196,80 +128,8 @@ def _truth_file(ck: _Checker, v: Any, at: At) -> str | None:
     return str(path)
 
 
-def _instructions(ck: _Checker, v: Any, at: At) -> str | None:
-    from campaign.tasks.instructions import MAX_INSTRUCTIONS
-
-    text = ck.string(v, at)
-    if len(text) > MAX_INSTRUCTIONS:
-        ck.err(at, f"must be at most {MAX_INSTRUCTIONS} characters of Markdown, got {len(text)}")
-    return text or None
-
-
-def _template_file(ck: _Checker, v: Any, at: At) -> str | None:
-    """The stage's own page template: the file must exist, be UTF-8 and parse as a Jinja template (an
-    error names its line); whether it renders with the kind's values is checked once the stage is read."""
-    import jinja2
-
-    name = ck.string(v, at)
-    if not name:
-        return None
-    path = ck.base_dir / name
-    try:
-        source = path.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        ck.err(at, f"file not found: {name}")
-        return None
-    except (OSError, UnicodeDecodeError) as exc:
-        ck.err(at, f"{name}: cannot read it as UTF-8 text: {exc}")
-        return None
-    try:
-        jinja2.Environment(autoescape=True).parse(source)
-    except jinja2.TemplateSyntaxError as exc:
-        ck.err(at, f"{name}:{exc.lineno}: {exc.message}")
-        return None
-    return str(path)
-
 
 # ---------------------------------------------------------------------------------------------- typed spec
-
-
-@dataclass(frozen=True)
-class Qualifications:
-    locales: tuple[str, ...] = opt(("US",), _locales, key="locale")
-    approval_rate: int | None = opt(None, _integer(0, 100))  # the loader's default comes from the stage type
-    approved_hits: int | None = opt(None, _integer(0))
-    masters: bool = opt(False, _boolean)
-    # (qualification type name, comparator, value)
-    custom: tuple[tuple[str, str, int], ...] = opt((), _custom_qualifications)
-
-
-@dataclass(frozen=True)
-class _CustomQualification:
-    name: str = opt("", _string)
-    comparator: str = opt("Exists", _choice(QUAL_COMPARATORS))
-    value: int = opt(1, _integer(0))
-
-
-@dataclass(frozen=True)
-class Traps:
-    share: float = opt(0.0, _number(0.0, 1.0))  # share of HITs that carry one trap item
-    texts: tuple[str, ...] = opt(("This sentence is not important.",), _trap_texts)
-    max_rating: int = opt(2, _integer(1, 5))  # a Likert trap passes when rated at most this
-    tolerance: int = opt(1, _integer(0, 10))  # a ranking trap passes when placed within this many positions of last
-
-
-@dataclass(frozen=True)
-class Repeat:
-    """`repeat: {share: 0.1}`: after the stage's first pass, a seeded random share of its HITs is posted
-    again to workers who did not do them; the per-item means of both passes give the stage's
-    test-retest correlation (seed 000 §4). The repeat's answers are paid and reviewed like any other
-    work but never enter the stage's scores."""
-
-    share: float = opt(0.0, _number(0.0, 1.0))
-
-
-def _repeat(ck: _Checker, v: Any, at: At) -> Repeat:
-    return Repeat(**ck.read(Repeat, v, at))
 
 
 @dataclass(frozen=True)
@@ -282,127 +142,6 @@ class QualityPolicy:
     block: bool = opt(False, _boolean)
     block_list: str | None = opt(None, _string)  # campaigns naming the same list share their blocks
     bonus: str | None = opt(None, _money_text)  # bonus amount for consistently good workers, or None
-
-
-@dataclass(frozen=True, kw_only=True)
-class Stage:
-    """What every stage has. A kind's own type adds its fields, its defaults and its rules (class attributes)."""
-
-    # the campaign input this kind reads ("propositions" | "documents"; None: any)
-    needs_input: ClassVar[str | None] = None
-    # whether `needs_input` is checked only when the stage is the first (later stages may read an earlier one)
-    input_checked_first_only: ClassVar[bool] = True
-    may_be_first: ClassVar[bool] = True
-    # after other stages it must name an earlier stage as `source`
-    needs_source: ClassVar[bool] = False
-    min_items_per_hit: ClassVar[int] = 1
-    default_approval_rate: ClassVar[int] = 95  # seed 000: >=95%
-
-    name: str = opt(conv=_string)  # default: the kind (first stage) or kind + index
-    kind: str = opt()
-    items_per_hit: int = opt(conv=_integer(1, 50))
-    assignments: int = opt(conv=_integer(1, 100))
-    reward: Decimal = opt(conv=_reward)
-    lifetime: int = opt(3 * 86400, _duration(*LIFETIME_RANGE))
-    duration: int = opt(1800, _duration(*DURATION_RANGE))
-    auto_approval_delay: int = opt(3 * 86400, _duration(*AUTO_APPROVAL_RANGE))
-    title: str = opt(conv=_string)
-    description: str = opt(conv=_string)
-    keywords: str = opt("importance, summary, rating", _string)
-    # Markdown shown on the HIT page in place of the kind's built-in instructions (campaign.tasks.instructions)
-    instructions: str | None = opt(None, _instructions)
-    # the stage's own page: a Jinja template file (relative to the spec), autoescaped like the built-in ones
-    template: str | None = opt(None, _template_file)
-    qualifications: Qualifications = opt(factory=Qualifications)  # read by the loader (its default depends on the kind)
-    traps: Traps = opt(factory=Traps)  # read by the loader
-    repeat: Repeat = opt(conv=_repeat, factory=Repeat)
-
-    def problems(self) -> list[tuple[str, str]]:
-        """(field, message) for every rule across this stage's own fields; a kind overrides it to add its own."""
-        if self.items_per_hit < self.min_items_per_hit:
-            return [("items_per_hit", f"a {self.kind} HIT needs at least {self.min_items_per_hit} items")]
-        return []
-
-
-@dataclass(frozen=True, kw_only=True)
-class LikertStage(Stage):
-    """Seed 000 §4.1: 5 propositions per Likert HIT, 5 workers, $0.06."""
-
-    needs_input = "propositions"
-
-    kind: str = "likert"
-    items_per_hit: int = 5
-    assignments: int = 5
-    reward: Decimal = Decimal("0.06")
-    title: str = "How important is this statement for the topic?"
-    description: str = "Rate how important each of five short statements is for a summary of a topic."
-
-
-@dataclass(frozen=True, kw_only=True)
-class RankingStage(Stage):
-    """Seed 000 §4.3: 5 propositions per ranking HIT, 5 workers, $0.05."""
-
-    needs_input = "propositions"
-    needs_source = True
-    min_items_per_hit = 2
-
-    kind: str = "ranking"
-    items_per_hit: int = 5
-    assignments: int = 5
-    reward: Decimal = Decimal("0.05")
-    title: str = "Order five statements by importance"
-    description: str = "Put five short statements in order, from most to least important for a summary of a topic."
-    source: str | None = opt(None, _string)  # name of the stage whose top items feed this one
-    shortlist: int = opt(100, _integer(2))
-    keep: int = opt(50, _integer(1))
-    batch_pairs: int = opt(100, _integer(1))
-    pair_budget: float = opt(0.10, _number(0.0, 1.0, lo_open=True))
-    target_confidence: float | None = opt(None, _number(0.0, 1.0))
-
-
-@dataclass(frozen=True, kw_only=True)
-class NuggetStage(Stage):
-    """Seed 002 §3: 7 sentences per HIT, 7 workers, $0.07, >=98% approval."""
-
-    needs_input = "documents"
-    input_checked_first_only = False
-    default_approval_rate = 98
-
-    kind: str = "nuggets"
-    items_per_hit: int = 7
-    assignments: int = 7
-    reward: Decimal = Decimal("0.07")
-    title: str = "Mark the important facts in a short text"
-    description: str = "Mark the facts, opinions or claims you would put in a summary of a topic."
-    window: int = opt(7, _integer(1, 50))
-    min_nugget_tokens: int = opt(3, _integer(1))
-    require_verb: bool = opt(False, _boolean)
-    min_workers: int = opt(3, _integer(1))
-
-
-_STAGE_TYPES: dict[str, type[Stage]] = {}
-
-
-def register_stage_type(kind: str, cls: type[Stage]) -> None:
-    """Let task kind `kind` be used in specs, read into `cls` (a subclass of `Stage`).
-
-    Registering the same class again is harmless; a different class replaces the earlier one, so a
-    kind defined in a test can stand in for a built-in one.
-    """
-    if not (isinstance(cls, type) and issubclass(cls, Stage) and is_dataclass(cls)):
-        raise TypeError(f"stage type for {kind!r} must be a dataclass subclassing campaign.spec.Stage, got {cls!r}")
-    _STAGE_TYPES[kind] = cls
-
-
-def stage_types() -> Mapping[str, type[Stage]]:
-    """The registered task kinds and their stage types, in registration order."""
-    return dict(_STAGE_TYPES)
-
-
-register_stage_type("likert", LikertStage)
-register_stage_type("ranking", RankingStage)
-register_stage_type("nuggets", NuggetStage)
-TASK_KINDS = ("likert", "ranking", "nuggets")  # the built-in kinds; `stage_types()` has every registered one
 
 
 @dataclass(frozen=True)
@@ -471,7 +210,7 @@ class Campaign:
         for key in ("prolific", "public_url"):  # absent before Prolific existed: older campaigns still resume
             if data.get(key) is None:
                 data.pop(key, None)
-        legacy = _legacy_stage_fields()
+        legacy = _LEGACY_STAGE_FIELDS
         data["stages"] = [{**legacy, **s} for s in data["stages"]]
         if data["crowd"].get("adversaries") == asdict(Adversaries()):  # none: as before adversaries existed
             del data["crowd"]["adversaries"]
@@ -512,14 +251,11 @@ def _file_digest(path: str) -> str:
         return "unreadable"
 
 
-def _legacy_stage_fields() -> dict[str, Any]:
-    base = {f.name for f in fields(Stage)}
-    out: dict[str, Any] = {}
-    for cls in (RankingStage, NuggetStage):
-        for f in fields(cls):
-            if f.name not in base:
-                out[f.name] = f.default
-    return out
+# The ranking and nugget stages' own fields with their defaults, as every stage carried them before stages
+# got one type per kind: fixed here, because stored campaigns' fingerprints were computed with them.
+_LEGACY_STAGE_FIELDS: dict[str, Any] = {
+    "source": None, "shortlist": 100, "keep": 50, "batch_pairs": 100, "pair_budget": 0.1, "target_confidence": None,
+    "window": 7, "min_nugget_tokens": 3, "require_verb": False, "min_workers": 3}
 
 
 @dataclass(frozen=True)
@@ -1044,7 +780,7 @@ def _elsewhere(cls: type[Stage] | None) -> dict[str, str]:
     """For keys other kinds take and `cls` does not: which kinds' stages take them."""
     own = {k for k, _ in _spec_fields(cls).values()} if cls else set()
     out: dict[str, list[str]] = {}
-    for kind, other in _STAGE_TYPES.items():
+    for kind, other in tasks.stage_types().items():
         for k, _ in _spec_fields(other).values():
             if k not in own and kind not in out.setdefault(k, []):
                 out[k].append(kind)
@@ -1053,13 +789,13 @@ def _elsewhere(cls: type[Stage] | None) -> dict[str, str]:
 
 def _stage(ck: _Checker, raw: Any, at: At, index: int) -> Stage | None:
     kind = raw.get("kind") if isinstance(raw, dict) else None
-    cls = _STAGE_TYPES.get(kind) if isinstance(kind, str) else None
+    cls = tasks.stage_types().get(kind) if isinstance(kind, str) else None
     before = len(ck.problems)
     if cls is None or not isinstance(kind, str):
         # unknown kind: report it, and check the keys against every kind's so a typo elsewhere still shows
-        ck.mapping(raw, at, {k for t in _STAGE_TYPES.values() for k, _ in _spec_fields(t).values()} | {"kind"}, {"kind"})
+        ck.mapping(raw, at, {k for t in tasks.stage_types().values() for k, _ in _spec_fields(t).values()} | {"kind"}, {"kind"})
         if isinstance(raw, dict) and "kind" in raw and raw["kind"] is not None:
-            ck.choice(tuple(_STAGE_TYPES))(raw["kind"], at + ("kind",))
+            ck.choice(tasks.names())(raw["kind"], at + ("kind",))
         return None
     got = ck.read(cls, raw, at, extra={"kind", "qualifications", "traps"}, required={"kind"}, elsewhere=_elsewhere(cls))
     quals = ck.read(Qualifications, raw.get("qualifications"), at + ("qualifications",))
@@ -1084,11 +820,8 @@ def _stage(ck: _Checker, raw: Any, at: At, index: int) -> Stage | None:
 def _template_renders(stage: Stage) -> str | None:
     """Why the stage's own template fails to render with its kind's values (an unknown variable, a
     filter that raises), tried on example sentences; None when it renders."""
-    from campaign.tasks import get as get_kind
-    from campaign.tasks.base import ShownItem, TemplateError
-
     try:
-        kind = get_kind(stage.kind)
+        kind = tasks.get(stage.kind)
     except KeyError:
         return None
     examples = [ShownItem(key=f"example-{i}", text=f"Example sentence number {i + 1} for the check.")

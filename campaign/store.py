@@ -26,6 +26,7 @@ from sqlmodel import Field, Session, SQLModel, create_engine, select
 
 from campaign.filemodes import private_db, private_dir
 from campaign.leases import LeaseRow  # noqa: F401  (its table is one of the store's: registered in the metadata here)
+from campaign.state import AssignmentStatus, CampaignStatus, HeldStatus, HitStatus
 
 if TYPE_CHECKING:
     from alembic.config import Config
@@ -53,7 +54,7 @@ class CampaignRow(SQLModel, table=True):
     name: str = Field(primary_key=True)
     fingerprint: str
     spec_json: str
-    status: str = "running"  # running | paused | cancelled | finished
+    status: str = CampaignStatus.RUNNING  # a CampaignStatus
     seed: int = 0
     budget: str = "0.00"
     created_at: float = Field(default_factory=time.time)
@@ -73,7 +74,7 @@ class ItemRow(SQLModel, table=True):
 
 
 class HitRow(SQLModel, table=True):
-    """One planned HIT. `status`: draft -> posting -> posted -> closed | failed | cancelled."""
+    """One planned HIT. `status` is a `HitStatus` (campaign.state: its states and their order)."""
 
     __tablename__ = "hits"
     __table_args__ = (UniqueConstraint("campaign", "hit_key"), Index("ix_hits_campaign_status", "campaign", "status", "stage"))
@@ -86,7 +87,7 @@ class HitRow(SQLModel, table=True):
     annotation: str  # RequesterAnnotation, unique to the draft
     token: str  # UniqueRequestToken, deterministic
     token_attempt: int = 0
-    status: str = Field(default="draft", index=True)
+    status: str = Field(default=HitStatus.DRAFT, index=True)  # a HitStatus
     reward: str
     assignments: int
     reserved: str = "0.00"
@@ -103,7 +104,7 @@ class HitRow(SQLModel, table=True):
 
 
 class AssignmentRow(SQLModel, table=True):
-    """A submitted assignment. `status`: submitted -> approving -> approved | rejecting -> rejected."""
+    """A submitted assignment. `status` is an `AssignmentStatus` (campaign.state: its states and their order)."""
 
     __tablename__ = "assignments"
     __table_args__ = (Index("ix_assignments_campaign_status", "campaign", "status", "valid"),
@@ -114,7 +115,7 @@ class AssignmentRow(SQLModel, table=True):
     hit_key: str = Field(index=True)
     hit_id: str
     worker_id: str = Field(index=True)
-    status: str = Field(default="submitted", index=True)
+    status: str = Field(default=AssignmentStatus.SUBMITTED, index=True)
     answer_xml: str
     valid: bool = True
     error: str | None = None
@@ -158,8 +159,7 @@ class WorkerRow(SQLModel, table=True):
 class LedgerRow(SQLModel, table=True):
     """Money movements. `ref` is unique per campaign, so replaying an action cannot book it twice.
 
-    kinds: reserve (+reserved), charge (-reserved, +spent), release (-reserved),
-           bonus_reserve, bonus_charge, bonus_release (the same for bonuses).
+    `kind` is a `LedgerKind` (campaign.state: what each moves).
     """
 
     __tablename__ = "ledger"
@@ -211,7 +211,7 @@ class HeldRow(SQLModel, table=True):
     hit_key: str | None = None
     worker_id: str | None = None
     held_at: float = Field(default_factory=time.time)
-    status: str = "held"
+    status: str = HeldStatus.HELD
     decision: str | None = None
     message: str | None = None
     decided_at: float | None = None
@@ -221,7 +221,7 @@ class HeldRow(SQLModel, table=True):
 
 
 class KVRow(SQLModel, table=True):
-    """Small per-campaign state: cursors, online model snapshots."""
+    """Small per-campaign state: cursors, online model snapshots. `key` is one of `campaign.state.Keys`."""
 
     __tablename__ = "kv"
     __table_args__ = (UniqueConstraint("campaign", "key"),)
@@ -240,7 +240,8 @@ def _sqlite_pragmas(dbapi_conn: Any, _record: Any) -> None:
     cur.close()
 
 
-STORE_TABLES = frozenset({"campaigns", "items", "hits", "assignments", "judgments", "workers", "ledger", "events", "kv", "leases", "held"})
+STORE_TABLES = frozenset(str(row.__tablename__) for row in (CampaignRow, ItemRow, HitRow, AssignmentRow, JudgmentRow, WorkerRow,
+                                                            LedgerRow, EventRow, KVRow, LeaseRow, HeldRow))
 
 
 def metadata() -> MetaData:

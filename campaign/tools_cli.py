@@ -1,5 +1,6 @@
 """`campaign market ...` and `campaign bench ...`: subcommands that hand their arguments on untouched to
-the marketplace's and the benchmarks' own parsers (one line each in the tables below).
+the marketplace's and the benchmarks' own parsers (one line each in the tables below); `campaign
+prolific serve`, the Prolific API emulator standalone (`campaign.prolific.serve`).
 """
 
 from __future__ import annotations
@@ -38,6 +39,12 @@ def _bench(args: argparse.Namespace) -> int:
     return _call(f"campaign.bench.{args.bench}:main", args.rest)
 
 
+def _prolific_serve(args: argparse.Namespace) -> int:
+    from campaign.prolific.serve import serve
+
+    return serve(args)
+
+
 def _market(args: argparse.Namespace) -> int:
     return _call(MARKET_COMMANDS[args.market_cmd][0], args.rest)
 
@@ -50,6 +57,16 @@ def register(sub: argparse._SubParsersAction) -> None:
     for name, (_target, text) in MARKET_COMMANDS.items():
         sp = msub.add_parser(name, help=text.replace("%", "%%"), add_help=False, description=text.replace("%", "%%"))
         sp.set_defaults(func=_market, passthrough=True)
+
+    from campaign.prolific.serve import add_arguments
+
+    pr = sub.add_parser("prolific", help="the Prolific API emulator (serve it standalone)",
+                        description="The Prolific API emulator. Run `campaign prolific serve --help` for its options.")
+    prsub = pr.add_subparsers(dest="prolific_cmd", required=True, metavar="SUBCOMMAND", title="subcommands")
+    serve = prsub.add_parser("serve", help="serve the emulator standalone and print its URL and token",
+                             description="Serve the Prolific API emulator standalone; prints PROLIFIC_BASE_URL and PROLIFIC_TOKEN.")
+    add_arguments(serve)
+    serve.set_defaults(func=_prolific_serve)
 
     b = sub.add_parser("bench", help="benchmarks that print numbers (--json for machines)",
                        description="Benchmarks that print numbers. Run `campaign bench NAME --help` for a benchmark's options.")

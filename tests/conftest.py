@@ -9,6 +9,7 @@ import pytest
 
 from campaign.spec import ADVERSARIES_ENV
 from tests.pg import PgServer, pg_server
+from tests.support.market import SharedMarket, SharedMarkets
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -31,6 +32,27 @@ def pg_server_session() -> Iterator[PgServer]:
             yield server
     except RuntimeError as exc:
         pytest.fail(f"cannot start PostgreSQL for a @pytest.mark.postgres test: {exc}")
+
+
+@pytest.fixture(scope="session")
+def shared_markets(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SharedMarkets]:
+    """The built-in marketplaces the run shares (tests/support/market.py): `.get(mode, balance)` starts one
+    on first use; a test takes an account of its own on it with `.account()`."""
+    markets = SharedMarkets(tmp_path_factory.mktemp("shared-markets"))
+    yield markets
+    markets.close()
+
+
+@pytest.fixture(scope="session")
+def shared_market(shared_markets: SharedMarkets) -> SharedMarket:
+    """Sandbox mode (money not checked), $10,000.00 an account."""
+    return shared_markets.get()
+
+
+@pytest.fixture(scope="session")
+def shared_prod_market(shared_markets: SharedMarkets) -> SharedMarket:
+    """Production mode (money checked), $10,000.00 an account."""
+    return shared_markets.get("prod")
 
 
 @pytest.fixture

@@ -16,7 +16,7 @@ import pytest
 from campaign.cli import BENCHES, MARKET_COMMANDS
 from campaign.commands import build_parser
 from campaign.store import CampaignRow, Store, WorkerRow
-from tests.support.cli import clean_env, run_campaign
+from tests.support.cli import clean_env, cli_output, run_campaign
 from tests.support.paths import ROOT
 
 COMMANDS = ("run", "validate", "status", "export", "report", "pause", "resume", "cancel", "extend", "workers",
@@ -26,7 +26,8 @@ READ_OR_CHANGE = (("status",), ("status", "--json"), ("workers", "x"), ("events"
 
 
 def cli(*args: str, cwd: Path = ROOT) -> subprocess.CompletedProcess:
-    return run_campaign(*args, cwd=cwd, env=clean_env(PYTHONPATH=str(ROOT), COLUMNS="100"), timeout=60)
+    """`campaign ARGS` in a process of its own, as a user at a terminal 100 columns wide starts it."""
+    return run_campaign(*args, cwd=cwd, env=clean_env(COLUMNS="100"), timeout=60)
 
 
 @pytest.mark.slow
@@ -117,7 +118,7 @@ def test_validate_without_a_file_reads_campaigns_yaml_here_or_says_how_to_name_o
 
 @pytest.mark.parametrize("args", READ_OR_CHANGE, ids=lambda a: " ".join(a))
 def test_commands_on_an_empty_folder_create_nothing(tmp_path, args):
-    out = cli(*args, cwd=tmp_path)
+    out = cli_output(*args, cwd=tmp_path, COLUMNS="100")
     assert out.returncode == 2, out.stdout + out.stderr
     assert f"no campaign store at {Path('state') / 'campaign.db'}" in out.stderr
     assert "Traceback" not in out.stderr
@@ -130,7 +131,7 @@ def test_unknown_campaign_exits_2_with_a_clear_message(tmp_path, command):
     with store.session() as s:
         s.add(CampaignRow(name="real", fingerprint="f", spec_json='{"stages": [{"name": "likert", "kind": "likert"}]}'))
     store.close()
-    out = cli(command, "nope", "--state", str(tmp_path / "state"))
+    out = cli_output(command, "nope", "--state", str(tmp_path / "state"), COLUMNS="100")
     assert out.returncode == 2
     assert "no campaign named 'nope'" in out.stderr
     assert not (tmp_path / "state" / "nope").exists()
@@ -138,8 +139,8 @@ def test_unknown_campaign_exits_2_with_a_clear_message(tmp_path, command):
 
 def test_plain_progress_ends_with_what_status_says(tmp_path):
     """The last line printed for a campaign comes from its final figures, even inside the print interval."""
-    from campaign.dashboard.figures import campaign_figures
     from campaign.progress import PlainProgress
+    from campaign.readmodel.figures import campaign_figures
 
     store = Store.open(tmp_path)
     with store.session() as s:
@@ -214,7 +215,7 @@ def test_workers_is_readable_at_80_columns(tmp_path):
                         evidence=json.dumps({"correlation": 0.88, "labels": 15, "shared_items": 15, "traps_passed": 1,
                                               "traps_seen": 1})))
     store.close()
-    out = run_campaign("workers", "c", "--state", str(tmp_path / "state"), env=clean_env(PYTHONPATH=str(ROOT), COLUMNS="80"), timeout=60)
+    out = cli_output("workers", "c", "--state", str(tmp_path / "state"), COLUMNS="80")
     assert out.returncode == 0, out.stderr
     lines = out.stdout.splitlines()
     assert max(len(line) for line in lines) <= 80

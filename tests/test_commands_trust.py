@@ -10,18 +10,18 @@ from pathlib import Path
 
 import pytest
 
-from campaign.commands import main
-
-ROOT = Path(__file__).resolve().parent.parent
+from tests.support.cli import clean_env, cli, cli_output, run_args
+from tests.support.paths import ROOT, WATER
+from tests.support.specs import NO_CROWD, campaign, write_spec
 
 
 def test_validate_takes_the_spec_as_config_as_run_does(capsys):
-    assert main(["validate", "--config", str(ROOT / "campaigns.yaml")]) == 0
+    assert cli("validate", "--config", ROOT / "campaigns.yaml") == 0
     assert capsys.readouterr().out.rstrip().endswith("ok")
 
 
 def test_validate_refuses_two_different_spec_files(capsys):
-    assert main(["validate", str(ROOT / "campaigns.yaml"), "--config", str(ROOT / "examples" / "two-stage.yaml")]) == 2
+    assert cli("validate", ROOT / "campaigns.yaml", "--config", ROOT / "examples" / "two-stage.yaml") == 2
     assert "two spec files" in capsys.readouterr().err
 
 
@@ -31,7 +31,7 @@ def _log_first_store(tmp_path: Path, level: str | None) -> str:
             "from campaign.store import Store; import logging; "
             f"configure_logging({level!r}); Store.open(Path(sys.argv[1]), None).close(); "
             "logging.getLogger('campaign.daemon').info('campaign info shown')")
-    out = subprocess.run([sys.executable, "-c", code, str(tmp_path / "state")], env=dict(os.environ, PYTHONPATH=str(ROOT)),
+    out = subprocess.run([sys.executable, "-c", code, str(tmp_path / "state")], env=clean_env(),
                          capture_output=True, text=True, timeout=60)
     assert out.returncode == 0, out.stderr
     return out.stderr
@@ -47,30 +47,16 @@ def test_debug_shows_library_logging(tmp_path):
     assert "INFO alembic" in _log_first_store(tmp_path, "DEBUG")
 
 
-SANDBOX_SPEC = """\
-campaigns:
-  - name: sandboxed
-    topic: t
-    input:
-      propositions: {items}
-    task: {{kind: likert, items_per_hit: 5, assignments: 3, reward: "0.05"}}
-    budget: "5.00"
-    marketplace: mturk-sandbox
-    crowd: {{kind: none}}
-"""
-
-
 @pytest.mark.parametrize("marketplace", ["mturk-sandbox", "mturk"])
-def test_run_refuses_mturk_without_aws_credentials(tmp_path, marketplace):
-    items = ROOT / "examples" / "ukpconvarg1-water" / "propositions.tsv"
-    spec = tmp_path / "spec.yaml"
-    spec.write_text(SANDBOX_SPEC.format(items=items).replace("mturk-sandbox", marketplace))
-    env = {k: v for k, v in os.environ.items() if not k.startswith("AWS_")}
-    env.update(PYTHONPATH=str(ROOT), HOME=str(tmp_path), AWS_SHARED_CREDENTIALS_FILE=str(tmp_path / "none"),
-               AWS_CONFIG_FILE=str(tmp_path / "none"), AWS_EC2_METADATA_DISABLED="true")
-    out = subprocess.run([sys.executable, "-m", "campaign", "run", "--config", str(spec), "--state", str(tmp_path / "state"),
-                          "--production", "--quiet", "--max-seconds", "8"],
-                         cwd=tmp_path, env=env, capture_output=True, text=True, timeout=60)
+def test_run_refuses_mturk_without_aws_credentials(tmp_path, marketplace, monkeypatch):
+    task = {"kind": "likert", "items_per_hit": 5, "assignments": 3, "reward": "0.05"}
+    spec = write_spec(tmp_path / "spec.yaml", campaign("sandboxed", topic="t", propositions=WATER / "propositions.tsv", task=task,
+                                                       budget="5.00", marketplace=marketplace, crowd=NO_CROWD, poll_interval=None))
+    for name in [k for k in os.environ if k.startswith("AWS_")]:
+        monkeypatch.delenv(name)
+    out = cli_output(*run_args(spec, tmp_path / "state", "--production", "--max-seconds", "8"), cwd=tmp_path, HOME=str(tmp_path),
+                     AWS_SHARED_CREDENTIALS_FILE=str(tmp_path / "none"), AWS_CONFIG_FILE=str(tmp_path / "none"),
+                     AWS_EC2_METADATA_DISABLED="true")
     assert out.returncode == 2, out.stdout + out.stderr
     assert "needs AWS credentials" in out.stderr
     assert "NoCredentialsError" not in out.stderr

@@ -18,14 +18,14 @@ import boto3
 import pytest
 from sqlmodel import select
 
+from campaign.answer_xml import parse_answer_xml
 from campaign.daemon import saved_clock
-from campaign.market.answers import parse_answer_xml
 from campaign.market.server import start_market
 from campaign.quality.evidence import Label, TrapResult
 from campaign.quality.review import PolicyConfig, review
 from campaign.store import AssignmentRow, HitRow, LedgerRow, Store, WorkerRow
 from campaign.tasks import likert
-from tests.support.cli import clean_env, run_args, run_campaign, start_campaign
+from tests.support.cli import clean_env, kill_at, run_args, run_campaign
 from tests.support.paths import ROOT
 from tests.support.specs import NO_CROWD, campaign, simulated
 from tests.support.specs import write_spec as spec_file
@@ -156,11 +156,7 @@ def test_sigkill_then_restart_loses_nothing_and_pays_once(tmp_path, point):
 def test_sigkill_at_random_instants(tmp_path):
     config = write_spec(tmp_path)
     state = tmp_path / "state"
-    for delay in (1.5, 2.5, 3.5):
-        p = start_campaign(*run_args(config, state, seed=3), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-        time.sleep(delay)
-        p.send_signal(signal.SIGKILL)
-        p.wait()
+    kill_at(run_args(config, state, seed=3), (1.5, 2.5, 3.5))
     proc = run_cli(config, state)
     assert proc.returncode == 0, proc.stderr[-3000:]
     check_consistent(state)

@@ -4,16 +4,14 @@ balanced windows, run against the built-in marketplace and the simulated crowd."
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
-from pathlib import Path
 
 import pytest
 from sqlmodel import select
 
 from campaign.store import HitRow, ItemRow, Store
+from tests.support.cli import run_args, run_campaign
+from tests.support.specs import campaign, simulated, write_spec
 
-ROOT = Path(__file__).resolve().parent.parent
 SENTENCES = ["Bottled water costs far more than the tap water it often is.",
              "Plastic bottles take hundreds of years to break down in landfills.",
              "Many cities have banned the sale of bottled water in public buildings.",
@@ -38,30 +36,11 @@ def test_a_folder_of_paragraphs_runs_as_a_nugget_campaign(tmp_path):
     truth = ["id\timportance"] + [f"p{n:02d}.s{i}\t{0.2 + 0.6 * ((n + i) % 3) / 2}"
                                   for n, length in enumerate(lengths) for i in range(length)]
     (tmp_path / "truth.tsv").write_text("\n".join(truth) + "\n", encoding="utf-8")
-    spec = tmp_path / "campaigns.yaml"
-    spec.write_text("""\
-campaigns:
-  - name: paragraphs
-    topic: Should plastic water bottles be banned?
-    input:
-      documents: texts
-    task:
-      kind: nuggets
-      assignments: 3
-      min_workers: 2
-    budget: "40.00"
-    crowd:
-      kind: simulated
-      workers: 15
-      speed: 3600
-      arrival_span: 30m
-      truth: truth.tsv
-    schedule:
-      poll_interval: 0.2
-""", encoding="utf-8")
+    spec = write_spec(tmp_path / "campaigns.yaml", campaign(
+        "paragraphs", documents="texts", task={"kind": "nuggets", "assignments": 3, "min_workers": 2}, budget="40.00",
+        crowd=simulated(15, speed=3600, arrival_span="30m", truth="truth.tsv")))
     state = tmp_path / "state"
-    proc = subprocess.run([sys.executable, "-m", "campaign", "run", "--config", str(spec), "--state", str(state), "--quiet"],
-                          cwd=ROOT, capture_output=True, text=True, timeout=400)
+    proc = run_campaign(*run_args(spec, state), timeout=400)
     assert proc.returncode == 0, proc.stderr[-3000:]
     store = Store.open(state)
     with store.session() as s:

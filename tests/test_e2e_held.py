@@ -6,51 +6,24 @@ from __future__ import annotations
 
 import json
 from decimal import Decimal
-from pathlib import Path
 
 import pytest
 from sqlmodel import select
 
-from campaign.commands import main as campaign_main
 from campaign.ledger import totals
 from campaign.money import assignment_cost
 from campaign.store import AssignmentRow, CampaignRow, EventRow, HeldRow, Store
 from campaign.tasks import get as get_kind
-
-ROOT = Path(__file__).resolve().parent.parent
-EXAMPLE = ROOT / "examples" / "ukpconvarg1-water"
-
-SPEC = """\
-campaigns:
-  - name: heldrun
-    topic: Should plastic water bottles be banned?
-    input:
-      propositions: {props}
-    task:
-      kind: likert
-      reward: "0.06"
-      items_per_hit: 5
-      assignments: 3
-      auto_approval_delay: 2d
-    budget: "10.00"
-    crowd:
-      kind: simulated
-      workers: 8
-      speed: 3600
-      arrival_span: 10m
-      truth: {truth}
-    schedule:
-      poll_interval: 0.2
-"""
+from tests.support.cli import cli, run_args
+from tests.support.specs import campaign, first_propositions, simulated, write_spec
 
 
 @pytest.mark.slow
 def test_a_held_answer_lets_the_run_finish_and_a_decision_is_carried_out_by_the_next_run(tmp_path, monkeypatch, capsys):
-    lines = (EXAMPLE / "propositions.tsv").read_text(encoding="utf-8").splitlines()
-    props = tmp_path / "props.tsv"
-    props.write_text("\n".join(lines[:21]) + "\n", encoding="utf-8")
-    config = tmp_path / "campaigns.yaml"
-    config.write_text(SPEC.format(props=props, truth=EXAMPLE / "truth.tsv"), encoding="utf-8")
+    task = {"kind": "likert", "reward": "0.06", "items_per_hit": 5, "assignments": 3, "auto_approval_delay": "2d"}
+    config = write_spec(tmp_path / "campaigns.yaml", campaign(
+        "heldrun", propositions=first_propositions(tmp_path, 20), task=task, budget="10.00",
+        crowd=simulated(8, speed=3600, arrival_span="10m")))
     state = tmp_path / "state"
     kind = get_kind("likert")
     real = type(kind).parse
@@ -63,8 +36,8 @@ def test_a_held_answer_lets_the_run_finish_and_a_decision_is_carried_out_by_the_
         return real(self, stage, fields, items)
 
     monkeypatch.setattr(type(kind), "parse", parse)
-    run = ["run", "--config", str(config), "--state", str(state), "--seed", "1", "--quiet", "--max-seconds", "200"]
-    assert campaign_main(run) == 0
+    run = run_args(config, state, "--max-seconds", "200", seed=1)
+    assert cli(*run) == 0
     store = Store.open(state)
     try:
         with store.session() as s:
@@ -81,10 +54,10 @@ def test_a_held_answer_lets_the_run_finish_and_a_decision_is_carried_out_by_the_
     finally:
         store.close()
     capsys.readouterr()
-    assert campaign_main(["held", "heldrun", "--json", "--state", str(state)]) == 0
+    assert cli("held", "heldrun", "--json", "--state", str(state)) == 0
     assert [r["row"] for r in json.loads(capsys.readouterr().out)] == [held.row_key]
-    assert campaign_main(["decide", "heldrun", held.row_key, "approve", "--state", str(state)]) == 0
-    assert campaign_main(run) == 0  # resumes the finished campaign for its decision, then stops
+    assert cli("decide", "heldrun", held.row_key, "approve", "--state", str(state)) == 0
+    assert cli(*run) == 0  # resumes the finished campaign for its decision, then stops
     store = Store.open(state)
     try:
         with store.session() as s:

@@ -3,9 +3,7 @@ rules, a budget below it a warning that says how much it covers, and computed wi
 
 from __future__ import annotations
 
-import os
 import subprocess
-import sys
 from decimal import Decimal
 from pathlib import Path
 
@@ -14,18 +12,17 @@ import pytest
 from campaign.estimate import describe, estimate_campaign, estimate_spec, places_for, plan_items
 from campaign.money import MTURK_FEES
 from campaign.spec import load_spec
+from tests.support.cli import cli_output, run_campaign
+from tests.support.paths import ROOT
+from tests.support.specs import NO_CROWD, campaign, first_propositions, write_spec
 
-ROOT = Path(__file__).resolve().parent.parent
-EXAMPLE = ROOT / "examples" / "ukpconvarg1-water"
 
-
-def _cli(*args: str, cwd: Path) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "campaign", *args], cwd=cwd, env=dict(os.environ, PYTHONPATH=str(ROOT)),
-                          capture_output=True, text=True, timeout=120)
+def _cli(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
+    return run_campaign(*args, cwd=cwd)
 
 
 def test_validate_prints_the_demo_estimate_and_creates_nothing(tmp_path):
-    out = _cli("validate", str(ROOT / "campaigns.yaml"), cwd=tmp_path)
+    out = cli_output("validate", str(ROOT / "campaigns.yaml"), cwd=tmp_path)
     assert out.returncode == 0, out.stderr
     assert "cost estimate for water-bottles" in out.stdout
     # 60 propositions, 5 per HIT, 5 assignments at $0.06 + MTurk's 20% fee ($0.01 minimum)
@@ -34,39 +31,25 @@ def test_validate_prints_the_demo_estimate_and_creates_nothing(tmp_path):
     assert list(tmp_path.iterdir()) == []
 
 
-SMALL = """\
-campaigns:
-  - name: small
-    topic: t
-    input:
-      propositions: {items}
-    task: {{kind: likert, items_per_hit: 5, assignments: 5, reward: "0.06"}}
-    budget: "{budget}"
-    crowd: {{kind: none}}
-"""
-
-
-def _small(tmp_path: Path, budget: str, n: int = 30) -> Path:
-    lines = (EXAMPLE / "propositions.tsv").read_text().splitlines()
-    (tmp_path / "items.tsv").write_text("\n".join(lines[: n + 1]) + "\n")
-    spec = tmp_path / "spec.yaml"
-    spec.write_text(SMALL.format(items="items.tsv", budget=budget))
-    return spec
+def _small(tmp_path: Path, budget: str, n: int = 30, assignments: int = 5) -> Path:
+    """A Likert campaign over the first `n` demo propositions, 5 a HIT at $0.06, with no crowd."""
+    task = {"kind": "likert", "items_per_hit": 5, "assignments": assignments, "reward": "0.06"}
+    return write_spec(tmp_path / "spec.yaml", campaign("small", topic="t", propositions=first_propositions(tmp_path, n).name,
+                                                       task=task, budget=budget, crowd=NO_CROWD, poll_interval=None))
 
 
 def test_a_budget_below_the_estimate_is_a_warning_with_its_coverage(tmp_path):
     spec = _small(tmp_path, "1.00")
-    out = _cli("validate", str(spec), cwd=tmp_path)
+    out = cli_output("validate", str(spec), cwd=tmp_path)
     assert out.returncode == 0
     # 6 HITs x 5 x ($0.06 + $0.01) = $2.10; $1.00 covers 48% of it
     assert "total $2.10; budget $1.00" in out.stdout
     assert "warning: budget $1.00 is below the estimate $2.10: it covers about 48% of the campaign" in out.stdout
-    assert "warning" not in _cli("validate", str(_small(tmp_path, "2.10")), cwd=tmp_path).stdout
+    assert "warning" not in cli_output("validate", str(_small(tmp_path, "2.10")), cwd=tmp_path).stdout
 
 
 def test_mturk_fee_rules_apply_from_ten_assignments(tmp_path):
-    spec = _small(tmp_path, "50.00")
-    spec.write_text(spec.read_text().replace("assignments: 5", "assignments: 10"))
+    spec = _small(tmp_path, "50.00", assignments=10)
     c = load_spec(spec).campaigns[0]
     est = estimate_campaign(c, plan_items(c))
     (s,) = est.stages
@@ -97,7 +80,7 @@ def test_places_never_assume_a_submission_does_more_hits_than_a_batch_has():
 
 def test_run_with_an_unknown_campaign_estimates_nothing(tmp_path):
     spec = _small(tmp_path, "1.00")
-    out = _cli("run", "--config", str(spec), "--campaign", "nope", "--state", str(tmp_path / "state"), cwd=tmp_path)
+    out = cli_output("run", "--config", str(spec), "--campaign", "nope", "--state", str(tmp_path / "state"), cwd=tmp_path)
     assert out.returncode == 2
     assert "cost estimate" not in out.stdout
 

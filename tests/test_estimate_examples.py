@@ -5,9 +5,6 @@ on who turns out careful) and are checked against the estimate's "at most" inste
 
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
 from decimal import Decimal
 from pathlib import Path
 
@@ -18,28 +15,28 @@ from campaign.estimate import estimate_spec
 from campaign.ledger import totals
 from campaign.spec import load_spec
 from campaign.store import LedgerRow, Store
+from tests.support.cli import run_args, run_campaign
+from tests.support.paths import ROOT
 
-ROOT = Path(__file__).resolve().parent.parent
 # examples/hostile.yaml is the demo's campaigns with a quarter of each crowd adversarial: which adversaries'
 # work gets paid is what `campaign bench hostile` measures, and the estimate does not model it (one run:
 # water-bottles expected $3.78, total $4.20, spent $3.99), so it is left out here.
 SPECS = [ROOT / "campaigns.yaml", *sorted(p for p in (ROOT / "examples").glob("*.yaml") if p.name != "hostile.yaml")]
-# The Prolific example spends more than its estimate on this machine, even run alone (CI dry run: £34.65
-# against £28.35; earlier runs £27.30-£35.70): participants time out on the scaled wall clock and the
-# reopened places are paid again, which an estimate cannot foresee. Kept running, its figure printed, and
-# expected to fail until the simulation is load-independent and places follow servable work.
-PROLIFIC_OVERSPENDS = pytest.mark.xfail(reason="Prolific places reopened after time-outs are paid again (load-dependent)",
+# The Prolific example's work is paid per HIT used (a shorter bundle its share of a place), and the
+# estimate prices it so, but the ranking stage posts 11-12 HITs where the estimate plans 9 (its batches
+# follow the ratings), and review rejects more than the spammers' share: spent on work (seeds 1-3,
+# 2026-11) £21.00, £21.84, £20.37 against an expected £18.90 (total £22.05). Kept running, its figure
+# printed, and expected to fail until the estimate plans the ranking batches the run posts.
+PROLIFIC_OVERSPENDS = pytest.mark.xfail(reason="the estimate plans fewer ranking HITs than a Prolific run posts",
                                         strict=False)
 SPECS = [pytest.param(p, marks=PROLIFIC_OVERSPENDS) if p.name == "prolific.yaml" else p for p in SPECS]
 
 
 @pytest.mark.slow
-@pytest.mark.serial
 @pytest.mark.parametrize("spec_path", SPECS, ids=lambda p: Path(p).name)
 def test_estimate_is_within_five_percent_of_the_runs_spend(spec_path, tmp_path):
     state = tmp_path / "state"
-    run = subprocess.run([sys.executable, "-m", "campaign", "run", "--config", str(spec_path), "--state", str(state), "--quiet"],
-                         cwd=tmp_path, env=dict(os.environ, PYTHONPATH=str(ROOT)), capture_output=True, text=True, timeout=900)
+    run = run_campaign(*run_args(spec_path, state), cwd=tmp_path, timeout=900)
     assert run.returncode == 0, run.stderr[-3000:]
     spec = load_spec(spec_path)
     store = Store.open(state, None)

@@ -27,47 +27,13 @@ from campaign.market.worker_client import WorkerAPIError, WorkerClient
 from campaign.prolific.emulator.participant import add_participant
 from campaign.spec import load_spec
 from campaign.store import AssignmentRow, Store
+from tests.support.specs import campaign, first_propositions, simulated, write_spec
 
 pytestmark = [pytest.mark.slow, pytest.mark.prolific]
 
-ROOT = Path(__file__).resolve().parent
-EXAMPLE = ROOT.parent / "examples" / "ukpconvarg1-water"
 N_ITEMS = 10
-
-SPEC = """\
-campaigns:
-  - name: hostile
-    topic: Should plastic water bottles be banned?
-    input:
-      propositions: {props}
-    marketplace: prolific-local
-    prolific:
-      reward: "0.50"
-      currency: GBP
-      bundle: 2
-      estimated_minutes: 3
-      maximum_minutes: 60
-      devices: [desktop]
-      fee_rate: "0.333"
-      vat_rate: "0.2"
-    task_site:
-      public_url: http://127.0.0.1:0
-    stages:
-      - name: likert
-        kind: likert
-        assignments: 3
-        auto_approval_delay: 1d
-    budget: "40.00"
-    crowd:
-      kind: simulated
-      workers: 10
-      mix: {{diligent: 1.0}}
-      speed: 600
-      arrival_span: 10m
-      truth: {truth}
-    schedule:
-      poll_interval: 0.2
-"""
+PROLIFIC = {"reward": "0.50", "currency": "GBP", "bundle": 2, "estimated_minutes": 3, "maximum_minutes": 60,
+            "devices": ["desktop"], "fee_rate": "0.333", "vat_rate": "0.2"}
 
 
 def _post(url: str, body: bytes, headers: dict[str, str]) -> tuple[int, str]:
@@ -88,7 +54,7 @@ class Hostile:
         self.thread: threading.Thread | None = None
 
     def progress(self, rt: Runtime) -> None:
-        if self.thread is None and rt.prolific is not None and rt.market_server is not None:
+        if self.thread is None and "prolific-local" in rt.runs and rt.services.site is not None:
             self.thread = threading.Thread(target=self._run, args=(rt,), daemon=True)
             self.thread.start()
 
@@ -100,7 +66,7 @@ class Hostile:
             self.errors.append(f"{type(exc).__name__}: {exc}")
 
     def _worker(self, rt: Runtime) -> None:
-        market = rt.market_server
+        market = rt.services.site.server
         client = WorkerClient(market.endpoint_url)
         client.sign_in(market.add_worker("AHOSTILE0000001"))
         aid = None
@@ -130,7 +96,7 @@ class Hostile:
             pass  # stored (old code): nothing to return
 
     def _participant(self, rt: Runtime) -> None:
-        em = rt.prolific.emulator
+        em = rt.runs["prolific-local"].pieces.emulator
         p = add_participant(em.root_url, em.token, country="GB")
         for _ in range(600):
             studies = p.studies()
@@ -139,7 +105,7 @@ class Hostile:
             time.sleep(0.1)
         sub, url = p.start(studies[0]["id"])
         session = dict(urllib.parse.parse_qsl(urllib.parse.urlsplit(url).query))
-        site = rt.market_server.endpoint_url
+        site = rt.services.site.endpoint_url
         with urllib.request.urlopen(f"{site}/prolific/api/next?" + urllib.parse.urlencode(session), timeout=30) as r:
             step = json.loads(r.read())
         assert step["status"] == "task", step
@@ -147,17 +113,16 @@ class Hostile:
         body = json.dumps({**session, "assignmentId": aid, "fields": [[f"rating-{i}", "4\x00"] for i in range(5)]}).encode()
         self.seen["prolific door"] = _post(f"{site}/prolific/api/submit", body, {"Content-Type": "application/json"})
         form = urllib.parse.urlencode([("assignmentId", aid)] + [(f"rating-{i}", "4\x1b") for i in range(5)]).encode()
-        self.seen["content origin (door's task)"] = _post(rt.market_server.content_url + "/mturk/externalSubmit", form,
+        self.seen["content origin (door's task)"] = _post(rt.services.site.content_url + "/mturk/externalSubmit", form,
                                                            {"Content-Type": "application/x-www-form-urlencoded"})
         p.give_back(sub)
 
 
 def test_control_character_answers_are_refused_at_every_door_and_the_campaign_finishes(tmp_path: Path) -> None:
-    props = tmp_path / "props.tsv"
-    lines = (EXAMPLE / "propositions.tsv").read_text(encoding="utf-8").splitlines()
-    props.write_text("\n".join(lines[: N_ITEMS + 1]) + "\n", encoding="utf-8")
-    cfg = tmp_path / "campaigns.yaml"
-    cfg.write_text(SPEC.format(props=props, truth=EXAMPLE / "truth.tsv"), encoding="utf-8")
+    cfg = write_spec(tmp_path / "campaigns.yaml", campaign(
+        "hostile", propositions=first_propositions(tmp_path, N_ITEMS), marketplace="prolific-local", prolific=PROLIFIC,
+        task_site={"public_url": "http://127.0.0.1:0"}, budget="40.00", crowd=simulated(10, mix={"diligent": 1.0}, speed=600, arrival_span="10m"),
+        stages=[{"name": "likert", "kind": "likert", "assignments": 3, "auto_approval_delay": "1d"}]))
     state = tmp_path / "state"
     hostile = Hostile()
     rc = run(load_spec(cfg), RunOptions(state_dir=state, seed=1, max_seconds=240), progress=hostile.progress)

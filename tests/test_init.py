@@ -2,37 +2,38 @@
 
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
-from campaign.commands import main as commands_main
 from campaign.init import files
 from campaign.spec import load_spec
-
-ROOT = Path(__file__).resolve().parent.parent
+from tests.support.cli import cli, run_campaign
 
 
 def test_init_writes_a_spec_that_validates(tmp_path, capsys):
     folder = tmp_path / "new"
-    assert commands_main(["init", str(folder)]) == 0
+    assert cli("init", str(folder)) == 0
     assert sorted(str(p.relative_to(folder)) for p in folder.rglob("*") if p.is_file()) == sorted(files())
-    assert commands_main(["validate", str(folder / "campaigns.yaml")]) == 0
+    assert cli("validate", str(folder / "campaigns.yaml")) == 0
     assert capsys.readouterr().out.rstrip().endswith("ok")
     spec = (folder / "campaigns.yaml").read_text(encoding="utf-8")
     assert spec.count("#") > 20  # commented, line by line
 
 
-def test_the_commented_nugget_campaign_validates_once_uncommented(tmp_path):
-    assert commands_main(["init", str(tmp_path)]) == 0
-    spec = tmp_path / "campaigns.yaml"
+def _init_with_nuggets(folder: Path) -> Path:
+    """`campaign init FOLDER`, then its commented nugget campaign uncommented; the spec file."""
+    assert cli("init", folder) == 0
+    spec = folder / "campaigns.yaml"
     lines = spec.read_text(encoding="utf-8").splitlines()
     start = next(i for i, line in enumerate(lines) if line.startswith("  # - name: my-first-nuggets"))
     spec.write_text("\n".join(lines[:start] + [line.replace("  # ", "  ", 1) for line in lines[start:]]) + "\n",
                     encoding="utf-8")
+    return spec
+
+
+def test_the_commented_nugget_campaign_validates_once_uncommented(tmp_path):
+    spec = _init_with_nuggets(tmp_path)
     nuggets = load_spec(spec).campaign("my-first-nuggets")
     assert nuggets.stages[0].kind == "nuggets" and nuggets.input_kind == "documents"
     from campaign.inputs import load_documents, load_truth
@@ -43,7 +44,7 @@ def test_the_commented_nugget_campaign_validates_once_uncommented(tmp_path):
 
 def test_init_never_overwrites(tmp_path, capsys):
     (tmp_path / "truth.tsv").write_text("mine\n", encoding="utf-8")
-    assert commands_main(["init", str(tmp_path)]) == 2
+    assert cli("init", str(tmp_path)) == 2
     err = capsys.readouterr().err
     assert "not overwriting" in err and str(tmp_path / "truth.tsv") in err and "nothing was written" in err
     assert (tmp_path / "truth.tsv").read_text(encoding="utf-8") == "mine\n"
@@ -52,10 +53,8 @@ def test_init_never_overwrites(tmp_path, capsys):
 
 @pytest.mark.slow
 def test_the_starter_campaign_runs_to_the_end(tmp_path):
-    subprocess.run([sys.executable, "-m", "campaign", "init", "starter"], cwd=tmp_path, check=True, capture_output=True)
-    proc = subprocess.run([sys.executable, "-m", "campaign", "run", "--quiet", "--state", str(tmp_path / "state")],
-                          cwd=tmp_path / "starter", capture_output=True, text=True, timeout=300,
-                          env={**os.environ, "PYTHONPATH": str(ROOT)})
+    run_campaign("init", "starter", cwd=tmp_path, check=True)
+    proc = run_campaign("run", "--quiet", "--state", tmp_path / "state", cwd=tmp_path / "starter", timeout=300)
     assert proc.returncode == 0, proc.stderr[-3000:]
     scores = (tmp_path / "state" / "my-first-campaign" / "scores.csv").read_text(encoding="utf-8").splitlines()
     assert len(scores) == 1 + 10  # a header and every proposition scored
@@ -63,13 +62,7 @@ def test_the_starter_campaign_runs_to_the_end(tmp_path):
 
 @pytest.mark.slow
 def test_the_commented_nugget_campaign_runs_once_uncommented(tmp_path):
-    assert commands_main(["init", str(tmp_path)]) == 0
-    spec = tmp_path / "campaigns.yaml"
-    lines = spec.read_text(encoding="utf-8").splitlines()
-    start = next(i for i, line in enumerate(lines) if line.startswith("  # - name: my-first-nuggets"))
-    spec.write_text("\n".join(lines[:start] + [line.replace("  # ", "  ", 1) for line in lines[start:]]) + "\n",
-                    encoding="utf-8")
-    proc = subprocess.run([sys.executable, "-m", "campaign", "run", "--quiet", "--campaign", "my-first-nuggets"],
-                          cwd=tmp_path, capture_output=True, text=True, timeout=300, env={**os.environ, "PYTHONPATH": str(ROOT)})
+    _init_with_nuggets(tmp_path)
+    proc = run_campaign("run", "--quiet", "--campaign", "my-first-nuggets", cwd=tmp_path, timeout=300)
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert (tmp_path / "state" / "my-first-nuggets" / "gold_nuggets.jsonl").read_text(encoding="utf-8").strip()

@@ -7,8 +7,9 @@ import pytest
 
 from campaign.inputs import InputError, load_documents
 from campaign.spec import SpecError, load_spec
+from tests.support.paths import WATER
+from tests.support.specs import campaign, write_spec
 
-ROOT = Path(__file__).resolve().parent.parent
 PARAGRAPH = ("Bottled water costs a thousand times more than tap water. Dr. Smith said so in the U.S. report of 2.5 pages. "
              "Plastic bottles take centuries to decompose. Many towns have banned them already.")
 
@@ -45,7 +46,7 @@ def test_a_paragraph_in_a_sentence_per_row_file_names_its_line(tmp_path):
 
 
 def test_the_demo_sentence_file_still_loads_unchanged():
-    items = load_documents(ROOT / "examples" / "ukpconvarg1-water" / "documents.tsv")
+    items = load_documents(WATER / "documents.tsv")
     assert len(items) == 136 and items[0].key == "arg219207.s0"
 
 
@@ -55,14 +56,13 @@ def test_validate_names_the_paragraph_row_and_accepts_a_folder(tmp_path):
     folder = tmp_path / "texts"
     folder.mkdir()
     (folder / "one.txt").write_text(PARAGRAPH, encoding="utf-8")
-    spec = tmp_path / "c.yaml"
-    body = ("campaigns:\n  - name: n\n    topic: Water\n    input:\n      documents: {}\n    task:\n      kind: nuggets\n"
-            "    budget: \"10.00\"\n")
-    spec.write_text(body.format("sents.tsv"), encoding="utf-8")
+    def spec(documents: str) -> Path:
+        return write_spec(tmp_path / "c.yaml", campaign("n", topic="Water", documents=documents, task={"kind": "nuggets"},
+                                                        budget="10.00", crowd=None, poll_interval=None))
+
     with pytest.raises(SpecError, match=r"sents.tsv:2: this row looks like a paragraph"):
-        load_spec(spec)
-    spec.write_text(body.format("texts"), encoding="utf-8")
-    assert load_spec(spec).campaigns[0].input_path.endswith("texts")
+        load_spec(spec("sents.tsv"))
+    assert load_spec(spec("texts")).campaigns[0].input_path.endswith("texts")
 
 
 def test_a_folder_without_text_files_or_with_a_bad_byte_is_an_error(tmp_path):

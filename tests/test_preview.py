@@ -3,19 +3,17 @@ and that it creates no state (the browser test completes the pages: tests/browse
 
 from __future__ import annotations
 
-import os
 import signal
 import subprocess
-import sys
 import urllib.request
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
+from tests.support.cli import cli_output, start_campaign
+from tests.support.paths import ROOT
 
 
 def _cli(*args: str, cwd: Path) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "campaign", "preview", *args], cwd=cwd,
-                          env=dict(os.environ, PYTHONPATH=str(ROOT)), capture_output=True, text=True, timeout=120)
+    return cli_output("preview", *args, cwd=cwd)
 
 
 def test_one_stage_of_one_campaign_with_its_trap_marked(tmp_path):
@@ -39,9 +37,8 @@ def test_unknown_campaign_or_stage_is_an_error(tmp_path):
 
 
 def test_serve_answers_on_loopback_until_interrupted(tmp_path):
-    proc = subprocess.Popen([sys.executable, "-m", "campaign", "preview", "--config", str(ROOT / "campaigns.yaml"),
-                             "--campaign", "water-bottles", "--out", "p", "--serve"], cwd=tmp_path,
-                            env=dict(os.environ, PYTHONPATH=str(ROOT)), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    proc = start_campaign("preview", "--config", ROOT / "campaigns.yaml", "--campaign", "water-bottles", "--out", "p",
+                          "--serve", cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
         assert proc.stdout is not None
         line = ""

@@ -22,6 +22,7 @@ from campaign.report import (
     worker_agreement,
 )
 from campaign.report_svg import Bar, _count_axis, fmt_tick, histogram, nice_step, ticks, vbars
+from campaign.state import Keys
 from campaign.store import AssignmentRow, CampaignRow, ItemRow, JudgmentRow, KVRow, Store, WorkerRow
 from tests.support.paths import ROOT
 
@@ -120,7 +121,7 @@ def _store(tmp_path: Path) -> Store:
             s.add(WorkerRow(campaign="c", worker_id=w))
         ledger.reserve_bonus(s, "c", Decimal("5.00"), "bonus:W0", Decimal("0.10"), "A0")
         ledger.charge_bonus(s, "c", "bonus:W0", Decimal("0.10"), "A0")
-        s.add(KVRow(campaign="c", key="ranking_batch:likert:0000", value='{"mean_sigma": 2.5, "pairs_planned": 12}'))
+        s.add(KVRow(campaign="c", key=Keys.batch_progress("likert", "likert", 0), value='{"mean_sigma": 2.5, "pairs_planned": 12}'))
     return store
 
 

@@ -9,7 +9,7 @@ import re
 from decimal import Decimal
 from pathlib import Path
 
-from campaign.dashboard.figures import campaign_figures
+from campaign.readmodel.figures import campaign_figures
 from campaign.report import build_report
 from campaign.report_svg import error_bars, lines
 from campaign.store import AssignmentRow, CampaignRow, HitRow, ItemRow, JudgmentRow, Store

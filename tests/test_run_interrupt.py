@@ -3,40 +3,22 @@ used to exit 130 without a word)."""
 
 from __future__ import annotations
 
-import os
 import signal
 import sqlite3
 import subprocess
-import sys
 import time
-from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parent.parent
-SPEC = f"""\
-campaigns:
-  - name: waiting
-    topic: t
-    input:
-      propositions: {ROOT / "examples/ukpconvarg1-water/propositions.tsv"}
-    task:
-      kind: likert
-    budget: "30.00"
-    crowd:
-      kind: none
-    schedule:
-      poll_interval: 0.2
-"""
+from tests.support.cli import run_args, start_campaign
+from tests.support.specs import NO_CROWD, campaign, write_spec
 
 
 @pytest.mark.slow
 def test_ctrl_c_says_how_to_resume_and_records_an_event(tmp_path):
-    (tmp_path / "spec.yaml").write_text(SPEC)
+    write_spec(tmp_path / "spec.yaml", campaign("waiting", topic="t", task={"kind": "likert"}, budget="30.00", crowd=NO_CROWD))
     state = tmp_path / "st"
-    proc = subprocess.Popen([sys.executable, "-m", "campaign", "run", "--config", "spec.yaml", "--state", str(state), "--quiet"],
-                            cwd=tmp_path, env={**os.environ, "PYTHONPATH": str(ROOT)}, stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True)
+    proc = start_campaign(*run_args("spec.yaml", state), cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
         deadline = time.monotonic() + 90
         posted = 0

@@ -12,14 +12,15 @@ from pathlib import Path
 import pytest
 
 from campaign.runlock import AlreadyRunning, state_lock
+from tests.support.cli import clean_env
+from tests.support.paths import ROOT
 
 HOLD = "import sys, time; from pathlib import Path; from campaign.runlock import state_lock\n" \
        "with state_lock(Path(sys.argv[1])):\n    print('held', flush=True); time.sleep(60)\n"
 
 
 def test_second_daemon_refused_naming_the_first_and_lock_freed_by_sigkill(tmp_path: Path) -> None:
-    root = Path(__file__).resolve().parents[1]
-    holder = subprocess.Popen([sys.executable, "-c", HOLD, str(tmp_path)], cwd=root, stdout=subprocess.PIPE, text=True)
+    holder = subprocess.Popen([sys.executable, "-c", HOLD, str(tmp_path)], cwd=ROOT, env=clean_env(), stdout=subprocess.PIPE, text=True)
     try:
         assert holder.stdout is not None and holder.stdout.readline().strip() == "held"
         with pytest.raises(AlreadyRunning) as refused:

@@ -7,12 +7,10 @@ import os
 import subprocess
 import sys
 import time
-from pathlib import Path
 
 from campaign.runlock import refuse_early, state_lock
-
-ROOT = Path(__file__).resolve().parent.parent
-ENV = {**os.environ, "PYTHONPATH": str(ROOT)}
+from tests.support.cli import clean_env, cli_output
+from tests.support.paths import ROOT
 
 PROBE = """
 import sys
@@ -28,7 +26,7 @@ def test_a_second_daemon_is_refused_before_the_heavy_imports(tmp_path):
     with state_lock(state):
         t0 = time.monotonic()
         out = subprocess.run([sys.executable, "-c", PROBE, "run", "--state", str(state), "--config", str(ROOT / "campaigns.yaml")],
-                             capture_output=True, text=True, env=ENV, cwd=tmp_path, timeout=60)
+                             capture_output=True, text=True, env=clean_env(), cwd=tmp_path, timeout=60)
         elapsed = time.monotonic() - t0
     assert out.returncode == 2, out.stderr
     assert "another campaign daemon" in out.stderr and f"pid {os.getpid()}" in out.stderr
@@ -50,9 +48,8 @@ def test_refuse_early_names_the_holder(tmp_path):
 
 def test_a_mistyped_campaign_leaves_nothing_behind(tmp_path):
     state = tmp_path / "fresh"
-    out = subprocess.run([sys.executable, "-m", "campaign", "run", "--campaign", "water-botles", "--state", str(state),
-                          "--config", str(ROOT / "campaigns.yaml"), "--quiet"],
-                         capture_output=True, text=True, env=ENV, cwd=tmp_path, timeout=120)
+    out = cli_output("run", "--campaign", "water-botles", "--state", state, "--config", ROOT / "campaigns.yaml", "--quiet",
+                     cwd=tmp_path)
     assert out.returncode == 2
     assert "no campaign named water-botles" in out.stderr and "water-bottles" in out.stderr  # names the ones it has
     assert not state.exists()  # no folder, no daemon.lock

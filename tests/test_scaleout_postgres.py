@@ -21,8 +21,8 @@ import boto3
 import pytest
 from sqlmodel import select
 
+from campaign.credentials import read_credentials_file
 from campaign.leases import PRESENCE, LeaseRow
-from campaign.market.accounts import read_credentials_file
 from campaign.store import AssignmentRow, CampaignRow, HitRow, LedgerRow, Store
 from tests.support.cli import clean_env, run_campaign, start_campaign
 from tests.support.specs import TOPIC, campaign, simulated

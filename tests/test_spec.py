@@ -5,8 +5,8 @@ from pathlib import Path
 
 import pytest
 
-from campaign.commands import main as commands_main
 from campaign.spec import SpecError, load_spec
+from tests.support.cli import cli
 from tests.support.paths import ROOT
 from tests.support.specs import VALID_HEAD
 from tests.support.specs import spec_problems as problems
@@ -85,11 +85,11 @@ def test_missing_file_and_yaml_errors(tmp_path):
 
 def test_validate_command_exits_2_and_prints_problems(tmp_path, capsys):
     p = write(tmp_path, GOOD.replace("topic: A topic", "topic: A topic\n    colour: blue"))
-    assert commands_main(["validate", str(p)]) == 2
+    assert cli("validate", str(p)) == 2
     err = capsys.readouterr().err
     assert "campaigns[0].colour: unknown key" in err and "nothing was posted" in err
     p = write(tmp_path, GOOD)
-    assert commands_main(["validate", str(p)]) == 0
+    assert cli("validate", str(p)) == 0
 
 
 def test_production_and_simulated_crowd_do_not_mix(tmp_path):
@@ -108,7 +108,10 @@ def test_shipped_specs_keep_their_fingerprints(monkeypatch):
 
 
 def test_each_kind_gets_its_own_stage_type_with_only_its_fields(tmp_path):
-    from campaign.spec import LikertStage, NuggetStage, RankingStage, Stage
+    from campaign.stage import Stage
+    from campaign.tasks.likert import LikertStage
+    from campaign.tasks.nuggets import NuggetStage
+    from campaign.tasks.ranking import RankingStage
 
     c = load_spec(ROOT / "examples" / "two-stage.yaml").campaigns[0]
     likert, ranking = c.stages
@@ -134,8 +137,9 @@ def test_unknown_kind_lists_registered_kinds_with_a_hint(tmp_path):
 def test_a_kind_defined_elsewhere_brings_its_own_stage_type(tmp_path):
     from dataclasses import dataclass
 
-    from campaign import spec as spec_module
-    from campaign.spec import Stage, opt, register_stage_type
+    from campaign import tasks
+    from campaign.stage import Stage, _string, opt
+    from campaign.tasks.kind import TaskKind
 
     @dataclass(frozen=True, kw_only=True)
     class YesNoStage(Stage):
@@ -146,14 +150,25 @@ def test_a_kind_defined_elsewhere_brings_its_own_stage_type(tmp_path):
         reward: Decimal = Decimal("0.02")
         title: str = "Yes or no?"
         description: str = "Answer yes or no."
-        question: str = opt("Is this important?", spec_module._string)
+        question: str = opt("Is this important?", _string)
 
         def problems(self) -> list[tuple[str, str]]:
             return super().problems() + ([] if self.question.endswith("?") else [("question", "must end with '?'")])
 
-    saved = dict(spec_module._STAGE_TYPES)
-    try:
-        register_stage_type("yesno", YesNoStage)
+    class YesNo(TaskKind):  # only what reading a spec asks of a kind
+        name = "yesno"
+        stage_type = YesNoStage
+
+        def plan(self, stage, items, traps, seed):  # type: ignore[no-untyped-def]
+            raise NotImplementedError
+
+        def page(self, stage, items, topic):  # type: ignore[no-untyped-def]
+            raise NotImplementedError
+
+        def parse(self, stage, fields, items):  # type: ignore[no-untyped-def]
+            raise NotImplementedError
+
+    with tasks.registered(YesNo()):
         text = GOOD.replace("      kind: likert\n      reward: \"0.06\"\n", "      kind: yesno\n      question: Is it true?\n")
         stage = load_spec(write(tmp_path, text)).campaigns[0].stages[0]
         assert type(stage) is YesNoStage and stage.kind == "yesno" and stage.question == "Is it true?"
@@ -164,11 +179,15 @@ def test_a_kind_defined_elsewhere_brings_its_own_stage_type(tmp_path):
         assert any("must be one of likert, ranking, nuggets, yesno, got 'yesnoo' (did you mean 'yesno'?)" in p for p in ps)
         ps = problems(tmp_path, GOOD.replace("      kind: likert\n", "      kind: likert\n      question: Why?\n"))
         assert any(p.endswith("task.question: unknown key here (only yesno stages take it)") for p in ps)
-    finally:
-        spec_module._STAGE_TYPES.clear()
-        spec_module._STAGE_TYPES.update(saved)
+    assert "yesno" not in tasks.names()
+    assert any("must be one of likert, ranking, nuggets, got 'yesno'" in p for p in problems(tmp_path, text))
+
+    class Bad(YesNo):
+        stage_type = dict  # type: ignore[assignment]
+
     with pytest.raises(TypeError):
-        register_stage_type("bad", dict)  # type: ignore[arg-type]
+        tasks.register(Bad())
+    assert "yesno" not in tasks.names()
 
 
 def test_stage_rules_come_from_the_type(tmp_path):
@@ -233,13 +252,13 @@ def test_validate_and_run_catch_bad_input_files_before_creating_anything(tmp_pat
     data, message = BAD_TSVS[case]
     p = write(tmp_path, GOOD)
     (tmp_path / "props.tsv").write_bytes(data)
-    assert commands_main(["validate", str(p)]) == 2
+    assert cli("validate", str(p)) == 2
     err = capsys.readouterr().err
     tsv = tmp_path / "props.tsv"
     assert f"{p}:5: campaigns[0].input.propositions: {tsv}{message}" in err
     monkeypatch.chdir(tmp_path)
     state = tmp_path / "state"
-    assert commands_main(["run", "--config", str(p), "--state", str(state), "--quiet"]) == 2
+    assert cli("run", "--config", str(p), "--state", str(state), "--quiet") == 2
     assert not state.exists() and sorted(x.name for x in tmp_path.iterdir()) == ["campaigns.yaml", "props.tsv"]
 
 

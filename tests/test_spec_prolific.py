@@ -3,10 +3,9 @@
 
 from decimal import Decimal
 
-from campaign.commands import main as commands_main
 from campaign.prolific.study import ProlificConfig
 from campaign.spec import load_spec
-from tests.support.cli import clean_env, run_args, run_campaign
+from tests.support.cli import cli, cli_output, run_args
 from tests.support.paths import ROOT
 from tests.support.specs import VALID_HEAD
 from tests.support.specs import spec_problems as problems
@@ -110,17 +109,17 @@ def test_older_campaigns_keep_their_fingerprints(tmp_path):
 def test_validate_exits_2_and_run_refuses_prolific_without_a_token(tmp_path, capsys, monkeypatch):
     monkeypatch.delenv("PROLIFIC_TOKEN", raising=False)
     bad = write(tmp_path, GOOD.replace('reward: "1.50"', 'reward: "0.50"'))
-    assert commands_main(["validate", str(bad)]) == 2
+    assert cli("validate", str(bad)) == 2
     assert ".prolific.reward" in capsys.readouterr().err
     real = (GOOD.replace("marketplace: prolific-local", "marketplace: prolific")
             .replace("      kind: simulated\n      workers: 40\n", "      kind: none\n")
             .replace("http://127.0.0.1:0", "https://tasks.example.org"))
     spec = write(tmp_path, real)
-    assert commands_main(["validate", str(spec)]) == 0  # validate does not need the token
+    assert cli("validate", str(spec)) == 0  # validate does not need the token
     out = capsys.readouterr().out
     assert "\u00a31.50 per submission of 5 HITs, \u00a32.10 a place with fee and VAT" in out and "$" not in out
     state = tmp_path / "state"
-    out = run_campaign(*run_args(spec, state, quiet=False), env=clean_env(["PROLIFIC_TOKEN"]), timeout=120)
+    out = cli_output(*run_args(spec, state, quiet=False))  # PROLIFIC_TOKEN is unset (above)
     assert out.returncode == 2, out.stderr
     assert "PROLIFIC_TOKEN" in out.stderr and "never stored or printed" in out.stderr
     assert not (state / "campaign.db").exists()  # refused before anything was created

@@ -12,8 +12,9 @@ from alembic.runtime.migration import MigrationContext
 from sqlalchemy import create_engine, inspect, text
 from sqlmodel import SQLModel
 
-from campaign.commands import main as commands_main
 from campaign.store import BASELINE, STORE_TABLES, CampaignRow, EventRow, Store, StoreError, schema_head
+from tests.support.cli import cli
+from tests.support.paths import ROOT
 
 
 def schema_diff(store: Store) -> list:
@@ -67,10 +68,10 @@ def test_a_newer_store_is_refused_and_commands_exit_2(tmp_path, capsys):
     set_version(f"sqlite:///{tmp_path / 'campaign.db'}", "9999_future")
     with pytest.raises(StoreError, match=r"schema version '9999_future' is newer than this campaign knows \(it knows up to '0003'\)"):
         Store.open(tmp_path)
-    assert commands_main(["status", "--state", str(tmp_path)]) == 2
+    assert cli("status", "--state", str(tmp_path)) == 2
     assert "newer than this campaign knows" in capsys.readouterr().err
-    spec = Path(__file__).resolve().parent.parent / "campaigns.yaml"
-    assert commands_main(["run", "--config", str(spec), "--state", str(tmp_path), "--quiet"]) == 2
+    spec = ROOT / "campaigns.yaml"
+    assert cli("run", "--config", str(spec), "--state", str(tmp_path), "--quiet") == 2
     assert "newer than this campaign knows" in capsys.readouterr().err
 
 
@@ -110,7 +111,7 @@ def test_a_damaged_store_says_what_is_damaged_and_commands_exit_2(tmp_path, caps
         db.write_bytes(data[:8192] + b"\xff" * 4096 + data[12288:])
     with pytest.raises(StoreError, match=r"campaign.db: the store is damaged or not a campaign store \(.+\); restore it"):
         Store.open(tmp_path)
-    assert commands_main(["status", "--state", str(tmp_path)]) == 2
+    assert cli("status", "--state", str(tmp_path)) == 2
     err = capsys.readouterr().err
     assert "the store is damaged" in err and "Traceback" not in err
 

@@ -28,6 +28,7 @@ from sqlmodel import col, select
 from campaign import tasks
 from campaign.answers.pseudonyms import campaign_secret, pseudonym
 from campaign.metrics.reliability import REPEAT_PREFIX
+from campaign.state import AssignmentStatus
 from campaign.store import AssignmentRow, CampaignRow, JudgmentRow, Store
 from campaign.tasks.base import TRAP_PREFIX
 from campaign.tasks.kind import ANSWER_LABEL_COLUMNS
@@ -36,7 +37,7 @@ HEAD = ("campaign", "stage", "kind", "hit", "assignment", "worker", "item")
 TAIL = ("submitted_at", "seconds", "status", "excluded", "trap", "kept")
 COLUMNS = HEAD + ANSWER_LABEL_COLUMNS + TAIL
 FORMATS = ("tsv", "csv", "jsonl")
-KEPT_STATUS = "approved"  # as campaign.steps.scores.counted_judgments: only approved work counts
+KEPT_STATUS = AssignmentStatus.APPROVED  # as campaign.readmodel.scores.counted_judgments: only approved work counts
 
 
 def _iso(ts: float | None) -> str | None:

@@ -16,9 +16,10 @@ import secrets
 
 from sqlalchemy.exc import IntegrityError
 
+from campaign.state import Keys
 from campaign.store import Store
 
-SECRET_KEY = "pseudonym_secret"
+SECRET_KEY = Keys.PSEUDONYM_SECRET
 PREFIX = "w-"
 
 

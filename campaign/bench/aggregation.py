@@ -186,8 +186,8 @@ def summary(rows: list[dict[str, Any]]) -> dict[str, Any]:
 def real_sets() -> dict[str, Any]:
     """Each real set through `campaign aggregate`'s own path: written as a labels TSV, read back, aggregated."""
     from campaign.aggregate.auto import aggregate
-    from campaign.aggregate.cli import read_labels
     from campaign.aggregate.dawid_skene import DawidSkene
+    from campaign.aggregate.labels import read_labels
     from campaign.aggregate.mace import MACE
     from campaign.aggregate.majority import MajorityVote
     from campaign.datasets import snow2008, ukpconvarg1

@@ -20,12 +20,12 @@ from pathlib import Path
 from rich.console import Console
 from sqlmodel import SQLModel
 
-from campaign.dashboard.data import Reader
-from campaign.dashboard.figures import collect_figures
 from campaign.dashboard.screen import UIState
 from campaign.dashboard.screen import build as build_screen
 from campaign.dashboard.view import build
 from campaign.jsonout import dumps
+from campaign.readmodel.figures import collect_figures
+from campaign.readmodel.snapshot import Reader
 from campaign.store import Store
 
 

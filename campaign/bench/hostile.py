@@ -6,7 +6,7 @@ Measures (the one `campaign bench quality` uses for each kind's scores):
 - Likert: Pearson of the item scores (a later stage's `likert_score`) with the hidden truth;
 - ranking: Spearman of the ranked items' scores (those with comparisons) with the hidden truth;
 - nuggets: nugget F1 of the gold nuggets against the simulation's true nuggets, the sentence without its
-  closing punctuation (`campaign.crowd.models.true_nugget`) of every sentence whose hidden importance is
+  closing punctuation (`campaign.tasks.nuggets.true_nugget`) of every sentence whose hidden importance is
   at least 0.5; a gold nugget matches a true one in the same sentence when their tokens overlap with
   Jaccard >= 0.5. F1 of precision (gold nuggets matching) and recall (true nuggets matched).
 
@@ -63,7 +63,7 @@ def _jaccard(a: tuple[int, int], b: tuple[int, int]) -> float:
 def nugget_f1(gold: list[dict[str, Any]], sentences: dict[str, str], truth: dict[str, float], min_tokens: int = 3,
               important: float = 0.5, overlap: float = 0.5) -> float:
     """F1 of `gold` (rows of gold_nuggets.jsonl) against the simulation's true nuggets (module docstring)."""
-    from campaign.crowd.models import true_nugget
+    from campaign.tasks.nuggets import true_nugget
 
     true: dict[str, tuple[int, int]] = {}
     for key, text in sentences.items():

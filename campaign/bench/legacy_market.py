@@ -26,9 +26,10 @@ from pathlib import Path
 from typing import Any
 
 from campaign.clock import WallClock
+from campaign.credentials import write_credentials_file
 from campaign.market import auth
 from campaign.market import protocol as P
-from campaign.market.accounts import Accounts, write_credentials_file
+from campaign.market.accounts import Accounts
 from campaign.market.db import Database
 from campaign.market.engine import Engine
 from campaign.market.faults import FaultConfig, Faults

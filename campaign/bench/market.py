@@ -32,11 +32,11 @@ from botocore import xform_name  # type: ignore[import-untyped]
 
 from campaign.bench.market_client import SignedClient
 from campaign.bench.slowloris import Trickle, probe
+from campaign.credentials import read_credentials_file
 from campaign.jsonout import dumps
-from campaign.market.accounts import read_credentials_file
-from campaign.market.client import make_client
 from campaign.market.operator import offline
 from campaign.market.worker_client import WorkerAPIError, WorkerClient
+from campaign.marketplaces.mturk_client import make_client
 
 CLIENTS = ("boto3", "sigv4")
 QUESTION = ('<HTMLQuestion xmlns="http://mechanicalturk.amazonaws.com/AWSMechanicalTurkDataSchemas/2011-11-11/HTMLQuestion.xsd">'
@@ -90,7 +90,7 @@ class Requester(Protocol):
 
 
 class Boto3Requester:
-    """boto3, as the daemon uses it (`campaign.market.client.make_client`); operations by their API names."""
+    """boto3, as the daemon uses it (`campaign.marketplaces.mturk_client.make_client`); operations by their API names."""
 
     def __init__(self, url: str, credentials_file: Path) -> None:
         self.client = make_client("local", url, credentials_file=credentials_file, max_rps=0, max_attempts=3)

@@ -6,7 +6,7 @@ hooks, user-agent assembly, parameter validation, response parsing into datetime
 server spends answering; on a 2-core machine the clients then take most of the CPU the server needs.
 This client sends what boto3 sends (the same target header, JSON body and signature scheme, so the
 server runs exactly the same authentication, validation and engine path) for a tenth of the CPU.
-The daemon itself always uses boto3 (`campaign.market.client`); so does the bench by default.
+The daemon itself always uses boto3 (`campaign.marketplaces.mturk_client`); so does the bench by default.
 """
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ import uuid
 from collections.abc import Iterator
 from typing import Any
 
-from campaign.market.accounts import Credentials
+from campaign.credentials import Credentials
 from campaign.market.auth import ALGORITHM, signing_key
 from campaign.market.protocol import CONTENT_TYPE, TARGET_PREFIX
 

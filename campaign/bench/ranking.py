@@ -45,7 +45,7 @@ from scipy.stats import spearmanr
 
 from campaign.aggregate.bradley_terry import fit_from_matrix, ranking_to_pairs
 from campaign.aggregate.trueskill_online import DEFAULT_RANKING_MODE, OnlineRanker
-from campaign.crowd.models import DEFAULT_NOISE, SimWorker, make_pool, ranking_answer, rng_for, stable_seed
+from campaign.crowd.models import DEFAULT_NOISE, SimWorker, make_pool, rng_for, stable_seed
 from campaign.jsonout import dumps
 from campaign.paths import shared_data_dir
 from campaign.plan.pack import pack_pairs
@@ -57,6 +57,7 @@ from campaign.plan.pairs import (
     membership_probability,
     select_pairs,
 )
+from campaign.tasks.ranking import ranking_answer
 
 STRATEGIES = ("random_pairs", "random_rankings", "adaptive")
 HIT_SIZE = 5

@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from campaign.bench.market_client import SignedClient
-from campaign.market.accounts import Credentials
+from campaign.credentials import Credentials
 
 _HEADER = b"GET /health HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Slow: " + b"a" * 4000
 

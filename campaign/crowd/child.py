@@ -113,10 +113,22 @@ class InProcessCrowds:
     """The crowds of campaigns whose task kinds only this process knows, on threads here as they all
     used to be (same workers, seeds and clock as in a child)."""
 
-    def __init__(self, jobs: tuple[CrowdJob, ...], endpoint: str, clock: Clock, store: Any) -> None:
-        self.crowds = [build_crowd(job, endpoint, clock, hits_of(store, job.campaign.name)) for job in jobs]
+    def __init__(self, jobs: tuple[CrowdJob, ...], endpoint: str, clock: Clock, store: Any, threads: bool = True,
+                 app: Any = None) -> None:
+        """Without `threads` the crowds only sign their workers up: a virtual-time run's timeline steps them.
+        With `app` (the worker site's application in this process) they reach it without a socket."""
+        from campaign.market.worker_client import WorkerClient
+        from campaign.web.loopback import transport
+
+        def client() -> Any:
+            return WorkerClient(endpoint, transport=transport(app, endpoint)) if app is not None else None
+
+        self.crowds = [build_crowd(job, endpoint, clock, hits_of(store, job.campaign.name), client=client()) for job in jobs]
         for crowd in self.crowds:
-            crowd.start()
+            if threads:
+                crowd.start()
+            else:
+                crowd.prepare()
 
     def stop(self) -> None:
         for crowd in self.crowds:

@@ -1,7 +1,9 @@
-"""Simulated workers: hidden reliability types and how each answers, given an item's hidden truth.
+"""Simulated workers: their hidden reliability types and the pool a simulated crowd draws them from.
 
-Pure functions of (worker, truth, rng). The marketplace-facing crowd (`campaign.crowd.runner`) and the
-benchmarks both use these, so a benchmark measures the same crowd the demo runs.
+How a worker of each type answers is its task kind's model (`likert_answer`, `ranking_answer`,
+`nugget_answer` in `campaign.tasks`), given the worker, an item's hidden truth and a seeded rng. The
+marketplace-facing crowd (`campaign.crowd.runner`) and the benchmarks both use these, so a benchmark
+measures the same crowd the demo runs.
 
 Truth is an importance in [0, 1] per item. Likert answers map it to the 5..1 scale with Gaussian noise;
 rankings use Thurstone noise (each shown item perceived as truth + N(0, sigma), then sorted).
@@ -9,10 +11,7 @@ rankings use Thurstone noise (each shown item perceived as truth + N(0, sigma), 
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from dataclasses import dataclass
-
-import numpy as np
 
 # re-exported: the crowd and the benchmarks seed from here as well
 from campaign.rng import rng_for as rng_for
@@ -98,62 +97,3 @@ def make_pool(
             )
         )
     return workers
-
-
-def likert_answer(worker: SimWorker, truth: float, rng: np.random.Generator) -> int:
-    """A 1..5 Likert rating (5 = extremely important) of an item of hidden importance `truth`."""
-    if worker.kind == "constant_spammer":
-        return worker.constant
-    if worker.kind == "random_spammer":
-        return int(rng.integers(1, 6))
-    perceived = truth + worker.bias + rng.normal(0.0, worker.noise)
-    return int(np.clip(np.rint(1 + 4 * perceived), 1, 5))
-
-
-def ranking_answer(worker: SimWorker, truths: Sequence[float], rng: np.random.Generator) -> list[int]:
-    """Positions (indices into `truths`) ordered from most to least important (Thurstone noise)."""
-    n = len(truths)
-    if worker.kind == "constant_spammer":
-        return list(range(n))  # leaves the shown order as it is
-    if worker.kind == "random_spammer":
-        return [int(i) for i in rng.permutation(n)]
-    perceived = np.asarray(truths, dtype=float) + rng.normal(0.0, worker.noise, size=n)
-    return [int(i) for i in np.argsort(-perceived, kind="stable")]
-
-
-def true_nugget(tokens: Sequence[str], min_tokens: int = 3) -> tuple[int, int] | None:
-    """The simulation's hidden nugget of a sentence: the sentence without its closing punctuation."""
-    end = len(tokens) - 1
-    while end >= 0 and all(not ch.isalnum() for ch in tokens[end]):
-        end -= 1
-    return (0, end) if end + 1 >= min_tokens else None
-
-
-def nugget_answer(worker: SimWorker, sentences: Sequence[str], truths: Sequence[float], min_tokens: int,
-                  rng: np.random.Generator) -> list[list[int]]:
-    """Spans [sentence, first, last] a worker marks in a window.
-
-    A sentence of hidden importance p holds one true nugget; a worker marks it with probability
-    p ** (1 + noise * 4) (diligent workers find more of the important ones), with a boundary shifted by
-    up to one token. Spammers mark random spans of the minimum length or more.
-    """
-    spans: list[list[int]] = []
-    for s, (text, p) in enumerate(zip(sentences, truths)):
-        toks = text.split()
-        if len(toks) < min_tokens:
-            continue
-        if worker.is_spammer:
-            if rng.random() < 0.5:
-                a = int(rng.integers(0, len(toks) - min_tokens + 1))
-                b = int(rng.integers(a + min_tokens - 1, len(toks)))
-                spans.append([s, a, b])
-            continue
-        nug = true_nugget(toks, min_tokens)
-        if nug is None:
-            continue
-        if rng.random() < float(np.clip(p + worker.bias, 0.0, 1.0)) ** (1 + worker.noise * 4):
-            a = int(np.clip(nug[0] + rng.integers(0, 2), 0, len(toks) - 1))
-            b = int(np.clip(nug[1] - rng.integers(0, 2), 0, len(toks) - 1))
-            if b - a + 1 >= min_tokens:
-                spans.append([s, a, b])
-    return spans

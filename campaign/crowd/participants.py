@@ -24,8 +24,8 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
+import math
 import threading
-import time
 import urllib.error
 import urllib.parse
 import urllib.request
@@ -41,12 +41,14 @@ from campaign.crowd.runner import Answerer, CrowdStats
 from campaign.prolific.emulator.participant import Participant, ParticipantError, add_participant
 from campaign.prolific.gate import site_worker_id
 from campaign.rng import rng_for, stable_seed
+from campaign.web.loopback import open_url
 
 log = logging.getLogger(__name__)
 
 RETURN_SHARE = 0.03  # start a study, then return the place before doing any of it
 ABANDON_SHARE = 0.02  # start a study and never come back (the emulator times the place out)
 SESSION_KEYS = ("PROLIFIC_PID", "STUDY_ID", "SESSION_ID")
+SENT_BACK_AWAY = 3600.0  # simulated seconds a participant sent back with no task waits before taking that study again
 EXTERNAL_PREFIX = "sim:"
 
 
@@ -75,7 +77,7 @@ class _Session:
     study_id: str
     submission_id: str
     query: dict[str, str]
-    next_try: float = 0.0  # monotonic time of the next attempt after a `wait`
+    next_try: float = 0.0  # simulated time of the next attempt after a `wait`
     waits: int = 0
     done: int = 0  # HITs this crowd submitted in it (since it started or resumed it)
 
@@ -112,6 +114,10 @@ class ParticipantCrowd:
         self._order = sorted(self.workers, key=lambda w: stable_seed(seed, "participant-order", w.worker_id))
         self._sessions: dict[str, _Session] = {}  # sim worker id -> the submission being worked on
         self._taken: dict[str, int] = {}  # sim worker id -> studies started so far
+        # (worker, study) -> simulated time before which a participant the site sent back (no task for
+        # them) does not take that study again: a person told there is nothing for them looks again later,
+        # not at once (an immediate retake would only be returned again, round after round)
+        self._away: dict[tuple[str, str], float] = {}
         self._stop = threading.Event()
         self._life = threading.Lock()
         self._thread: threading.Thread | None = None
@@ -126,7 +132,7 @@ class ParticipantCrowd:
         a submission it had started (before a restart) where the task site left it."""
         for w in self.workers:
             p = add_participant(self.root, self._token, external_id=self.external_id(w.worker_id), country=w.locale,
-                                approval_rate=w.approval_rate, approvals=w.approved_hits, languages=["en", "English"])
+                                approval_rate=w.approval_rate, approvals=w.approved_hits, languages=["English"])
             self.participants[w.worker_id] = p
             mine = p.submissions()
             self._taken[w.worker_id] = len(mine)
@@ -143,12 +149,26 @@ class ParticipantCrowd:
                 self._sessions[w.worker_id] = _Session(study, sub, {"PROLIFIC_PID": p.id, "STUDY_ID": study, "SESSION_ID": sub})
                 self.stats.resumed += 1
 
+    def prepare(self) -> None:
+        """Sign the participants up and start the arrivals' clock; `start` then works on a thread, or a
+        virtual-time run's timeline calls `step` whenever `next_due` says."""
+        self.register()
+        self._start_time = self.clock.now()
+
+    def next_due(self) -> float:
+        """The simulated time at which this crowd next acts unprompted: an arrival, or a participant
+        trying again after the site said `wait` (infinity when neither is ahead)."""
+        start = self._start_time if self._start_time is not None else self.clock.now()
+        times = [start + w.arrival for w in self.workers if not self.arrived(w)]
+        times += [s.next_try for s in self._sessions.values() if s.next_try > self.clock.now()]
+        times += [t for t in self._away.values() if t > self.clock.now()]
+        return min(times, default=math.inf)
+
     def start(self) -> None:
         with self._life:
             if self._thread is not None:
                 return
-            self.register()
-            self._start_time = self.clock.now()
+            self.prepare()
             self._stop.clear()
             self._thread = threading.Thread(target=self._loop, name="participant-crowd", daemon=True)
             self._thread.start()
@@ -214,12 +234,14 @@ class ParticipantCrowd:
     def _act(self, w: SimWorker) -> int:
         session = self._sessions.get(w.worker_id)
         if session is not None:
-            if time.monotonic() < session.next_try:
+            if self.clock.now() < session.next_try:
                 return 0
             return self._work(w, session, self._call("GET", "/prolific/api/next", session.query))
         p = self.participants[w.worker_id]
         for study in p.studies():
             if self.wants is not None and not self.wants(study):
+                continue
+            if self._away.get((w.worker_id, str(study["id"])), -math.inf) > self.clock.now():
                 continue
             session = self._take(w, p, study)
             if session is not None:
@@ -316,6 +338,11 @@ class ParticipantCrowd:
             self.participants[w.worker_id].complete_from_redirect(session.submission_id, str(step.get("redirect", "")))
             self.stats.completed += 1
             del self._sessions[w.worker_id]
+        elif step.get("status") == "return":  # the site has nothing for this participant: as the page asks
+            self._away[(w.worker_id, session.study_id)] = self.clock.now() + SENT_BACK_AWAY
+            self.participants[w.worker_id].give_back(session.submission_id)
+            self.stats.returned += 1
+            del self._sessions[w.worker_id]
         elif step.get("status") == "wait":
             self.stats.waits += 1
             session.waits += 1
@@ -325,7 +352,9 @@ class ParticipantCrowd:
                 self.stats.returned += 1
                 del self._sessions[w.worker_id]
             else:
-                session.next_try = time.monotonic() + min(self.poll * 2 ** session.waits, self.max_idle * 4)
+                # the back-off is in real seconds, like `poll`: that many times the clock's speed of its time
+                backoff = min(self.poll * 2 ** session.waits, self.max_idle * 4)
+                session.next_try = self.clock.now() + backoff * float(getattr(self.clock, "speed", 1.0))
         else:
             raise SiteError(0, "UnexpectedStep", f"the task site answered {step!r}")
         return submitted
@@ -347,17 +376,16 @@ class ParticipantCrowd:
             url += "?" + urllib.parse.urlencode(data)
         else:
             body = json.dumps(data).encode("utf-8")
-        req = urllib.request.Request(url, data=body, method=method,
-                                     headers={"Content-Type": "application/json"} if body is not None else {})
-        try:
-            with urllib.request.urlopen(req, timeout=30) as resp:
-                text = resp.read().decode("utf-8")
-        except urllib.error.HTTPError as exc:
+        status, _, answer = open_url(method, url, {"Content-Type": "application/json"} if body is not None else {}, body, 30)
+        if status >= 400:
             try:
-                err = json.loads(exc.read() or b"{}")
+                err = json.loads(answer or b"{}")
             except ValueError:
                 err = {}
-            raise SiteError(exc.code, str(err.get("error", "")), str(err.get("message", ""))) from None
+            if not isinstance(err, dict):
+                err = {}
+            raise SiteError(status, str(err.get("error", "")), str(err.get("message", "")))
+        text = answer.decode("utf-8")
         return text if raw else json.loads(text)
 
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import hashlib
 import logging
+import math
 import threading
 from collections import deque
 from collections.abc import Callable, Mapping, Sequence
@@ -93,9 +94,20 @@ class SimulatedCrowd:
         for w in self.workers:
             self.client.register(w.worker_id, country=w.locale, approval=w.approval_rate, approved=w.approved_hits)
 
-    def start(self) -> None:
+    def prepare(self) -> None:
+        """Sign the workers up and start the arrivals' clock; `start` then works on a thread, or a
+        virtual-time run's timeline calls `step` whenever `next_due` says."""
         self.register()
         self._start_time = self.clock.now()
+
+    def next_due(self) -> float:
+        """The simulated time of the next worker's arrival (infinity once all have arrived): the only
+        moment this crowd acts without being woken by a change on the marketplace."""
+        start = self._start_time if self._start_time is not None else self.clock.now()
+        return min((start + w.arrival for w in self.workers if not self.arrived(w)), default=math.inf)
+
+    def start(self) -> None:
+        self.prepare()
         self._thread = threading.Thread(target=self._loop, name="simulated-crowd", daemon=True)
         self._thread.start()
 
@@ -141,7 +153,9 @@ class SimulatedCrowd:
                     hits.setdefault(h["HITId"], h)
                     self._seen_by.setdefault(h["HITId"], w.worker_id)
         submitted = 0
-        for hit_id in sorted(hits, key=lambda h: (hits[h].get("CreationTime", 0), h)):
+        # oldest first; HITs posted at one instant keep the marketplace's listing order (its posting
+        # order), never the order of their random ids, which would differ from run to run
+        for hit_id in sorted(hits, key=lambda h: hits[h].get("CreationTime", 0)):
             if self._stop.is_set():
                 break
             submitted += self._fill(hit_id, hits[hit_id])

@@ -26,9 +26,10 @@ from rich.console import Console
 from rich.live import Live
 from sqlmodel import select as sql_select
 
-from campaign.dashboard import heartbeat
-from campaign.dashboard.data import Reader, Snapshot
 from campaign.dashboard.screen import UIState, build
+from campaign.readmodel import heartbeat
+from campaign.readmodel.snapshot import Reader, Snapshot
+from campaign.state import CampaignStatus
 from campaign.store import Store, WorkerRow
 
 
@@ -79,7 +80,7 @@ class Dashboard:
         if name is None or self.snap is None:
             return
         status = next(c.status for c in self.snap.campaigns if c.name == name)
-        fn, cmd = (ops.resume, "resume") if status == "paused" else (ops.pause, "pause")
+        fn, cmd = (ops.resume, "resume") if status == CampaignStatus.PAUSED else (ops.pause, "pause")
         code, text = self._call(fn, self._args(cmd, name))
         if code == 0:
             self.ui.waiting_ack[name] = self._last_event_id(name)
@@ -128,7 +129,7 @@ class Dashboard:
             since = self.ui.waiting_ack.get(c.name)
             if since is None:
                 continue
-            ack = next((e for e in c.events if e["id"] > since and e["kind"] in (heartbeat.ACK_KIND, "cancelled")), None)
+            ack = next((e for e in c.events if e["id"] > since and e["kind"] in (heartbeat.ACK_KIND, CampaignStatus.CANCELLED)), None)
             if ack is not None:
                 self._say(f"{c.name}: acknowledged by the daemon: {ack['message']}", "bold green")
                 del self.ui.waiting_ack[c.name]

@@ -39,7 +39,7 @@ def cmd_status(args: argparse.Namespace) -> int:
         return 2
     try:
         if args.json:
-            from campaign.dashboard.figures import collect_figures
+            from campaign.readmodel.figures import collect_figures
 
             print(dumps(collect_figures(store), indent=2, sort_keys=True))
             return 0

@@ -20,15 +20,16 @@ from rich.panel import Panel
 from rich.table import Table
 from rich.text import Text
 
-from campaign.dashboard.data import CampaignView, Snapshot, StageView
-from campaign.dashboard.definitions import cancel_waiting, excluded_share, excluded_text, worker_figure
-from campaign.dashboard.series import fraction, human_seconds, sparkline
 from campaign.money import CURRENCY_SIGNS
+from campaign.readmodel.definitions import cancel_waiting, excluded_share, excluded_text, worker_figure
+from campaign.readmodel.series import fraction, human_seconds, sparkline
+from campaign.readmodel.snapshot import CampaignView, Snapshot, StageView
+from campaign.state import ACTIVE, DONE, CampaignStatus, WorkerStanding
 
 WIDE = 140
 LEVEL_STYLE = {"info": "", "warning": "bold yellow", "error": "bold red"}
-STATUS_STYLE = {"running": "green", "paused": "yellow", "cancelling": "magenta", "cancelled": "red", "finished": "cyan",
-                "budget_exhausted": "red"}
+STATUS_STYLE: dict[str, str] = {CampaignStatus.RUNNING: "green", CampaignStatus.PAUSED: "yellow", CampaignStatus.CANCELLING: "magenta",
+                              CampaignStatus.CANCELLED: "red", CampaignStatus.FINISHED: "cyan", CampaignStatus.BUDGET_EXHAUSTED: "red"}
 
 
 @dataclass
@@ -70,7 +71,7 @@ def header(snap: Snapshot, width: int) -> Text:
     t.append("campaign dashboard", style="bold")
     t.append(f" {time.strftime('%H:%M:%S', time.localtime(snap.taken_at))}")
     t.append(f" · last hour: {snap.answers_per_hour:,.0f} answers from {snap.workers_active} workers · ")
-    lives = [c.live for c in snap.campaigns if c.status not in ("finished", "cancelled")]
+    lives = [c.live for c in snap.campaigns if c.status not in DONE]
     if lives and not any(lv.live for lv in lives):
         if width < 120:
             t.rstrip()
@@ -111,7 +112,7 @@ def campaign_list(snap: Snapshot, ui: UIState, width: int, max_rows: int = 1000)
         t.append(c.name, style="bold reverse" if sel else "bold")
         t.append(" ")
         t.append(c.status, style=STATUS_STYLE.get(c.status, ""))
-        if not c.live.live and c.status not in ("finished", "cancelled"):
+        if not c.live.live and c.status not in DONE:
             t.append(" (no daemon)", style="red")
         t.append("  ")
         t.append_text(bar(c.committed, c.budget, gauge, "red" if c.budget and c.committed >= c.budget * Decimal("0.8") else "green"))
@@ -146,7 +147,7 @@ def stage_panel(c: CampaignView, st: StageView, width: int) -> Panel:
     q.append("agree ")
     q.append(sparkline(st.agreement, sw, 0.0, 1.0), style="cyan")
     # beside each history, the stage's figure as `campaign status` and the summary line define it
-    # (campaign.dashboard.definitions), not the last bucket's, so one label never shows two values
+    # (campaign.readmodel.definitions), not the last bucket's, so one label never shows two values
     q.append(f" {'-' if st.agreement_now is None else f'{st.agreement_now:.2f}'}  traps ")
     q.append(sparkline(st.trap_pass, sw, 0.0, 1.0), style="green")
     q.append(f" {'-' if st.trap_pass_now is None else f'{st.trap_pass_now:.0%}'}  excl ")
@@ -163,10 +164,10 @@ def campaign_summary(c: CampaignView, width: int) -> Text:
     t = Text(overflow="fold")
     t.append(f"{c.name}: ", style="bold")
     t.append(c.status, style=STATUS_STYLE.get(c.status, ""))
-    if c.status == "cancelling":
+    if c.status == CampaignStatus.CANCELLING:
         t.append(": " + cancel_waiting(sum(st.hits_posted - st.hits_closed for st in c.stages), sum(st.pending for st in c.stages)),
                  style=STATUS_STYLE["cancelling"])
-    if c.status in ("running", "paused", "cancelling"):
+    if c.status in ACTIVE:
         t.append(f"  spend {money(c.spend_per_hour, c.currency)}/h · {c.answers_per_hour:,.0f} answers/h")
     if c.finish_at is not None and c.finish_at <= c.clock_now:
         t.append(f" · all answers in; final cost {money(c.projected_cost, c.currency)}")
@@ -178,7 +179,7 @@ def campaign_summary(c: CampaignView, width: int) -> Text:
     else:
         t.append(f" · final cost {money(c.projected_cost, c.currency)}")
     t.append("\n")
-    t.append(c.live.message, style="green" if c.live.live else ("red" if c.status not in ("finished", "cancelled") else "cyan"))
+    t.append(c.live.message, style="green" if c.live.live else ("red" if c.status not in DONE else "cyan"))
     if c.agreement is not None or c.trap_pass_rate is not None:
         t.append(f"  ·  r {c.agreement:.2f}" if c.agreement is not None else "")
         t.append(f" · traps {c.trap_pass_rate:.0%}" if c.trap_pass_rate is not None else "")
@@ -191,7 +192,7 @@ def campaign_summary(c: CampaignView, width: int) -> Text:
 def exclusions(c: CampaignView, rows: int, width: int) -> Text:
     t = Text(no_wrap=True, overflow="ellipsis")
     for ts, kind, worker, reason in c.exclusions[:rows]:
-        verb = "blocked" if kind == "worker_blocked" else "excluded"
+        verb = WorkerStanding.BLOCKED if kind == "worker_blocked" else WorkerStanding.EXCLUDED
         t.append(f"{time.strftime('%H:%M:%S', time.localtime(ts))} {verb} {worker}: ", style="yellow")
         t.append(_few_words(reason, max(20, width - 40)))
         t.append("\n")
@@ -286,7 +287,7 @@ def workers_table(c: CampaignView, ui: UIState, rows: int) -> Table:
     for w in ui.workers[:max(rows, 1)]:
         e = w.get("evidence") or {}
         r = e.get(key)
-        standing = "blocked" if w["blocked"] else ("excluded" if w["excluded"] else "ok")
+        standing = WorkerStanding.BLOCKED if w["blocked"] else (WorkerStanding.EXCLUDED if w["excluded"] else WorkerStanding.OK)
         t.add_row(escape(w["worker"]), str(w["assignments"]), "" if r is None else f"{r:.2f}",
                   f"{e.get('traps_passed', 0)}/{e.get('traps_seen', 0)}" if e else "",
                   Text(standing, style="red" if standing != "ok" else "green"), escape(str(w.get("reason") or "")))

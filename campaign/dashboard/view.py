@@ -11,9 +11,9 @@ from rich.markup import escape
 from rich.table import Table
 from rich.text import Text
 
-from campaign.dashboard.figures import collect_figures
 from campaign.money import shown
 from campaign.pay import work_time_text
+from campaign.readmodel.figures import collect_figures
 from campaign.store import Store
 
 WIDE = 150

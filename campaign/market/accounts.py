@@ -9,9 +9,7 @@ let anyone act as a worker.
 
 from __future__ import annotations
 
-import configparser
 import hashlib
-import os
 import re
 import secrets
 import sqlite3
@@ -20,6 +18,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+from campaign.credentials import Credentials
 from campaign.filemodes import private_db, private_dir
 
 ACCOUNT_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
@@ -40,17 +39,6 @@ CREATE TABLE IF NOT EXISTS sessions (
 CREATE INDEX IF NOT EXISTS sessions_worker ON sessions (worker_id);
 CREATE INDEX IF NOT EXISTS codes_worker ON worker_codes (worker_id);
 """
-
-
-@dataclass(frozen=True)
-class Credentials:
-    """A requester's access key pair; `repr` never shows the secret."""
-
-    access_key_id: str
-    secret_access_key: str
-
-    def __repr__(self) -> str:
-        return f"Credentials(access_key_id={self.access_key_id!r}, secret_access_key='***')"
 
 
 @dataclass(frozen=True)
@@ -185,24 +173,3 @@ class Accounts:
 
     def close_session(self, token: str) -> None:
         self._run("DELETE FROM sessions WHERE token_hash=?", (_digest(token),))
-
-
-def write_credentials_file(path: Path, profile: str, creds: Credentials) -> None:
-    """Adds or replaces one profile in an AWS shared-credentials file, created with mode 0600."""
-    path = Path(path)
-    ini = configparser.ConfigParser()
-    if path.exists():
-        ini.read(path, encoding="utf-8")
-    ini[profile] = {"aws_access_key_id": creds.access_key_id, "aws_secret_access_key": creds.secret_access_key}
-    fd = os.open(path, os.O_CREAT | os.O_WRONLY | os.O_TRUNC, 0o600)
-    os.chmod(path, 0o600)
-    with os.fdopen(fd, "w", encoding="utf-8") as fh:
-        ini.write(fh)
-
-
-def read_credentials_file(path: Path, profile: str = "default") -> Credentials:
-    ini = configparser.ConfigParser()
-    if not ini.read(Path(path), encoding="utf-8") or profile not in ini:
-        raise AccountError(f"no profile [{profile}] in {path}")
-    sec = ini[profile]
-    return Credentials(sec["aws_access_key_id"], sec["aws_secret_access_key"])

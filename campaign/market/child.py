@@ -31,7 +31,8 @@ from pathlib import Path
 from typing import Any
 
 from campaign.child_process import begin, end, first_line, spawn, wait_for_stop
-from campaign.market.accounts import DEFAULT_ACCOUNT, Accounts, Credentials
+from campaign.credentials import Credentials
+from campaign.market.accounts import DEFAULT_ACCOUNT, Accounts
 from campaign.market.operator import offline, register_in_process, unregister_in_process
 
 log = logging.getLogger(__name__)

@@ -15,7 +15,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from campaign.market.accounts import CODE_TTL, Accounts, Credentials
+from campaign.credentials import Credentials
+from campaign.market.accounts import CODE_TTL, Accounts
 from campaign.market.engine import Engine
 
 

@@ -1,5 +1,5 @@
-"""The task site's door for Prolific participants: `/prolific/...` routes on the built-in marketplace's
-worker site.
+"""The task site's door for Prolific participants: `/prolific/...` routes mounted on the built-in
+marketplace's worker site (`WorkerSite.mount`, a `SiteExtension`).
 
 A participant comes from Prolific's study URL with `PROLIFIC_PID`, `STUDY_ID` and `SESSION_ID`. Every
 request (page or JSON) goes through `ProlificGate.admit` first, so only a submission Prolific confirms
@@ -12,7 +12,8 @@ assignments are the record, so a crash between accepting and noting it here chan
 with `items_of`, never a HIT sharing an item with one of those in the same stage; at most `bundle` HITs
 per submission. A HIT that expired or was returned unanswered in their hands may come back to them:
 they judged nothing in it, and refusing it would let a slow crowd starve a stage's last HITs. After the bundle it redirects to Prolific's completion URL with the
-study's code.
+study's code; a participant with nothing (more) to take is asked to return the place, and a shorter
+bundle's HITs are paid per HIT as a bonus (the code is only ever a whole bundle's reward).
 
 Which assignments belong to which submission is kept here (`served`), written in the same thread that
 accepted the assignment, and the answer itself carries a hidden `prolific_submission_id` field (a
@@ -33,7 +34,7 @@ import json
 import sqlite3
 import threading
 import urllib.parse
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -41,7 +42,7 @@ from typing import Any
 from campaign.filemodes import private_db, private_dir
 from campaign.market.engine import Engine, WorkerError
 from campaign.market.worker_site import Reply, SiteConfig, frame_html
-from campaign.prolific.gate import Admission, ProlificGate, Refused, StudySeat
+from campaign.prolific.gate import Admission, ProlificGate, Refused, StudySeat, SubmissionSource, site_worker_id
 from campaign.untrusted import Refused as BadInput
 from campaign.untrusted import check_fields, loads_json_object
 
@@ -64,14 +65,14 @@ CREATE TABLE IF NOT EXISTS workers (worker_id TEXT PRIMARY KEY);
 class Step:
     """What a participant gets next: an assignment to work on, the completion redirect, or nothing yet."""
 
-    kind: str  # "task" | "done" | "wait"
+    kind: str  # "task" | "done" | "wait" (work may come: ask again) | "return" (no work will come: give the place back)
     assignment_id: str | None = None
     hit_id: str | None = None
     redirect: str | None = None
 
 
 class ProlificDoor:
-    def __init__(self, engine: Engine, config: SiteConfig, state_dir: Path, gate_api: Any, *, ttl: float = 0.0,
+    def __init__(self, engine: Engine, config: SiteConfig, state_dir: Path, gate_api: SubmissionSource, *, ttl: float = 0.0,
                  items_of: Callable[[str], frozenset[str]] | None = None) -> None:
         """`ttl`: how long a confirmation may be reused for requests that change nothing (0: never).
         `items_of`: HIT id -> the ids of the items it shows (trap items left out), so that a participant
@@ -130,6 +131,33 @@ class ProlificDoor:
         with self._lock:
             rows = self._db.execute("SELECT DISTINCT submission_id, study_id FROM served WHERE state='submitted'").fetchall()
         return [(r[0], r[1]) for r in rows]
+
+    def could_serve(self, study_id: str, participant_ids: Iterable[str]) -> bool:
+        """Whether a free HIT of the study's type could be given to one of these participants (the
+        people who took part in the study so far): not a HIT they were given, nor one sharing an item
+        with one they were given in the stage. A participant the site has never seen could take any."""
+        seat = self.seat(study_id)
+        if seat is None:
+            return True
+        with self._lock:
+            types = self._stage_types(study_id)
+            for pid in participant_ids:
+                wid = site_worker_id(pid)
+                if not self._db.execute("SELECT 1 FROM workers WHERE worker_id=?", (wid,)).fetchone():
+                    return True
+                worked = self._worked(wid)
+                given = {w[0] for w in worked if w[2] not in LEFT}
+                seen: set[str] = set()
+                for hit_id, _, status, type_id in worked:
+                    if type_id in types and status not in LEFT:
+                        seen |= self._items_in(hit_id)
+                for h in self.engine.worker("available", wid, 1000):
+                    if h["HITTypeId"] != seat.hit_type_id or h["HITId"] in given:
+                        continue
+                    items = self._items_in(h["HITId"])
+                    if self.items_of is None or not items or not (items & seen):
+                        return True
+        return False
 
     # -- the participant's way through a bundle ------------------------------------------------------------------
     def _register(self, adm: Admission) -> None:
@@ -213,11 +241,13 @@ class ProlificDoor:
             for hit_id, _, status, type_id in worked:
                 if type_id in types and status not in LEFT:
                     seen |= self._items_in(hit_id)
+            unknown = False  # a free HIT whose items the daemon has not recorded yet: it may become servable
             for h in available:
                 if h["HITTypeId"] != adm.seat.hit_type_id or h["HITId"] in given:
                     continue
                 items = self._items_in(h["HITId"])
                 if self.items_of is not None and (not items or items & seen):
+                    unknown = unknown or not items
                     continue  # an item already given in this stage, or items not known yet (not recorded by the daemon)
                 if not confirmed:
                     self.gate.confirm(adm)
@@ -229,10 +259,12 @@ class ProlificDoor:
                 self._db.execute("INSERT INTO served VALUES (?,?,?,?,?,?)", (acc["AssignmentId"], sub, adm.participant_id,
                                                                                adm.seat.study_id, h["HITId"], "open"))
                 return Step("task", acc["AssignmentId"], h["HITId"])
-            if done:
-                # The study's last places may hold fewer HITs than a bundle: end with what was done.
-                return Step("done", redirect=adm.seat.redirect())
-            return Step("wait")
+            # Nothing (more) this participant may take: waiting would hold a place that someone else could
+            # use (for as long as the study's maximum time), so they are asked to give it back, unless a free
+            # HIT is only waiting for the daemon to record what it shows. A shorter bundle is not completed:
+            # the completion code is a whole bundle's reward, so the HITs done are paid per HIT, as a bonus
+            # to the returned submission (`ProlificMarketplace.pay_work`).
+            return Step("wait") if unknown else Step("return")
 
     def _open_row(self, adm: Admission, assignment_id: str) -> sqlite3.Row:
         r = self._db.execute("SELECT submission_id, state FROM served WHERE assignment_id=?", (assignment_id,)).fetchone()
@@ -281,6 +313,9 @@ class ProlificDoor:
                 return None
             self._open_row(adm, assignment_id)
             return self._engine_submit(adm.submission_id, assignment_id, fields)
+
+    def serves(self, assignment_id: str) -> bool:
+        return self.submission_of(assignment_id) is not None
 
     def check_frame(self, assignment_id: str) -> None:
         """A frame of a HIT the door served is shown only while its submission may still work."""
@@ -340,8 +375,13 @@ class ProlificDoor:
                     f'then <a href="/prolific/start?{html.escape(session)}">continue</a>.</p>'
                     f'<iframe src="{html.escape(src)}" width="100%" height="800" sandbox="allow-scripts allow-forms"></iframe>')
             return _html(200, _page("Your task", body), self.config.content_origin)
+        done = self._done_count(adm)
         text = ("<p>There is no task for you right now. Please return this study on Prolific so that your place "
                 "goes to someone else.</p>")
+        if done:
+            text += (f"<p>You completed {html.escape(str(done))} of {html.escape(str(adm.seat.bundle))} tasks: each task you "
+                     "completed and that was accepted is paid as a bonus on Prolific, in proportion to the study's "
+                     "reward, after you return the study.</p>")
         return _html(200, _page("No task available", text), self.config.content_origin)
 
     def _done_count(self, adm: Admission) -> int:

@@ -31,15 +31,16 @@ from pathlib import Path
 from typing import Any
 
 from campaign.clock import Clock, ScaledClock, WallClock
+from campaign.credentials import Credentials, write_credentials_file
 from campaign.jsonout import dumps
 from campaign.market import auth
 from campaign.market import protocol as P
-from campaign.market.accounts import DEFAULT_ACCOUNT, AccountError, Accounts, Credentials, write_credentials_file
+from campaign.market.accounts import DEFAULT_ACCOUNT, AccountError, Accounts
 from campaign.market.db import Database
 from campaign.market.engine import Engine
 from campaign.market.faults import FaultConfig, Faults
 from campaign.market.operator import Operator, WorkerProfile, offline, register_in_process, unregister_in_process
-from campaign.market.worker_site import ContentSite, Reply, SiteConfig, WorkerSite
+from campaign.market.worker_site import ContentSite, Reply, SiteConfig, SiteExtension, WorkerSite
 from campaign.web.request import Refusal, Request, Response
 from campaign.web.server import Limits, RunningServer, listen
 
@@ -212,6 +213,7 @@ class RunningMarket:
         self.endpoint_url = endpoint_url
         self.content_url = content_url
         self.port = server.address(0)[1]
+        self.app: MarketApp | None = None  # the worker site's application (for `campaign.web.loopback`)
         self.operator = Operator(core.engine, core.accounts, endpoint_url)
         register_in_process(endpoint_url, self.operator)
 
@@ -222,6 +224,14 @@ class RunningMarket:
     @property
     def accounts(self) -> Accounts:
         return self.core.accounts
+
+    @property
+    def site_config(self) -> SiteConfig:
+        return self.core.site.config
+
+    def mount(self, prefix: str, extension: SiteExtension) -> None:
+        """Serve `prefix` on the worker site with `extension` (`WorkerSite.mount`)."""
+        self.core.site.mount(prefix, extension)
 
     def add_account(self, name: str) -> Credentials:
         return self.operator.add_account(name)
@@ -279,7 +289,8 @@ def start_market(state_dir: Path, clock: Clock | None = None, mode: str = "sandb
         core.signing = auth.Signing.for_urls(endpoint, site_cfg.worker_origin)
         if site_cfg.worker_origin == site_cfg.content_origin:
             raise ValueError("the content origin must differ from the worker site's origin")
-        server = RunningServer({sockets[0]: MarketApp(core), sockets[1]: ContentApp(core)}, limits or Limits(),
+        api = MarketApp(core)
+        server = RunningServer({sockets[0]: api, sockets[1]: ContentApp(core)}, limits or Limits(),
                                name="market-server", server_name="campaign-market")
     except BaseException:
         for sock in sockets:
@@ -287,7 +298,9 @@ def start_market(state_dir: Path, clock: Clock | None = None, mode: str = "sandb
         accounts.close()
         db.close()
         raise
-    return RunningMarket(core, server, db, credentials, endpoint, site_cfg.content_origin)
+    running = RunningMarket(core, server, db, credentials, endpoint, site_cfg.content_origin)
+    running.app = api
+    return running
 
 
 ADMIN_TOKEN_FILE = "admin-token"

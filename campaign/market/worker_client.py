@@ -15,6 +15,7 @@ import urllib.parse
 from typing import Any
 
 from campaign.market.operator import Operator, WorkerProfile, in_process
+from campaign.web.loopback import Transport
 
 
 class WorkerAPIError(Exception):
@@ -28,10 +29,14 @@ class WorkerAPIError(Exception):
 
 
 class WorkerClient:
-    def __init__(self, base_url: str, timeout: float = 30.0, operator: Operator | None = None) -> None:
+    def __init__(self, base_url: str, timeout: float = 30.0, operator: Operator | None = None,
+                 transport: Transport | None = None) -> None:
         """`operator` adds workers in `register`; by default the operator of a marketplace this process
-        started at `base_url` (none for a remote marketplace: sign in with `sign_in(code)` instead)."""
+        started at `base_url` (none for a remote marketplace: sign in with `sign_in(code)` instead).
+        `transport` hands each request to the worker site in this process (`campaign.web.loopback`)
+        instead of sending it over HTTP."""
         self.base_url = base_url.rstrip("/")
+        self.transport = transport
         self.operator = operator
         self._sessions: dict[str, tuple[str, str]] = {}  # worker id -> (cookie value, CSRF token)
         self._owner: dict[str, str] = {}  # assignment id -> worker id
@@ -61,6 +66,13 @@ class WorkerClient:
         if sess is not None:
             headers["Cookie"] = f"mkt_session={sess[0]}"
             headers["X-CSRF-Token"] = sess[1]
+        if self.transport is not None:
+            if content_type is None and body is not None:
+                headers["Content-Type"] = "application/octet-stream"
+            answer = self.transport(method, self._prefix + path, list(headers.items()), body or b"")
+            self._local.err = answer.headers.get("X-Error-Code", "")
+            self._local.cookie = answer.headers.get("Set-Cookie", "")
+            return answer.status, answer.content_type or "", answer.body
         for attempt in (0, 1):
             conn = self._conn()
             try:

@@ -28,7 +28,7 @@ import time
 import urllib.parse
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol, runtime_checkable
 
 from campaign.market.accounts import Accounts, Session
 from campaign.market.engine import Engine, WorkerError, dollars, question_parts
@@ -37,9 +37,6 @@ from campaign.market.signin_limits import SignInLimiter
 from campaign.market.worker_pages import WORKER_CSS, WORKER_JS, duration, inert, render
 from campaign.money import fmt
 from campaign.untrusted import Refused, read_form
-
-if TYPE_CHECKING:
-    from campaign.market.prolific_site import ProlificDoor
 
 REWRITES = (
     ("https://www.mturk.com/mturk/externalSubmit", "/mturk/externalSubmit"),
@@ -267,17 +264,58 @@ def _body_json(body: bytes) -> dict[str, Any]:
         raise WorkerError("MalformedRequest", message, 400) from None
 
 
+@runtime_checkable
+class SiteExtension(Protocol):
+    """Routes mounted on the worker origin under a path prefix (`WorkerSite.mount`): another way in for
+    people the marketplace does not sign in itself (e.g. a recruiting service's participants). It answers
+    every request under its prefix, and vouches for the assignments it served when the content origin
+    frames them or receives their answer forms."""
+
+    def route(self, method: str, path: str, query: dict[str, str], body: bytes) -> Reply | None: ...
+
+    def serves(self, assignment_id: str) -> bool:
+        """Whether the assignment was handed out through this extension (then its frames are its business)."""
+        ...
+
+    def check_frame(self, assignment_id: str) -> None:
+        """Raise `WorkerError` unless the assignment's frame may be shown now."""
+        ...
+
+    def external_submit(self, assignment_id: str, fields: list[tuple[str, str]]) -> dict[str, Any] | None:
+        """Record the answer form of an assignment it served (None: not one of its own)."""
+        ...
+
+
 class WorkerSite:
-    """Routes of the worker origin. `signin_providers` is the hook for other ways in (a Prolific session
-    later): path -> function(query, body) returning the worker id it vouches for, or None."""
+    """Routes of the worker origin. `signin_providers` is the hook for other ways in: path ->
+    function(query, body) returning the worker id it vouches for, or None; `mount` adds whole route trees."""
 
     def __init__(self, engine: Engine, accounts: Accounts, config: SiteConfig) -> None:
         self.engine = engine
         self.accounts = accounts
         self.config = config
         self.signin_providers: dict[str, Callable[[dict[str, str], bytes], str | None]] = {}
-        self.prolific: ProlificDoor | None = None  # /prolific/...: set when the campaign recruits on Prolific
+        self._mounted: dict[str, SiteExtension] = {}
         self.limiter = SignInLimiter()
+
+    def mount(self, prefix: str, extension: SiteExtension) -> None:
+        """Serve every path under `prefix` (e.g. "/prolific/") with `extension`; one extension per prefix."""
+        if not (prefix.startswith("/") and prefix.endswith("/")) or prefix in ("/", "/worker/", "/mturk/"):
+            raise ValueError(f"cannot mount on {prefix!r}: a prefix is a path of its own, like '/name/'")
+        if any(prefix.startswith(p) or p.startswith(prefix) for p in self._mounted):
+            raise ValueError(f"the worker site already serves {prefix!r} or a path around it")
+        self._mounted[prefix] = extension
+
+    def unmount(self, prefix: str) -> None:
+        self._mounted.pop(prefix, None)
+
+    def mounted(self) -> dict[str, SiteExtension]:
+        """Prefix -> the extension serving it."""
+        return dict(self._mounted)
+
+    def extension_serving(self, assignment_id: str) -> SiteExtension | None:
+        """The mounted extension that handed out this assignment, if any."""
+        return next((ext for ext in self._mounted.values() if ext.serves(assignment_id)), None)
 
     # -- sessions -------------------------------------------------------------------------------------
     def _session(self, headers: dict[str, str]) -> tuple[str, Session] | None:
@@ -336,8 +374,9 @@ class WorkerSite:
     def route(self, method: str, path: str, query: dict[str, str], body: bytes, headers: dict[str, str],
               peer: str = "") -> Reply | None:
         """`peer`: the client's address (sign-in attempts are limited per address)."""
-        if self.prolific is not None and path.startswith("/prolific/"):
-            return self.prolific.route(method, path, query, body)
+        for prefix, extension in self._mounted.items():
+            if path.startswith(prefix):
+                return extension.route(method, path, query, body)
         found = self._session(headers)
         session = found[1] if found else None
         try:
@@ -541,9 +580,9 @@ class ContentSite:
         if method == "GET" and path == "/hit":
             hit_id, aid = q.get("hitId", ""), q.get("assignmentId", PREVIEW) or PREVIEW
             wid = self.config.frame_worker(q)
-            door = self.site.prolific if self.site is not None else None
-            if door is not None and aid != PREVIEW and door.submission_of(aid) is not None:
-                door.check_frame(aid)  # a Prolific participant's frame: valid while their submission may work
+            extension = self.site.extension_serving(aid) if self.site is not None and aid != PREVIEW else None
+            if extension is not None:
+                extension.check_frame(aid)  # e.g. a Prolific participant's frame: valid while their submission may work
             elif self.site is not None and not self.site.accounts.has_session(wid):
                 # the worker signed out, or was revoked, since the link was made
                 raise WorkerError("InvalidFrameLink", "This link has expired or was not made for you; open HITs from the worker site.", 403)
@@ -566,8 +605,8 @@ class ContentSite:
             holder = self.config.submit_worker(path, aid)
             if holder is None:
                 raise WorkerError("AssignmentNotFound", f"Assignment {aid} does not exist.", 404)
-            door = self.site.prolific if self.site is not None else None
-            if door is None or door.external_submit(aid, fields) is None:
+            extension = self.site.extension_serving(aid) if self.site is not None else None
+            if extension is None or extension.external_submit(aid, fields) is None:
                 self.engine.worker("submit", aid, fields, holder)  # someone else's: AssignmentNotFound, as unknown
             page = SUBMITTED_PAGE.format(aid=html.escape(aid))
             return Reply(200, "text/html; charset=utf-8", page.encode("utf-8"), self._headers())

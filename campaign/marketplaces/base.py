@@ -2,13 +2,12 @@
 in the campaign's own words (HITs, assignments, bonuses, blocks), never in one API's operation names.
 
 MTurk's model is the reference: a HIT type (title, reward, duration, qualifications) and HITs of that
-type, each with `max_assignments` slots filled by different workers. A study/submission marketplace
-fits as follows (Prolific): a HIT is a study (or one slot of a study that bundles several HITs: the
-implementation keeps the mapping and the HIT id it returns is its own), an assignment is a
-submission, approval may be sent in bulk (`approve_many`), bonuses may be batched, and idempotency
-that the server does not give (no request tokens) is made by the implementation: reconcile by the
-HIT's `annotation` (e.g. a study's internal name) before creating, and look up earlier bonuses before
-paying one again.
+type, each with `max_assignments` slots filled by different workers. A marketplace that recruits people
+into studies (Prolific) implements the same calls over the campaign's own task site, where its
+participants do the HITs, and adds the `Studies` capability: one study per HIT type, whose paid places
+carry the money, so its HITs cost nothing themselves. Idempotency the server does not give (no request
+tokens) is made by the implementation: reconcile by the HIT's `annotation` (e.g. a study's internal
+name) before creating, and look up earlier bonuses before paying one again.
 
 Errors: every implementation raises only `MarketError` and its subclasses, so steps decide on the
 kind of failure (retry next tick, already done, wrong state) without knowing the API behind it.
@@ -101,7 +100,7 @@ class RemoteAssignment:
     assignment_id: str
     worker_id: str
     hit_id: str
-    status: str  # submitted | approved | rejected
+    status: str  # a SubmissionStatus: submitted, approved or rejected
     answer: str  # the raw answer as the marketplace gives it (stored verbatim; see `answer_fields`)
     accept_time: float | None = None
     submit_time: float | None = None
@@ -113,13 +112,18 @@ class Capabilities:
 
     token_lifetime: float | None = None  # seconds a `HitRequest.token` is remembered; None: not at all
     bulk_approve: bool = False
+    # MTurk's system qualifications (Masters, ...) by their sandbox ids: every MTurk-API marketplace but
+    # MTurk production, whose ids differ (`create_hit_type(sandbox=...)`)
+    sandbox_qualifications: bool = True
     extra: dict[str, Any] = field(default_factory=dict)
 
 
 @runtime_checkable
 class Marketplace(Protocol):
     """The requester side of a marketplace. Every method is one remote action (or a short series) and
-    raises only `MarketError`s; none keeps state the store does not also have."""
+    raises only `MarketError`s. What an implementation must remember between calls belongs in the
+    campaign store, so that a campaign resumes from the store alone (Prolific's journal does not, yet:
+    it keeps its own SQLite file beside the store)."""
 
     name: str  # "local", "mturk-sandbox", "mturk", "prolific", ...
     capabilities: Capabilities
@@ -225,9 +229,30 @@ class FeeSchedule(Protocol):
         ...
 
 
+@runtime_checkable
+class ReviewMarking(Protocol):
+    """Optional: a marketplace whose list of reviewable HITs a HIT can leave once all its work is stored
+    (MTurk: UpdateHITReviewStatus to Reviewing), so the collect step stops listing it."""
+
+    def mark_reviewing(self, hit_id: str) -> None: ...
+
+
+@runtime_checkable
+class CountsRequests(Protocol):
+    """Optional: a marketplace that counts the requests it sent (the daemon's run statistics)."""
+
+    requests: int
+
+
+@runtime_checkable
+class OwnFees(Protocol):
+    """Optional: a marketplace that charges by its own `FeeSchedule` (without it: MTurk's)."""
+
+    fees: FeeSchedule
+
+
 def fees_of(market: object) -> FeeSchedule:
-    fees = getattr(market, "fees", None)
-    return fees if fees is not None else MTURK_FEES
+    return market.fees if isinstance(market, OwnFees) else MTURK_FEES
 
 
 @dataclass(frozen=True)
@@ -237,7 +262,8 @@ class StudySubmission:
     key: str  # the study's key (the HIT type it recruits for)
     submission_id: str
     worker_id: str
-    status: str  # "pending" (working or awaiting review) | "approved" | "rejected" | "returned" | "timed-out"
+    status: str  # a SubmissionStatus: pending (working or awaiting review), approved, rejected, returned or timed-out
+    work: Decimal | None = None  # a returned or timed-out submission's used work, owed (paid by `Studies.pay_work`)
 
 
 @runtime_checkable
@@ -267,6 +293,12 @@ class Studies(Protocol):
 
     def stop(self, key: str) -> bool:
         """Take no more people into the study; True once no submission of it can still be paid."""
+        ...
+
+    def pay_work(self, key: str, submission_id: str, amount: Decimal) -> Cost:
+        """Pay a returned or timed-out submission its used work (`StudySubmission.work`), once however
+        often it is called; returns what it costs with fees. TransientError while a payment whose call
+        may have gone through does not show yet."""
         ...
 
 

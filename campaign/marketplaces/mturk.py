@@ -1,5 +1,5 @@
 """The MTurk Requester API as a `Marketplace`: the built-in marketplace (`local`), the MTurk sandbox and
-production, all through the boto3 wrapper `campaign.market.client.MarketClient`.
+production, all through the boto3 wrapper `campaign.marketplaces.mturk_client.MarketClient`.
 
 This is the only module of the daemon that names MTurk operations or reads botocore errors; it turns
 them into the interface's values and `MarketError`s.
@@ -16,8 +16,7 @@ from typing import Any
 
 from botocore.exceptions import BotoCoreError, ClientError  # type: ignore[import-untyped]
 
-from campaign.market.answers import parse_answer_xml
-from campaign.market.client import MarketClient, make_client
+from campaign.answer_xml import parse_answer_xml
 from campaign.marketplaces.base import (
     AlreadyDone,
     Capabilities,
@@ -29,6 +28,8 @@ from campaign.marketplaces.base import (
     RemoteHit,
     TransientError,
 )
+from campaign.marketplaces.mturk_client import MarketClient, make_client
+from campaign.state import SubmissionStatus
 from campaign.tasks.base import html_question
 
 log = logging.getLogger(__name__)
@@ -37,7 +38,7 @@ HIT_ID_RE = re.compile(r"\b([A-Z0-9]{30})\b")
 TOKEN_LIFETIME = 24 * 3600  # MTurk remembers a UniqueRequestToken for 24 hours
 TRANSIENT_CODES = {"ServiceFault", "ThrottlingException", "Throttling", "ServiceUnavailable", "InternalFailure"}
 CLOSED_STATUSES = ("Reviewable", "Reviewing", "Disposed")
-STATUS = {"Submitted": "submitted", "Approved": "approved", "Rejected": "rejected"}
+STATUS = {"Submitted": SubmissionStatus.SUBMITTED, "Approved": SubmissionStatus.APPROVED, "Rejected": SubmissionStatus.REJECTED}
 PAGE_SIZE = 100  # what `MarketClient.paginate` asks for
 MTURK_MAX_RPS = 20.0
 
@@ -80,7 +81,7 @@ class MTurkMarketplace:
         self.client = client
         self.requests = 0  # requests sent (pages counted one by one), for the daemon's run statistics
         self.name = client.marketplace
-        self.capabilities = Capabilities(token_lifetime=TOKEN_LIFETIME)
+        self.capabilities = Capabilities(token_lifetime=TOKEN_LIFETIME, sandbox_qualifications=client.marketplace != "mturk")
 
     def __repr__(self) -> str:
         return f"MTurkMarketplace({self.client!r})"
@@ -112,7 +113,7 @@ class MTurkMarketplace:
     @staticmethod
     def _assignment(a: dict[str, Any]) -> RemoteAssignment:
         return RemoteAssignment(assignment_id=a["AssignmentId"], worker_id=a["WorkerId"], hit_id=a.get("HITId", ""),
-                                status=STATUS.get(a.get("AssignmentStatus", "Submitted"), "submitted"),
+                                status=STATUS.get(a.get("AssignmentStatus", "Submitted"), SubmissionStatus.SUBMITTED),
                                 answer=a.get("Answer", ""), accept_time=_ts(a.get("AcceptTime")),
                                 submit_time=_ts(a.get("SubmitTime")))
 

@@ -25,6 +25,7 @@ from dataclasses import replace
 from decimal import Decimal
 from pathlib import Path
 
+from campaign.crash import crash_point
 from campaign.filemodes import private_db, private_dir
 from campaign.market.prolific_site import ProlificDoor
 from campaign.marketplaces.base import (
@@ -40,11 +41,20 @@ from campaign.marketplaces.base import (
 )
 from campaign.money import Cost
 from campaign.prolific.client import ProlificError
+from campaign.prolific.filters import FilterChoiceError
 from campaign.prolific.gate import StudySeat, site_worker_id
-from campaign.prolific.studies import ProlificStudies
-from campaign.prolific.study import ProlificConfig, bonus_cost, place_cost, reward_per_submission, study_body
+from campaign.prolific.studies import BonusPending, ProlificStudies
+from campaign.prolific.study import (
+    ProlificConfig,
+    bonus_cost,
+    filters,
+    place_cost,
+    reward_per_submission,
+    study_body,
+    work_pay,
+)
 from campaign.prolific.verdict import bundle_verdict, no_work_verdict, places_needed
-from campaign.steps.context import crash_point
+from campaign.state import SubmissionStatus
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS posted (hit_id TEXT PRIMARY KEY, type_id TEXT NOT NULL, assignments INTEGER NOT NULL);
@@ -55,8 +65,8 @@ TAKES_PLACE = ("RESERVED", "ACTIVE", "AWAITING REVIEW", "APPROVED", "PARTIALLY A
 WORKING = ("RESERVED", "ACTIVE")
 GONE = ("RETURNED", "TIMED-OUT")  # left without finishing: what they held goes back to others
 PENDING = ("RESERVED", "ACTIVE", "AWAITING REVIEW", "PROCESSING")
-STATUS = {"APPROVED": "approved", "PARTIALLY APPROVED": "approved", "REJECTED": "rejected", "RETURNED": "returned",
-          "TIMED-OUT": "timed-out", "SCREENED OUT": "returned"}
+STATUS = {"APPROVED": SubmissionStatus.APPROVED, "PARTIALLY APPROVED": SubmissionStatus.APPROVED, "REJECTED": SubmissionStatus.REJECTED, "RETURNED": SubmissionStatus.RETURNED,
+          "TIMED-OUT": SubmissionStatus.TIMED_OUT, "SCREENED OUT": SubmissionStatus.RETURNED}
 
 
 log = logging.getLogger(__name__)
@@ -68,6 +78,8 @@ def _as_market_errors() -> Iterator[None]:
     succeed on a later tick; anything else is this call's final answer."""
     try:
         yield
+    except FilterChoiceError as exc:  # the spec names a country or language Prolific has no choice for
+        raise MarketError(str(exc), "ProlificFilterChoice") from None
     except ProlificError as exc:
         if exc.status == 0 or exc.status == 429 or exc.status >= 500:
             raise TransientError(str(exc), f"Prolific{exc.status}", throttled=exc.status == 429) from None
@@ -114,6 +126,8 @@ class ProlificMarketplace:
         self._db = sqlite3.connect(private_db(state_dir / "prolific-market.sqlite"), check_same_thread=False, isolation_level=None)
         self._db.executescript(SCHEMA)
         self._lock = threading.RLock()
+        self._filters: list[dict[str, object]] | None = None
+        self._eligible: dict[str, int | None] = {}
 
     def close(self) -> None:
         self._db.close()
@@ -144,7 +158,8 @@ class ProlificMarketplace:
         """Per HIT type: the places taken now plus enough new ones for the posted work nobody holds.
 
         Work is held by a submission that submitted or holds an assignment (unless it left), or that is
-        still working and has room left in its bundle; the rest needs ceil(rest / bundle) new places."""
+        still working and has room left in its bundle; the rest needs ceil(rest / bundle) new places. A
+        stopped study (its stage complete) gets none: raising its places would make it active again."""
         with self._lock:
             totals = dict(self._db.execute("SELECT type_id, SUM(assignments) FROM posted GROUP BY type_id").fetchall())
         out: dict[str, int] = {}
@@ -154,7 +169,11 @@ class ProlificMarketplace:
             if row is None or row["study_id"] is None:
                 out[type_id] = places_needed(int(total), bundle)
                 continue
-            subs = {s["id"]: str(s.get("status")) for s in self.studies.api.submissions(row["study_id"])}
+            if self.studies.stopping(type_id):  # its stage is complete: more places would only reopen it on Prolific
+                out[type_id] = int(row["places"])
+                continue
+            raw = self.studies.api.submissions(row["study_id"])
+            subs = {s["id"]: str(s.get("status")) for s in raw}
             served = self.door.served_counts(row["study_id"])
             taking = sum(1 for st in subs.values() if st in TAKES_PLACE)
             held = 0
@@ -163,8 +182,27 @@ class ProlificMarketplace:
                 held += done + (0 if st in GONE else open_)
                 if st in WORKING:
                     held += max(0, bundle - done - open_)
-            out[type_id] = max(int(row["places"]), taking + places_needed(max(0, int(total) - held), bundle))
+            want = taking + places_needed(max(0, int(total) - held), bundle)
+            if want > int(row["places"]) and not self._servable(row["study_id"], {str(s.get("participant_id", "")) for s in raw}):
+                want = int(row["places"])  # work nobody who may come could take: a new place would only be returned
+            out[type_id] = max(int(row["places"]), want)
         return out
+
+    def _servable(self, study_id: str, participants: set[str]) -> bool:
+        """Someone eligible could take free work of the study: a participant it has not seen yet (fewer
+        took part than its filters reach, `POST /eligibility-count/`, read once per study), or one who
+        took part and may still be given a free HIT (`ProlificDoor.could_serve`)."""
+        if study_id not in self._eligible:
+            try:
+                self._eligible[study_id] = self.studies.api.eligible_count(
+                    filters(self.cfg, self.cfg.block_list, self._catalogue()), self.cfg.workspace)
+            except ProlificError as exc:
+                log.info("eligible count of study %s not read (%s): new participants assumed", study_id, exc)
+                self._eligible[study_id] = None
+        reach = self._eligible[study_id]
+        if reach is None or len(participants) < reach:
+            return True
+        return self.door.could_serve(study_id, participants)
 
     def _refill(self, key: str, places: int) -> int:
         with self._lock:
@@ -173,7 +211,8 @@ class ProlificMarketplace:
 
         def body(internal_name: str, code: str, n: int) -> dict[str, object]:
             return study_body(self.cfg, name=title, description=description, internal_name=internal_name, places=n,
-                              completion_code=code, seat=key, project_id=self.cfg.project, block_group_id=self.cfg.block_list)
+                              completion_code=code, seat=key, project_id=self.cfg.project, block_group_id=self.cfg.block_list,
+                              catalogue=self._catalogue())
         study_id = self.studies.ensure_study(key, places, body)
         row = self.studies.study(key)
         assert row is not None
@@ -181,20 +220,75 @@ class ProlificMarketplace:
                            stage=key)
         return self.studies.raise_places(key, places)
 
+    def _catalogue(self) -> list[dict[str, object]] | None:
+        """Prolific's filter catalogue, read once, when the spec names countries or languages."""
+        if not (self.cfg.countries or self.cfg.languages):
+            return None
+        if self._filters is None:
+            self._filters = self.studies.api.filters()
+        return self._filters
+
     def _stop(self, key: str) -> bool:
         self.studies.stop(key)
         row = self.studies.study(key)
         if row is None or row["study_id"] is None:
             return True
-        return not any(s.get("status") in PENDING for s in self.studies.api.submissions(row["study_id"]))
+        subs = self.studies.api.submissions(row["study_id"])
+        return not any(s.get("status") in PENDING or (s.get("status") in GONE and not self._work_settled(str(s["id"])))
+                       for s in subs)
 
     def study_submissions(self) -> list[StudySubmission]:
+        """Every submission with its status; a returned or timed-out one with the pay its used work is
+        owed (`work_owed`)."""
         out = []
         for key, study_id in self.studies.study_ids():
             for s in self.studies.api.submissions(study_id):
-                out.append(StudySubmission(key, str(s["id"]), site_worker_id(str(s.get("participant_id", ""))),
-                                           STATUS.get(str(s.get("status")), "pending")))
+                sub, status = str(s["id"]), str(s.get("status"))
+                work = self.work_owed(sub) if status in GONE else None
+                out.append(StudySubmission(key, sub, site_worker_id(str(s.get("participant_id", ""))),
+                                           STATUS.get(status, SubmissionStatus.PENDING), work))
         return out
+
+    def _decisions(self, aids: Sequence[str]) -> dict[str, str]:
+        """assignment -> "approve" | "reject", for those of `aids` the quality policy decided."""
+        with self._lock:
+            return dict(self._db.execute(
+                f"SELECT assignment_id, decision FROM verdicts WHERE assignment_id IN ({','.join('?' * len(aids))})", aids).fetchall())
+
+    def work_owed(self, submission_id: str) -> Decimal | None:
+        """What a submission that was not completed (returned, timed out) is owed for its HITs the quality
+        policy approved: `work_pay`, the reward's share per HIT. None while a HIT of it is undecided or
+        when nothing is owed."""
+        aids = self.door.assignments_of(submission_id)
+        if not aids:
+            return None
+        rows = self._decisions(aids)
+        if any(a not in rows for a in aids):
+            return None
+        amount = work_pay(self.cfg, sum(1 for a in aids if rows[a] == "approve"))
+        return amount if amount > 0 else None
+
+    def pay_work(self, key: str, submission_id: str, amount: Decimal) -> Cost:
+        """A bonus to the submission, journaled under its id so it is paid once."""
+        row = self.studies.study(key)
+        if row is None or row["study_id"] is None:
+            raise MarketError(f"no study for {key}", "NoStudy")
+        with _as_market_errors():
+            try:
+                self.studies.bonus(f"work:{submission_id}", str(row["study_id"]), submission_id, amount)
+            except BonusPending as exc:
+                raise TransientError(str(exc), "ProlificBonusPending") from None
+        return self.fees.bonus(amount)
+
+    def _work_settled(self, submission_id: str) -> bool:
+        """A returned or timed-out submission owes nothing more: no HIT of it undecided, and its approved
+        HITs paid (`pay_work`)."""
+        aids = self.door.assignments_of(submission_id)
+        if not aids:
+            return True
+        if any(a not in self._decisions(aids) for a in aids):
+            return False
+        return self.work_owed(submission_id) is None or self.studies.bonus_paid(f"work:{submission_id}")
 
     def find_by_annotation(self, annotation: str) -> RemoteHit | None:
         return self.inner.find_by_annotation(annotation)
@@ -286,8 +380,8 @@ class ProlificMarketplace:
             for a in aids:
                 if a not in rows:  # decided on the task site but killed before noted here: its status says
                     status = self.inner.get_assignment(a).status
-                    if status in ("approved", "rejected"):
-                        rows[a] = ("approve" if status == "approved" else "reject", "" if status == "approved"
+                    if status in (SubmissionStatus.APPROVED, SubmissionStatus.REJECTED):
+                        rows[a] = ("approve" if status == SubmissionStatus.APPROVED else "reject", "" if status == SubmissionStatus.APPROVED
                                    else "rejected by the quality policy on the task site")
                         with self._lock:
                             self._db.execute("INSERT OR IGNORE INTO verdicts VALUES (?,?,?)", (a, *rows[a]))
@@ -319,7 +413,12 @@ class ProlificMarketplace:
             raise MarketError(f"assignment {assignment_id} was not done through Prolific: no submission to pay a bonus to",
                               "NotAProlificSubmission")
         with _as_market_errors():
-            self.studies.bonus(token, found[1], found[0], amount)
+            try:
+                self.studies.bonus(token, found[1], found[0], amount)
+            except BonusPending as exc:  # may have been paid, not visible yet: asked again next pass, never paid twice
+                raise TransientError(str(exc), "ProlificBonusPending") from None
+            # BonusUncertain is no marketplace answer: it goes up as it is, and the bonus is held for the
+            # researcher ("may have been sent"), neither paid again nor released
 
     def block(self, worker_id: str, reason: str) -> None:
         """Blocked on the task site (the door has no task for them any more) and, when the spec names a

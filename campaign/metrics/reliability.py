@@ -17,7 +17,9 @@ import random
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
-REPEAT_PREFIX = "repeat:"
+from campaign.state import HitKeys
+
+REPEAT_PREFIX = HitKeys.REPEAT
 
 
 def repeat_key(hit_key: str) -> str:

@@ -33,6 +33,7 @@ from pathlib import Path
 
 from sqlmodel import col, select
 
+from campaign.state import LedgerKind
 from campaign.store import HitRow, LedgerRow, Store
 
 WORKER_PREFIX = "AP"  # task-site worker ids of Prolific participants (`Admission.worker_id`)
@@ -152,13 +153,13 @@ def gather(*, emulator_db: Path, journal_db: Path, door_db: Path, market_db: Pat
             st.store_hits = {h.hit_key: h.hit_id for h in s.exec(select(HitRow).where(HitRow.campaign == campaign)).all()
                              if h.hit_id}
             spent = s.exec(select(LedgerRow.amount).where(LedgerRow.campaign == campaign,
-                                                          col(LedgerRow.kind).in_(("charge", "bonus_charge")))).all()
+                                                          col(LedgerRow.kind).in_((LedgerKind.CHARGE, LedgerKind.BONUS_CHARGE)))).all()
             st.ledger_spent = sum((Decimal(a) for a in spent), Decimal("0.00"))
     return st
 
 
 def audit_run(state_dir: Path, campaign: str, store: Store) -> list[Finding]:
-    """The audit of a `campaign run` state directory laid out as `campaign.prolific.runtime` lays it out
+    """The audit of a `campaign run` state directory laid out as `campaign.providers.prolific` lays it out
     (emulator in `prolific/`, the door in `prolific-site/`, the journal in `<campaign>/prolific/`, the
     built-in marketplace in `market/`)."""
     return check(gather(emulator_db=state_dir / "prolific" / "prolific.db",

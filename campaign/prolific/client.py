@@ -5,8 +5,9 @@ The token comes from the caller or `PROLIFIC_TOKEN`; it is sent only in the `Aut
 never stored, printed, logged or shown in `repr`. `PROLIFIC_BASE_URL` (full, ending in `/api/v1/`)
 points the client at another server, such as the emulator.
 
-Retries: 429 and 5xx answers and dropped connections are retried with exponential back-off for calls
-that are safe to repeat (reads, transitions, which Prolific treats as final and ignores when repeated,
+Retries: 429 and 5xx answers and dropped connections are retried with exponential back-off and jitter
+(each wait drawn from the upper half of the doubling delay, so clients throttled together do not come
+back together; a 429's `Retry-After`, up to a minute, is waited at least) for calls that are safe to repeat (reads, transitions, which Prolific treats as final and ignores when repeated,
 bulk approval). Paying a bonus batch is NOT safe to repeat (a second call pays again), so `pay_bonus`
 never retries: its caller records the intent first and checks `bonus_payments` before trying again.
 """
@@ -16,6 +17,7 @@ from __future__ import annotations
 import json
 import logging
 import os
+import random
 import time
 import urllib.error
 import urllib.parse
@@ -25,6 +27,7 @@ from decimal import Decimal
 from typing import Any
 
 from campaign.untrusted import Refused, loads_json
+from campaign.web.loopback import open_url
 
 log = logging.getLogger(__name__)
 DEFAULT_BASE_URL = "https://api.prolific.com/api/v1/"
@@ -66,30 +69,27 @@ class ProlificClient:
         data = None if body is None else json.dumps(body).encode("utf-8")
         attempts = self.max_retries + 1 if retry else 1
         delay = 0.5
+        headers = {"Authorization": self._auth, "Accept": "application/json"}
+        if data is not None:
+            headers["Content-Type"] = "application/json"
         for attempt in range(attempts):
-            req = urllib.request.Request(url, data=data, method=method)
-            req.add_header("Authorization", self._auth)
-            req.add_header("Accept", "application/json")
-            if data is not None:
-                req.add_header("Content-Type", "application/json")
             try:
-                with urllib.request.urlopen(req, timeout=self.timeout) as resp:
-                    raw = resp.read()
+                status, answer_headers, raw = open_url(method, url, headers, data, self.timeout)
+                if status < 400:
                     try:  # bounded like every JSON from outside (campaign.untrusted): never a RecursionError
                         return loads_json(raw, "Prolific's answer") if raw.strip() else None
                     except Refused as exc:
-                        raise ProlificError(resp.status, "Unreadable answer", str(exc)) from None
-            except urllib.error.HTTPError as exc:
-                raw = exc.read()
-                if exc.code in (429, 500, 502, 503, 504) and attempt + 1 < attempts:
-                    log.info("Prolific answered %s to %s %s; retrying", exc.code, method, path)
-                    self._sleep(delay)
+                        raise ProlificError(status, "Unreadable answer", str(exc)) from None
+                if status in (429, 500, 502, 503, 504) and attempt + 1 < attempts:
+                    log.info("Prolific answered %s to %s %s; retrying", status, method, path)
+                    wait = _retry_after(answer_headers.get("retry-after")) if status == 429 else 0.0
+                    self._sleep(max(_jittered(delay), wait))
                     delay = min(delay * 2, 30.0)
                     continue
-                raise _error(exc.code, raw) from None
+                raise _error(status, raw)
             except (TimeoutError, urllib.error.URLError, ConnectionError) as exc:
                 if attempt + 1 < attempts:
-                    self._sleep(delay)
+                    self._sleep(_jittered(delay))
                     delay = min(delay * 2, 30.0)
                     continue
                 raise ProlificError(0, "Unreachable", str(getattr(exc, "reason", exc))) from None
@@ -159,6 +159,18 @@ class ProlificClient:
     def cost(self, reward: int, places: int) -> int:
         return int(self.request("POST", "study-cost-calculator/", {"reward": reward, "total_available_places": places})["total_cost"])
 
+    # -- filters -------------------------------------------------------------------------------------------
+    def filters(self, workspace_id: str | None = None) -> list[dict[str, Any]]:
+        """The filter catalogue (`GET /filters/`): each select filter's `choices`, id -> text."""
+        return self.pages("filters/", {"workspace_id": workspace_id} if workspace_id else None)
+
+    def eligible_count(self, filters: Sequence[dict[str, Any]], workspace_id: str | None = None) -> int:
+        """How many participants the filters reach (`POST /eligibility-count/`)."""
+        body: dict[str, Any] = {"filters": list(filters)}
+        if workspace_id:
+            body["workspace_id"] = workspace_id
+        return int(self.request("POST", "eligibility-count/", body)["count"])
+
     # -- submissions -----------------------------------------------------------------------------------------
     def submissions(self, study_id: str, status: str | None = None) -> list[dict[str, Any]]:
         return self.pages(f"studies/{study_id}/submissions/", {"status": status.replace(" ", "_")} if status else None)
@@ -208,6 +220,18 @@ class ProlificClient:
 
     def delete_group(self, group_id: str) -> None:
         self.request("DELETE", f"participant-groups/{group_id}/")
+
+
+def _jittered(delay: float) -> float:
+    return delay * random.uniform(0.5, 1.0)
+
+
+def _retry_after(value: str | None) -> float:
+    """A 429's `Retry-After` in seconds (an HTTP date or nonsense counts as none), at most a minute."""
+    try:
+        return min(max(float(value or 0), 0.0), 60.0)
+    except ValueError:
+        return 0.0
 
 
 def _error(status: int, raw: bytes) -> ProlificError:

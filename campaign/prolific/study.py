@@ -9,8 +9,12 @@ the reward plus the service fee plus VAT on the fee, the figure the ledger reser
 from __future__ import annotations
 
 import urllib.parse
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from decimal import ROUND_CEILING, ROUND_HALF_UP, Decimal
+from typing import Any
+
+from campaign.prolific.filters import COUNTRY_FILTER, LANGUAGE_FILTER, country_ids, language_ids
 
 # Prolific's published minimum hourly pay (help centre, 2025): GBP 6.00 / USD 8.00.
 MINIMUM_HOURLY = {"GBP": Decimal("6.00"), "USD": Decimal("8.00")}
@@ -72,6 +76,13 @@ def place_cost(cfg: ProlificConfig) -> Decimal:
     return payment_cost(cfg, reward_per_submission(cfg))
 
 
+def work_pay(cfg: ProlificConfig, hits: int) -> Decimal:
+    """The pay for `hits` HITs of a bundle that was not completed (the participant returned the place, or
+    it timed out): the reward's share per HIT, rounded to the penny, so a shorter bundle costs what
+    its work is worth and a whole bundle what a place costs."""
+    return (reward_per_submission(cfg) * hits / cfg.bundle).quantize(CENT, rounding=ROUND_HALF_UP)
+
+
 def bonus_cost(cfg: ProlificConfig, amount: Decimal) -> Decimal:
     return payment_cost(cfg, amount)
 
@@ -84,14 +95,19 @@ def study_url(cfg: ProlificConfig, seat: str) -> str:
             f"&SESSION_ID={{{{%SESSION_ID%}}}}")
 
 
-def filters(cfg: ProlificConfig, block_group_id: str | None) -> list[dict[str, object]]:
+def filters(cfg: ProlificConfig, block_group_id: str | None,
+            catalogue: Sequence[Mapping[str, Any]] | None = None) -> list[dict[str, object]]:
+    """The study's filters; countries and languages as the choice ids of `catalogue` (`GET /filters/`),
+    which they need (`campaign.prolific.filters`: a name without a choice raises, naming it)."""
     out: list[dict[str, object]] = []
+    if (cfg.countries or cfg.languages) and catalogue is None:
+        raise ValueError("countries and languages are sent as Prolific's choice ids: give the filter catalogue")
     if cfg.approval_rate is not None:
         out.append({"filter_id": "approval_rate", "selected_range": {"lower": cfg.approval_rate, "upper": 100}})
     if cfg.countries:
-        out.append({"filter_id": "current-country-of-residence", "selected_values": list(cfg.countries)})
+        out.append({"filter_id": COUNTRY_FILTER, "selected_values": country_ids(catalogue or [], cfg.countries)})
     if cfg.languages:
-        out.append({"filter_id": "fluent-languages", "selected_values": list(cfg.languages)})
+        out.append({"filter_id": LANGUAGE_FILTER, "selected_values": language_ids(catalogue or [], cfg.languages)})
     if block_group_id:
         out.append({"filter_id": "participant_group_blocklist", "selected_values": [block_group_id]})
     out.extend(dict(f) for f in cfg.extra_filters)
@@ -99,8 +115,13 @@ def filters(cfg: ProlificConfig, block_group_id: str | None) -> list[dict[str, o
 
 
 def study_body(cfg: ProlificConfig, *, name: str, description: str, internal_name: str, places: int,
-               completion_code: str, seat: str, project_id: str | None, block_group_id: str | None) -> dict[str, object]:
-    """The fields of `POST /studies/` for one stage (or ranking batch); a draft until published."""
+               completion_code: str, seat: str, project_id: str | None, block_group_id: str | None,
+               catalogue: Sequence[Mapping[str, Any]] | None = None) -> dict[str, object]:
+    """The fields of `POST /studies/` for one stage (or ranking batch); a draft until published.
+
+    `max_concurrent_submissions` is the whole study's limit on active and reserved submissions (not a
+    participant's): -1, no limit beyond the places, which already bound how many work at once (the task
+    site serves each participant one bundle at a time)."""
     reward = reward_per_submission(cfg)
     body: dict[str, object] = {
         "name": name, "description": description, "internal_name": internal_name,
@@ -109,8 +130,8 @@ def study_body(cfg: ProlificConfig, *, name: str, description: str, internal_nam
                               "actions": [{"action": "MANUALLY_REVIEW"}]}],
         "total_available_places": places, "estimated_completion_time": cfg.estimated_minutes,
         "reward": int(reward * 100), "device_compatibility": list(cfg.devices),
-        "filters": filters(cfg, block_group_id),
-        "submissions_config": {"max_submissions_per_participant": -1, "max_concurrent_submissions": 1},
+        "filters": filters(cfg, block_group_id, catalogue),
+        "submissions_config": {"max_submissions_per_participant": -1, "max_concurrent_submissions": -1},
     }
     if cfg.maximum_minutes is not None:
         body["maximum_allowed_time"] = cfg.maximum_minutes

@@ -14,11 +14,11 @@ from pathlib import Path
 
 from sqlmodel import select
 
-from campaign.dashboard.alerts import Alert
-from campaign.dashboard.data import Reader
+from campaign.readmodel.alerts import Alert
+from campaign.readmodel.snapshot import Reader
+from campaign.state import Keys
 from campaign.store import KVRow, Store
 
-ACTIVE_KEY = "alerts:active"
 EVENT_KIND = "alert"
 
 
@@ -28,7 +28,7 @@ def raise_alerts(store: Store, campaign_name: str, now: float | None = None, sta
     current = Reader(store, state_dir).campaign(campaign_name, now).alerts
     new: list[Alert] = []
     with store.session() as s:
-        row = s.exec(select(KVRow).where(KVRow.campaign == campaign_name, KVRow.key == ACTIVE_KEY)).first()
+        row = s.exec(select(KVRow).where(KVRow.campaign == campaign_name, KVRow.key == Keys.ALERTS_ACTIVE)).first()
         standing = set(json.loads(row.value)) if row is not None else set()
         for a in current:
             if a.key not in standing:
@@ -36,7 +36,7 @@ def raise_alerts(store: Store, campaign_name: str, now: float | None = None, sta
                 new.append(a)
         keys = json.dumps(sorted(a.key for a in current))
         if row is None:
-            s.add(KVRow(campaign=campaign_name, key=ACTIVE_KEY, value=keys))
+            s.add(KVRow(campaign=campaign_name, key=Keys.ALERTS_ACTIVE, value=keys))
         elif row.value != keys:
             row.value = keys
             s.add(row)

@@ -16,33 +16,28 @@ from sqlmodel import col, func, select
 
 from campaign.money import fmt
 from campaign.spec import Stage
+from campaign.state import Keys
 from campaign.steps.context import Context
-from campaign.steps.scores import candidates_key
-from campaign.steps.stages import OPEN, complete_key
+from campaign.steps.stages import OPEN
 from campaign.store import HitRow, KVRow
 from campaign.tasks import get as get_kind
 from campaign.tasks.kind import BatchInput, answers_by_assignment
-from campaign.tasks.ranking import online_model as online_model  # the dashboard rebuilds the model the same way
 
 log = logging.getLogger(__name__)
 
 
-def state_key(stage: Stage) -> str:
-    return f"batch_state:{stage.name}"
-
-
 def stage_complete(ctx: Context, stage: Stage) -> bool:
-    return ctx.store.get_kv(ctx.name, complete_key(stage.name)) == "1"
+    return ctx.store.get_kv(ctx.name, Keys.stage_complete(stage.name)) == "1"
 
 
 def candidates(ctx: Context, stage: Stage) -> list[str]:
     """The stage's items, chosen by its kind when the stage starts and stored: later quality-control
     changes to an earlier stage cannot reshuffle a running stage."""
-    saved = ctx.store.get_kv(ctx.name, candidates_key(stage.name))
+    saved = ctx.store.get_kv(ctx.name, Keys.shortlist(stage.name))
     if saved is not None:
         return list(json.loads(saved))
     chosen = get_kind(stage.kind).candidates(stage, ctx.data)
-    ctx.store.set_kv(ctx.name, candidates_key(stage.name), json.dumps(chosen))
+    ctx.store.set_kv(ctx.name, Keys.shortlist(stage.name), json.dumps(chosen))
     ctx.store.event(ctx.name, "shortlist", f"stage {stage.name}: {len(chosen)} items shortlisted")
     return chosen
 
@@ -59,15 +54,15 @@ def plan_next_batch(ctx: Context, stage: Stage) -> int:
         return 0
     kind = get_kind(stage.kind)
     batch = 0 if last is None else int(last) + 1
-    saved = ctx.store.get_kv(ctx.name, state_key(stage))
+    saved = ctx.store.get_kv(ctx.name, Keys.batch_state(stage.name))
     inp = BatchInput(campaign=ctx.name, items=candidates(ctx, stage),
                      answers=answers_by_assignment(ctx.data.counted(stage.name)),
                      state=json.loads(saved) if saved is not None else None, batch=batch, seed=ctx.seed)
     plan = kind.plan_batch(stage, inp)
     if plan.progress is not None and batch > 0:
-        ctx.store.set_kv(ctx.name, f"{kind.name}_batch:{stage.name}:{batch - 1:04d}", json.dumps(plan.progress))
+        ctx.store.set_kv(ctx.name, Keys.batch_progress(kind.name, stage.name, batch - 1), json.dumps(plan.progress))
     if plan.stop is not None or not plan.groups:
-        ctx.store.set_kv(ctx.name, complete_key(stage.name), "1")
+        ctx.store.set_kv(ctx.name, Keys.stage_complete(stage.name), "1")
         if plan.stop:
             ctx.store.event(ctx.name, "stage_complete", f"stage {stage.name}: {plan.stop}", level=plan.stop_level)
         return 0
@@ -78,9 +73,9 @@ def plan_next_batch(ctx: Context, stage: Stage) -> int:
                          annotation=ctx.annotation(stage.name, hit_key), token=ctx.token(hit_key, 0), reward=fmt(stage.reward),
                          assignments=stage.assignments))
         value = json.dumps(plan.state)
-        row = s.exec(select(KVRow).where(KVRow.campaign == ctx.name, KVRow.key == state_key(stage))).first()
+        row = s.exec(select(KVRow).where(KVRow.campaign == ctx.name, KVRow.key == Keys.batch_state(stage.name))).first()
         if row is None:
-            s.add(KVRow(campaign=ctx.name, key=state_key(stage), value=value))
+            s.add(KVRow(campaign=ctx.name, key=Keys.batch_state(stage.name), value=value))
         else:
             row.value = value
             s.add(row)

@@ -4,7 +4,7 @@ When the next draft's worst-case cost no longer fits, posting stops (`post` note
 `budget_blocked` key). The HITs already up are still collected, reviewed and closed, since people are
 doing that work; once none is open, the scores over what was collected are written and the campaign
 turns `budget_exhausted`, with one event. `campaign budget NAME --set AMOUNT` writes the new amount
-under `budget_set` (an intent, like pause/resume); the next tick adopts it and the campaign goes on.
+under `Keys.BUDGET_SET` (an intent, like pause/resume); the next tick adopts it and the campaign goes on.
 
 The effective budget is the one in the campaign's row (the spec's at creation, then whatever the user
 set), so every step reading `ctx.campaign.budget` sees it after `sync_budget` has run.
@@ -21,31 +21,29 @@ from sqlmodel import Session, col, func, select
 from campaign.ledger import totals
 from campaign.marketplaces.base import fees_of
 from campaign.money import fmt, shown
+from campaign.readmodel.scores import atomic_write, write_scores
+from campaign.state import CampaignStatus, HitStatus, Keys
 from campaign.steps.context import Context, get_row
-from campaign.steps.scores import atomic_write, write_scores
 from campaign.steps.study_state import studies_over
 from campaign.store import CampaignRow, HitRow
 from campaign.tasks import get as get_kind
 
 log = logging.getLogger(__name__)
 
-EXHAUSTED = "budget_exhausted"
-BLOCKED_KEY = "budget_blocked"  # set by `post` when a draft does not fit; "" once cleared
-SET_KEY = "budget_set"  # the user's new amount, written by `campaign budget --set`
 
 
 def note_blocked(ctx: Context, message: str, hit_key: str) -> None:
     """Posting stopped for want of money: one event, however many ticks find it so."""
-    if ctx.store.get_kv(ctx.name, BLOCKED_KEY, ""):
+    if ctx.store.get_kv(ctx.name, Keys.BUDGET_BLOCKED, ""):
         return
-    ctx.store.set_kv(ctx.name, BLOCKED_KEY, message)
+    ctx.store.set_kv(ctx.name, Keys.BUDGET_BLOCKED, message)
     ctx.store.event(ctx.name, "budget_stop", f"{message}; finishing the HITs already posted", level="warning",
                     subject=hit_key)
 
 
 def sync_budget(ctx: Context) -> None:
     """Adopt the user's new budget (if any) and make `ctx.campaign.budget` the row's budget."""
-    wanted = ctx.store.get_kv(ctx.name, SET_KEY, "")
+    wanted = ctx.store.get_kv(ctx.name, Keys.BUDGET_SET, "")
     with ctx.store.session() as s:
         row = get_row(s, CampaignRow, ctx.name)
         if wanted:
@@ -60,15 +58,15 @@ def sync_budget(ctx: Context) -> None:
             else:
                 before = row.budget
                 row.budget = fmt(amount)
-                if row.status == EXHAUSTED:
-                    row.status = "running"
+                if row.status == CampaignStatus.BUDGET_EXHAUSTED:
+                    row.status = CampaignStatus.RUNNING
                 s.add(row)
                 ctx.store.event(ctx.name, "budget_raised" if amount >= Decimal(before) else "budget_lowered",
                                 f"budget {shown(before, ctx.campaign.currency)} -> {shown(amount, ctx.campaign.currency)}", session=s)
         budget = Decimal(row.budget)
     if wanted:
-        ctx.store.set_kv(ctx.name, SET_KEY, "")
-        ctx.store.set_kv(ctx.name, BLOCKED_KEY, "")
+        ctx.store.set_kv(ctx.name, Keys.BUDGET_SET, "")
+        ctx.store.set_kv(ctx.name, Keys.BUDGET_BLOCKED, "")
     if ctx.campaign.budget != budget:
         ctx.campaign = dataclasses.replace(ctx.campaign, budget=budget)
 
@@ -80,25 +78,25 @@ def _committed(ctx: Context, s: Session, budget: Decimal) -> Decimal:
 
 def exhaust_if_drained(ctx: Context) -> bool:
     """Posting is blocked and no posted HIT is left open: write the scores so far, end `budget_exhausted`."""
-    if not ctx.store.get_kv(ctx.name, BLOCKED_KEY, ""):
+    if not ctx.store.get_kv(ctx.name, Keys.BUDGET_BLOCKED, ""):
         return False
     if not studies_over(ctx):  # a study still open (Prolific): stopped and settled first, by the studies step
         return False
     with ctx.store.session() as s:
         camp = get_row(s, CampaignRow, ctx.name)
-        if camp.status != "running":
+        if camp.status != CampaignStatus.RUNNING:
             return False
         open_hits = s.exec(select(func.count()).select_from(HitRow).where(
-            HitRow.campaign == ctx.name, col(HitRow.status).in_(("posting", "posted")))).one()
+            HitRow.campaign == ctx.name, col(HitRow.status).in_((HitStatus.POSTING, HitStatus.POSTED)))).one()
         if open_hits:
             return False
-        draft = s.exec(select(HitRow).where(HitRow.campaign == ctx.name, HitRow.status == "draft")
+        draft = s.exec(select(HitRow).where(HitRow.campaign == ctx.name, HitRow.status == HitStatus.DRAFT)
                        .order_by(col(HitRow.id))).first()
         t = totals(s, ctx.name, ctx.campaign.budget)
         if draft is not None and t.spent + t.reserved + fees_of(ctx.market).hit_reserve(Decimal(draft.reward), draft.assignments) <= t.budget:
             return False  # money came back (rejections, unfilled slots): the next tick posts it
         stages_with_work = [st.stage for st in s.exec(select(HitRow).where(
-            HitRow.campaign == ctx.name, HitRow.status == "closed")).all()]
+            HitRow.campaign == ctx.name, HitRow.status == HitStatus.CLOSED)).all()]
     done = [st for st in ctx.campaign.stages if st.name in stages_with_work]
     written = ""
     n_rows = 0
@@ -113,10 +111,10 @@ def exhaust_if_drained(ctx: Context) -> bool:
         n_rows = len(export.rows)
     with ctx.store.session() as s:
         camp = get_row(s, CampaignRow, ctx.name)
-        camp.status = EXHAUSTED
+        camp.status = CampaignStatus.BUDGET_EXHAUSTED
         camp.finished_at = ctx.clock.now()
         s.add(camp)
-        ctx.store.event(ctx.name, EXHAUSTED, f"budget {shown(ctx.campaign.budget, ctx.campaign.currency)} exhausted: {shown(t.spent, ctx.campaign.currency)} spent, "
+        ctx.store.event(ctx.name, CampaignStatus.BUDGET_EXHAUSTED, f"budget {shown(ctx.campaign.budget, ctx.campaign.currency)} exhausted: {shown(t.spent, ctx.campaign.currency)} spent, "
                         f"no HIT left open{written}. Raise it with `campaign budget {ctx.name} --set AMOUNT`.",
                         level="warning", session=s)
     log.warning("campaign %s: budget exhausted (%d items scored)", ctx.name, n_rows)

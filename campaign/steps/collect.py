@@ -17,10 +17,13 @@ from decimal import Decimal
 from sqlalchemy import insert
 from sqlmodel import Session, col, func, select
 
+from campaign.clock import work_deadline
+from campaign.crash import crash_point
 from campaign.ledger import charge_assignment, release_assignment
-from campaign.marketplaces.base import MarketError, RemoteAssignment, fees_of
-from campaign.steps.context import BEHIND_COLLECT, Context, crash_point, remote_id
-from campaign.steps.isolation import ASSIGNMENT, describe, hold, note_once, settle_remotely
+from campaign.marketplaces.base import MarketError, RemoteAssignment, ReviewMarking, fees_of
+from campaign.state import AssignmentStatus, HeldKind, HitStatus, Keys, SubmissionStatus
+from campaign.steps.context import BEHIND_COLLECT, Context, remote_id
+from campaign.steps.isolation import describe, hold, note_once, settle_remotely
 from campaign.store import AssignmentRow, HitRow, ItemRow, JudgmentRow, WorkerRow
 from campaign.tasks import get as get_kind
 from campaign.tasks.base import InvalidAnswer, ShownItem
@@ -29,7 +32,6 @@ log = logging.getLogger(__name__)
 
 
 SWEEP = 20  # open HITs looked at per pass besides the reviewable ones (partly done HITs; each is a request)
-CURSOR_KEY = "collect_cursor"
 COLLECT_SECONDS = 2.0  # wall seconds one pass may spend fetching (what is left is listed again next pass)
 _PAGE = 200  # HITs read from the store at a time while looking for the sweep's next open HITs
 _IN = 500  # ids per IN (...) list
@@ -48,10 +50,10 @@ def collect(ctx: Context, sweep: int = SWEEP, seconds: float = COLLECT_SECONDS) 
     campaign's size.
     """
     with ctx.store.session() as s:
-        any_open = s.exec(select(HitRow.id).where(HitRow.campaign == ctx.name, HitRow.status == "posted").limit(1)).first()
+        any_open = s.exec(select(HitRow.id).where(HitRow.campaign == ctx.name, HitRow.status == HitStatus.POSTED).limit(1)).first()
     if any_open is None:
         return 0
-    deadline = time.monotonic() + seconds
+    deadline = work_deadline(ctx.clock, seconds)
     try:
         listed = ctx.market.reviewable_hits()
     except MarketError as exc:
@@ -82,7 +84,7 @@ def collect(ctx: Context, sweep: int = SWEEP, seconds: float = COLLECT_SECONDS) 
         if hit.id not in ready:
             last_swept = hit.id
     if last_swept is not None:  # the sweep goes on after the last HIT it looked at
-        ctx.store.set_kv(ctx.name, CURSOR_KEY, str(last_swept))
+        ctx.store.set_kv(ctx.name, Keys.COLLECT_CURSOR, str(last_swept))
     return new
 
 
@@ -91,7 +93,7 @@ def _posted_by_remote_id(ctx: Context, hit_ids: Sequence[str]) -> list[HitRow]:
     found: dict[str, HitRow] = {}
     with ctx.store.session() as s:
         for i in range(0, len(hit_ids), _IN):
-            for h in s.exec(select(HitRow).where(HitRow.campaign == ctx.name, HitRow.status == "posted",
+            for h in s.exec(select(HitRow).where(HitRow.campaign == ctx.name, HitRow.status == HitStatus.POSTED,
                                                  col(HitRow.hit_id).in_(hit_ids[i:i + _IN]))).all():
                 found[remote_id(h)] = h
     return [found[h] for h in hit_ids if h in found]
@@ -100,14 +102,14 @@ def _posted_by_remote_id(ctx: Context, hit_ids: Sequence[str]) -> list[HitRow]:
 def _sweep(ctx: Context, sweep: int, ready: set[int | None]) -> list[HitRow]:
     """The next `sweep` open HITs after the cursor (round the end to the start) that are not on the
     reviewable list and still miss assignments in the store, read from the store a page at a time."""
-    cursor = int(ctx.store.get_kv(ctx.name, CURSOR_KEY, "0") or 0)
+    cursor = int(ctx.store.get_kv(ctx.name, Keys.COLLECT_CURSOR, "0") or 0)
     out: list[HitRow] = []
     seen: set[int | None] = set()
     with ctx.store.session() as s:
         for low, high in ((cursor, None), (-1, cursor)):
             after = low
             while len(out) < sweep:
-                q = select(HitRow).where(HitRow.campaign == ctx.name, HitRow.status == "posted", col(HitRow.id) > after)
+                q = select(HitRow).where(HitRow.campaign == ctx.name, HitRow.status == HitStatus.POSTED, col(HitRow.id) > after)
                 if high is not None:
                     q = q.where(col(HitRow.id) <= high)
                 page = s.exec(q.order_by(col(HitRow.id)).limit(_PAGE)).all()
@@ -130,11 +132,10 @@ def _sweep(ctx: Context, sweep: int, ready: set[int | None]) -> list[HitRow]:
 def _done_collecting(ctx: Context, hit_id: str) -> None:
     """Every slot of the HIT is stored: off the reviewable list (MTurk: UpdateHITReviewStatus to
     Reviewing). Only full HITs: an expired HIT that may be extended must stay able to take work."""
-    mark = getattr(ctx.market, "mark_reviewing", None)
-    if mark is None:
+    if not isinstance(ctx.market, ReviewMarking):
         return
     try:
-        mark(hit_id)
+        ctx.market.mark_reviewing(hit_id)
     except MarketError as exc:  # harmless: it is listed (and collected, finding nothing new) again
         log.debug("marking %s reviewing: %s", hit_id, exc)
 
@@ -166,7 +167,7 @@ def store_assignments(ctx: Context, hit: HitRow, remote: Sequence[RemoteAssignme
             if row is None:
                 row = AssignmentRow(
                     assignment_id=aid, campaign=ctx.name, stage=hit.stage, hit_key=hit.hit_key, hit_id=remote_id(hit),
-                    worker_id=a.worker_id, status="submitted", answer_xml=a.answer,
+                    worker_id=a.worker_id, status=AssignmentStatus.SUBMITTED, answer_xml=a.answer,
                     accept_time=a.accept_time, submit_time=a.submit_time, collected_at=ctx.clock.now(),
                 )
                 rows[aid] = row
@@ -182,13 +183,13 @@ def store_assignments(ctx: Context, hit: HitRow, remote: Sequence[RemoteAssignme
                     judgments = kind.parse(stage, ctx.market.answer_fields(row.answer_xml), items)
                 except (InvalidAnswer, ValueError, SyntaxError) as exc:
                     # what reading an answer may raise: a kind's InvalidAnswer, a marketplace's unreadable
-                    # answer (a ValueError: campaign.market.answers.MalformedAnswer), and the XML parser's
+                    # answer (a ValueError: campaign.answer_xml.MalformedAnswer), and the XML parser's
                     # own ParseError (a SyntaxError) from any reader that lets it through
                     row.valid, row.error, judgments = False, str(exc)[:500], []
                 except Exception as exc:  # a failure of ours, not the worker's: held for the operator (invariant 8)
-                    row.status, row.valid, row.error, judgments = "held", False, describe(exc), []
+                    row.status, row.valid, row.error, judgments = AssignmentStatus.HELD, False, describe(exc), []
                     s.add(row)
-                    hold(ctx, ASSIGNMENT, aid, "collect", exc, hit_key=hit.hit_key, worker_id=row.worker_id, session=s)
+                    hold(ctx, HeldKind.ASSIGNMENT, aid, "collect", exc, hit_key=hit.hit_key, worker_id=row.worker_id, session=s)
                 s.add(row)
                 labels += [{"campaign": ctx.name, "stage": hit.stage, "assignment_id": aid, "worker_id": row.worker_id,
                             "item_key": j.item_key, "value": j.value, "excluded": False,
@@ -200,7 +201,7 @@ def store_assignments(ctx: Context, hit: HitRow, remote: Sequence[RemoteAssignme
                 s.add(w)
                 new += 1
                 crash_point("collect.mid_transaction")
-            if status != row.status and row.status in ("submitted", "approving", "rejecting", "held"):
+            if status != row.status and row.status in (AssignmentStatus.SUBMITTED, AssignmentStatus.APPROVING, AssignmentStatus.REJECTING, AssignmentStatus.HELD):
                 _adopt_remote_status(ctx, s, hit, row, status)
         if labels:  # plain rows in one statement: through the ORM, the labels were most of a HIT's write
             s.flush()
@@ -212,17 +213,17 @@ def store_assignments(ctx: Context, hit: HitRow, remote: Sequence[RemoteAssignme
 def _adopt_remote_status(ctx: Context, s: Session, hit: HitRow, row: AssignmentRow, status: str) -> None:
     """The marketplace decided first (auto-approval, or our own call whose answer we lost in a crash)."""
     reward = Decimal(hit.reward)
-    if status == "approved":
+    if status == SubmissionStatus.APPROVED:
         charge_assignment(s, ctx.name, hit.hit_key, row.assignment_id, reward, hit.assignments, fees_of(ctx.market))
-    elif status == "rejected":
+    elif status == SubmissionStatus.REJECTED:
         release_assignment(s, ctx.name, hit.hit_key, row.assignment_id, reward, hit.assignments, fees_of(ctx.market))
     else:
         return
-    if row.status in ("submitted", "held"):
-        ctx.store.event(ctx.name, "auto_approved" if status == "approved" else "rejected_remotely",
+    if row.status in (AssignmentStatus.SUBMITTED, AssignmentStatus.HELD):
+        ctx.store.event(ctx.name, "auto_approved" if status == SubmissionStatus.APPROVED else "rejected_remotely",
                         f"{row.assignment_id} was {status} on the marketplace", subject=row.assignment_id, session=s)
-    if row.status == "held":  # the marketplace settled it before the operator did: its decision stands
-        settle_remotely(ctx, s, ASSIGNMENT, row.assignment_id, f"{status} on the marketplace before anyone decided")
+    if row.status == AssignmentStatus.HELD:  # the marketplace settled it before the operator did: its decision stands
+        settle_remotely(ctx, s, HeldKind.ASSIGNMENT, row.assignment_id, f"{status} on the marketplace before anyone decided")
     row.status = status
     row.decided_at = ctx.clock.now()
     s.add(row)

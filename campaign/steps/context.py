@@ -9,8 +9,6 @@ from __future__ import annotations
 
 import hashlib
 import logging
-import os
-import signal
 import threading
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -21,8 +19,8 @@ from sqlmodel import Session, SQLModel
 from campaign.clock import Clock
 from campaign.filemodes import private_dir
 from campaign.marketplaces.base import Marketplace
+from campaign.readmodel.scores import StoreStageData
 from campaign.spec import Campaign
-from campaign.steps.scores import StoreStageData
 from campaign.store import HitRow, Store
 
 log = logging.getLogger(__name__)
@@ -31,24 +29,6 @@ log = logging.getLogger(__name__)
 # daemon is behind the crowd, and `post` puts up nothing new until it has caught up.
 BEHIND_COLLECT = "behind:collect"
 BEHIND_REVIEW = "behind:review"
-
-_crash_counts: dict[str, int] = {}
-_crash_lock = threading.Lock()
-
-
-def crash_point(name: str) -> None:
-    """Die here (SIGKILL, no cleanup) if CAMPAIGN_TEST_CRASH names this point and its count is reached."""
-    spec = os.environ.get("CAMPAIGN_TEST_CRASH")
-    if not spec:
-        return
-    point, _, count = spec.partition(":")
-    if point != name:
-        return
-    with _crash_lock:
-        _crash_counts[name] = _crash_counts.get(name, 0) + 1
-        if _crash_counts[name] >= int(count or 1):
-            os.kill(os.getpid(), signal.SIGKILL)
-
 
 @dataclass
 class Context:
@@ -63,7 +43,7 @@ class Context:
     cache: dict[str, Any] = field(default_factory=dict)  # what a step keeps between passes of this daemon (never state)
 
     def __post_init__(self) -> None:
-        from campaign.market.client import MarketClient
+        from campaign.marketplaces.mturk_client import MarketClient
 
         if isinstance(self.market, MarketClient):  # a bare boto3 wrapper (older callers, tests)
             from campaign.marketplaces.mturk import MTurkMarketplace

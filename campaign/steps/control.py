@@ -9,6 +9,7 @@ from sqlmodel import col, select
 
 from campaign.ledger import release_hit_rest
 from campaign.marketplaces.base import AlreadyDone, MarketError
+from campaign.state import CampaignStatus, HitStatus, Keys
 from campaign.steps.context import Context, get_row, remote_id
 from campaign.steps.post import post_pending
 from campaign.store import CampaignRow, HitRow
@@ -22,11 +23,11 @@ def post_interrupted(ctx: Context) -> int:
 
 
 def apply_extend(ctx: Context) -> None:
-    hours = float(ctx.store.get_kv(ctx.name, "extend_hours", "0") or 0)
+    hours = float(ctx.store.get_kv(ctx.name, Keys.EXTEND_HOURS, "0") or 0)
     if hours <= 0:
         return
     with ctx.store.session() as s:
-        hits = s.exec(select(HitRow).where(HitRow.campaign == ctx.name, HitRow.status == "posted")).all()
+        hits = s.exec(select(HitRow).where(HitRow.campaign == ctx.name, HitRow.status == HitStatus.POSTED)).all()
     for hit in hits:
         new = max(hit.expires_at or ctx.clock.now(), ctx.clock.now()) + hours * 3600
         try:
@@ -40,7 +41,7 @@ def apply_extend(ctx: Context) -> None:
             row = get_row(s, HitRow, hit.id)
             row.expires_at = float(int(new))
             s.add(row)
-    ctx.store.set_kv(ctx.name, "extend_hours", "0")
+    ctx.store.set_kv(ctx.name, Keys.EXTEND_HOURS, "0")
     ctx.store.event(ctx.name, "extended", f"{len(hits)} open HITs extended by {hours} h")
 
 
@@ -52,12 +53,12 @@ def apply_cancel(ctx: Context) -> bool:
     """
     past = float(int(ctx.clock.now()) - 60)
     with ctx.store.session() as s:
-        for row in s.exec(select(HitRow).where(HitRow.campaign == ctx.name, HitRow.status == "draft")).all():
-            row.status = "cancelled"
+        for row in s.exec(select(HitRow).where(HitRow.campaign == ctx.name, HitRow.status == HitStatus.DRAFT)).all():
+            row.status = HitStatus.CANCELLED
             s.add(row)
-        hits = s.exec(select(HitRow).where(HitRow.campaign == ctx.name, col(HitRow.status).in_(("posted", "posting")))).all()
+        hits = s.exec(select(HitRow).where(HitRow.campaign == ctx.name, col(HitRow.status).in_((HitStatus.POSTED, HitStatus.POSTING)))).all()
     for hit in hits:
-        if hit.status == "posting":
+        if hit.status == HitStatus.POSTING:
             continue  # post_pending finishes or reconciles it first; cancelled on a later tick
         if hit.expires_at is not None and hit.expires_at <= ctx.clock.now():
             continue
@@ -71,21 +72,21 @@ def apply_cancel(ctx: Context) -> bool:
             row.expires_at = past
             s.add(row)
     with ctx.store.session() as s:
-        still = s.exec(select(HitRow).where(HitRow.campaign == ctx.name, col(HitRow.status).in_(("posted", "posting")))).all()
+        still = s.exec(select(HitRow).where(HitRow.campaign == ctx.name, col(HitRow.status).in_((HitStatus.POSTED, HitStatus.POSTING)))).all()
         if still:
             return False
         for row in s.exec(select(HitRow).where(HitRow.campaign == ctx.name)).all():
             release_hit_rest(s, ctx.name, row.hit_key)
         camp = get_row(s, CampaignRow, ctx.name)
-        camp.status = "cancelled"
+        camp.status = CampaignStatus.CANCELLED
         s.add(camp)
-        ctx.store.event(ctx.name, "cancelled", "campaign cancelled; no HIT is left open and no money reserved", session=s)
+        ctx.store.event(ctx.name, CampaignStatus.CANCELLED, "campaign cancelled; no HIT is left open and no money reserved", session=s)
     return True
 
 
 def heartbeat(ctx: Context) -> None:
     """The daemon is alive and has seen the campaign's status (the dashboard's acknowledgement of p / c)."""
-    from campaign.dashboard.heartbeat import record_heartbeat
+    from campaign.readmodel.heartbeat import record_heartbeat
 
     with ctx.store.session() as s:
         status = get_row(s, CampaignRow, ctx.name).status

@@ -1,7 +1,7 @@
 """Finishing: when every stage is done, the last stage's task kind writes the export and the campaign
 turns `finished`.
 
-The export comes from `TaskKind.export` over the store (`campaign.steps.scores`), is written
+The export comes from `TaskKind.export` over the store (`campaign.readmodel.scores`), is written
 atomically, and is byte-stable for a given spec and seed.
 """
 
@@ -12,16 +12,10 @@ import logging
 
 from sqlmodel import select
 
+from campaign.readmodel.scores import atomic_write, write_scores
+from campaign.state import CampaignStatus
 from campaign.steps.context import Context
-
-# compute_scores, scores_csv, scores_jsonl and EXPORT_COLUMNS are re-exported for `campaign export`
-from campaign.steps.scores import EXPORT_COLUMNS as EXPORT_COLUMNS
-from campaign.steps.scores import atomic_write, write_scores
-from campaign.steps.scores import compute_scores as compute_scores
-from campaign.steps.scores import scores_csv as scores_csv
-from campaign.steps.scores import scores_jsonl as scores_jsonl
 from campaign.steps.stages import all_done
-from campaign.steps.stages import stage_done as stage_done
 from campaign.steps.study_state import studies_over
 from campaign.store import CampaignRow, WorkerRow
 from campaign.tasks import get as get_kind
@@ -33,7 +27,7 @@ def finish_if_done(ctx: Context) -> bool:
     """When every stage is done, write the last stage's export and mark the campaign finished."""
     with ctx.store.session() as s:
         camp = s.get(CampaignRow, ctx.name)
-        if camp is not None and camp.status == "finished":
+        if camp is not None and camp.status == CampaignStatus.FINISHED:
             return True
     if not all_done(ctx) or not studies_over(ctx):  # nothing may still be paid for a place
         return False
@@ -49,7 +43,7 @@ def finish_if_done(ctx: Context) -> bool:
     with ctx.store.session() as s:
         camp = s.get(CampaignRow, ctx.name)
         assert camp is not None
-        camp.status = "finished"
+        camp.status = CampaignStatus.FINISHED
         camp.finished_at = ctx.clock.now()
         s.add(camp)
         ctx.store.event(ctx.name, "finished", f"{len(export.rows)} items scored{extra}; written to {csv_path}", session=s)

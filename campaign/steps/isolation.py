@@ -27,14 +27,12 @@ from typing import Any
 from sqlalchemy.exc import IntegrityError
 from sqlmodel import Session, col, func, select
 
+from campaign.state import AssignmentStatus, HeldKind, HeldStatus
 from campaign.steps.context import Context
 from campaign.store import HeldRow, Store
 
 log = logging.getLogger(__name__)
 
-ASSIGNMENT, HIT, BONUS = "assignment", "hit", "bonus"  # what a HeldRow may hold
-HELD, SETTLED = "held", "settled"  # HeldRow.status
-DECISIONS = ("approve", "reject", "drop")
 BACKOFF_MAX = 64  # passes a failing step waits at most before it is tried again
 _PASS = "isolation:pass"
 _FAILING = "isolation:failing"
@@ -59,10 +57,10 @@ def hold(ctx: Context, row_kind: str, row_key: str, step: str, exc: BaseExceptio
     def put(s: Session) -> bool:
         found = s.exec(select(HeldRow).where(HeldRow.campaign == ctx.name, HeldRow.row_kind == row_kind,
                                              HeldRow.row_key == row_key)).first()
-        if found is not None and found.status == HELD:
+        if found is not None and found.status == HeldStatus.HELD:
             return False
         if found is not None:  # settled before (e.g. posted again on the operator's word) and failed again
-            found.status, found.step, found.error, found.held_at = HELD, step, error, ctx.clock.now()
+            found.status, found.step, found.error, found.held_at = HeldStatus.HELD, step, error, ctx.clock.now()
             found.decision = found.message = found.decided_at = found.settled_at = None
             found.data = json.dumps(data, sort_keys=True, default=str) if data else None
             s.add(found)
@@ -70,7 +68,7 @@ def hold(ctx: Context, row_kind: str, row_key: str, step: str, exc: BaseExceptio
                                     hit_key=hit_key, worker_id=worker_id, held_at=ctx.clock.now(),
                                     data=json.dumps(data, sort_keys=True, default=str) if data else None)):
             return False  # another writer held it first
-        ctx.store.event(ctx.name, "held", f"{row_kind} {row_key} held by step {step}: {error}; the others go on "
+        ctx.store.event(ctx.name, HeldStatus.HELD, f"{row_kind} {row_key} held by step {step}: {error}; the others go on "
                         f"(settle it with `campaign decide {ctx.name} {row_key} approve|reject|drop`)",
                         level="error", subject=row_key, data={"step": step, "row_kind": row_kind, "error": error,
                                                               "hit_key": hit_key}, session=s)
@@ -93,12 +91,12 @@ def hold_assignment(ctx: Context, assignment_id: str, step: str, exc: BaseExcept
 
     with ctx.store.session() as s:
         row = s.get(AssignmentRow, assignment_id)
-        if row is None or row.status not in ("submitted", "approving", "rejecting"):
+        if row is None or row.status not in (AssignmentStatus.SUBMITTED, AssignmentStatus.APPROVING, AssignmentStatus.REJECTING):
             return False
         intent = row.status
-        row.status = "held"
+        row.status = AssignmentStatus.HELD
         s.add(row)
-        return hold(ctx, ASSIGNMENT, assignment_id, step, exc, hit_key=row.hit_key, worker_id=row.worker_id,
+        return hold(ctx, HeldKind.ASSIGNMENT, assignment_id, step, exc, hit_key=row.hit_key, worker_id=row.worker_id,
                     data={"was": intent, **(data or {})}, session=s)
 
 
@@ -121,10 +119,10 @@ def settle_remotely(ctx: Context, s: Session, row_kind: str, row_key: str, outco
     """The marketplace settled a held row before the operator (auto-approval): its decision is booked
     by the caller, and the hold is over."""
     row = s.exec(select(HeldRow).where(HeldRow.campaign == ctx.name, HeldRow.row_kind == row_kind,
-                                       HeldRow.row_key == row_key, HeldRow.status == HELD)).first()
+                                       HeldRow.row_key == row_key, HeldRow.status == HeldStatus.HELD)).first()
     if row is None:
         return
-    row.status, row.outcome, row.settled_at = SETTLED, outcome[:1000], ctx.clock.now()
+    row.status, row.outcome, row.settled_at = HeldStatus.SETTLED, outcome[:1000], ctx.clock.now()
     s.add(row)
     ctx.store.event(ctx.name, "held_settled", f"{row_kind} {row_key}: {outcome}", subject=row_key, session=s)
 
@@ -142,14 +140,14 @@ def held_keys(ctx: Context, row_kind: str) -> set[str]:
     """The keys of this campaign's rows of `row_kind` that are held and not settled yet."""
     with ctx.store.session() as s:
         return set(s.exec(select(HeldRow.row_key).where(HeldRow.campaign == ctx.name, HeldRow.row_kind == row_kind,
-                                                        HeldRow.status == HELD)).all())
+                                                        HeldRow.status == HeldStatus.HELD)).all())
 
 
 def pending_decisions(store: Store, campaign: str) -> int:
     """How many of the campaign's held rows the operator decided and the daemon has not carried out yet."""
     with store.session() as s:
         return int(s.exec(select(func.count()).select_from(HeldRow).where(
-            HeldRow.campaign == campaign, HeldRow.status == HELD, col(HeldRow.decision).is_not(None))).one())
+            HeldRow.campaign == campaign, HeldRow.status == HeldStatus.HELD, col(HeldRow.decision).is_not(None))).one())
 
 
 @dataclass

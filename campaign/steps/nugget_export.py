@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
-from campaign.steps.scores import atomic_write
+from campaign.readmodel.scores import atomic_write
 from campaign.tasks.nuggets import gold_jsonl
 
 

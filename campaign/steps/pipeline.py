@@ -1,11 +1,18 @@
-"""The daemon's pass over one campaign, declared in one place.
+"""The daemon's pass over one campaign, declared in one place (`PIPELINE`).
 
-Each step names the campaign statuses it runs in and, if it works stage by stage, which stages it
-takes; it reads everything it needs from the store and writes its results there, so steps hand
-nothing to each other and each can be run (and tested) on its own against a store and a marketplace.
-The order below is the order of one pass: heartbeat, adopt a new budget, plan, post (and open study
-places, Prolific), collect, review quality, block, decide on work, close HITs, settle studies (Prolific),
-plan a stage's repeat once its first pass is over, pay bonuses, finish (or end out of money), raise alerts.
+Each step names the campaign statuses it runs in (`campaign.state`) and, if it works stage by stage,
+which stages it takes (the ready ones: a stage is ready when the one before it is done). A step reads
+what it needs from the store and writes its results there, so each can be run (and tested) on its own
+against a store and a marketplace. The one thing steps share in memory is this daemon's `ctx.cache`:
+collect and review note there that the crowd is ahead of them, and post waits for them (never state:
+a restart starts from the store alone).
+
+`PIPELINE`'s order is the order of one pass: heartbeat, adopt a new budget, load items, plan (at once
+or batch by batch), post and open study places, extend, finish interrupted posts and cancel, collect,
+carry out the operator's decisions on held rows, review quality, block, decide on work, ask again for
+refused answers, close HITs, settle studies, release what a cancel closed, plan a stage's repeat, pay
+bonuses, finish (or end out of money), raise alerts. A step that raises costs only itself
+(`isolation.StepGuard`).
 """
 
 from __future__ import annotations
@@ -17,8 +24,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from campaign.spec import Stage
+from campaign.state import ACTIVE, TICKED, CampaignStatus
 from campaign.steps.batches import plan_next_batch
-from campaign.steps.budget import EXHAUSTED, exhaust_if_drained, sync_budget
+from campaign.steps.budget import exhaust_if_drained, sync_budget
 from campaign.steps.collect import collect
 from campaign.steps.context import Context
 from campaign.steps.control import alerts, apply_cancel, apply_extend, heartbeat, post_interrupted
@@ -37,11 +45,6 @@ from campaign.tasks import get as get_kind
 
 log = logging.getLogger(__name__)
 
-RUNNING, PAUSED, CANCELLING = "running", "paused", "cancelling"
-ACTIVE = frozenset({RUNNING, PAUSED, CANCELLING})  # "finished" and "cancelled" campaigns get no pass
-TICKED = ACTIVE | {EXHAUSTED}  # a campaign out of money still takes a raised budget
-DONE_STATUSES = frozenset({"finished", "cancelled"})
-END_STATUSES = DONE_STATUSES | {EXHAUSTED}  # where `campaign run` stops (without --forever)
 
 
 @dataclass(frozen=True)
@@ -80,25 +83,25 @@ PIPELINE: tuple[Step, ...] = (
     Step("budget", TICKED, run=sync_budget),
     Step("load", ACTIVE, run=load_items),
     Step("plan", ACTIVE, run_stage=plan_stage, batch_planned=False),
-    Step("batches", _statuses(RUNNING), run_stage=plan_next_batch, batch_planned=True),
-    Step("post", _statuses(RUNNING), run=post_pending),
-    Step("places", _statuses(RUNNING), run=open_places),  # marketplaces with studies (Prolific) only
+    Step("batches", _statuses(CampaignStatus.RUNNING), run_stage=plan_next_batch, batch_planned=True),
+    Step("post", _statuses(CampaignStatus.RUNNING), run=post_pending),
+    Step("places", _statuses(CampaignStatus.RUNNING), run=open_places),  # marketplaces with studies (Prolific) only
     Step("extend", ACTIVE, run=apply_extend),
-    Step("post-interrupted", _statuses(CANCELLING), run=post_interrupted),
-    Step("cancel", _statuses(CANCELLING), run=apply_cancel),
+    Step("post-interrupted", _statuses(CampaignStatus.CANCELLING), run=post_interrupted),
+    Step("cancel", _statuses(CampaignStatus.CANCELLING), run=apply_cancel),
     Step("collect", ACTIVE, run=collect),
     Step("decisions", TICKED, run=settle_decisions),  # the operator's decisions on held rows (`campaign decide`)
     Step("quality", ACTIVE, run=quality_pass),
-    Step("blocks", _statuses(RUNNING, CANCELLING), run=blocks),
-    Step("review", _statuses(RUNNING, CANCELLING), run=review),
-    Step("replace", _statuses(RUNNING), run=replace_refused),  # before close: a HIT short of answers stays open
+    Step("blocks", _statuses(CampaignStatus.RUNNING, CampaignStatus.CANCELLING), run=blocks),
+    Step("review", _statuses(CampaignStatus.RUNNING, CampaignStatus.CANCELLING), run=review),
+    Step("replace", _statuses(CampaignStatus.RUNNING), run=replace_refused),  # before close: a HIT short of answers stays open
     Step("close", ACTIVE, run=close_finished_hits),
     Step("studies", ACTIVE, run=settle_studies),  # marketplaces with studies: decisions, charges, stopping
-    Step("cancel-again", _statuses(CANCELLING), run=apply_cancel),  # HITs closed by this pass release their money now
-    Step("repeat", _statuses(RUNNING), run_stage=plan_repeat),  # before finish: a stage's repeat keeps it open
-    Step("bonuses", _statuses(RUNNING, PAUSED), run=bonuses),
-    Step("finish", _statuses(RUNNING, PAUSED), run=finish_if_done),
-    Step("budget-exhausted", _statuses(RUNNING), run=exhaust_if_drained),
+    Step("cancel-again", _statuses(CampaignStatus.CANCELLING), run=apply_cancel),  # HITs closed by this pass release their money now
+    Step("repeat", _statuses(CampaignStatus.RUNNING), run_stage=plan_repeat),  # before finish: a stage's repeat keeps it open
+    Step("bonuses", _statuses(CampaignStatus.RUNNING, CampaignStatus.PAUSED), run=bonuses),
+    Step("finish", _statuses(CampaignStatus.RUNNING, CampaignStatus.PAUSED), run=finish_if_done),
+    Step("budget-exhausted", _statuses(CampaignStatus.RUNNING), run=exhaust_if_drained),
     Step("alerts", TICKED, run=alerts),
 )
 

@@ -15,12 +15,15 @@ from decimal import Decimal
 
 from sqlmodel import col, select
 
+from campaign.clock import work_deadline
+from campaign.crash import crash_point
 from campaign.ledger import BudgetExceeded, release_hit_rest, reserve_hits
 from campaign.marketplaces.base import HitRequest, HitType, MarketError, RemoteHit, TransientError, fees_of
 from campaign.spec import Stage
+from campaign.state import CampaignStatus, HeldKind, HitStatus
 from campaign.steps.budget import note_blocked
-from campaign.steps.context import BEHIND_COLLECT, BEHIND_REVIEW, Context, crash_point, get_row
-from campaign.steps.isolation import HIT, describe, hold
+from campaign.steps.context import BEHIND_COLLECT, BEHIND_REVIEW, Context, get_row
+from campaign.steps.isolation import describe, hold
 from campaign.steps.repeat import excluded_groups
 from campaign.store import CampaignRow, HitRow, ItemRow
 from campaign.tasks import get as get_kind
@@ -37,7 +40,7 @@ def hit_type_id(ctx: Context, stage: Stage, excluded: tuple[str, ...] = ()) -> s
     hit_type = HitType(title=stage.title, description=stage.description, reward=stage.reward, duration=stage.duration,
                        auto_approval_delay=stage.auto_approval_delay, keywords=stage.keywords,
                        qualifications=stage.qualifications, excluded_groups=excluded)
-    return ctx.market.create_hit_type(hit_type, sandbox=ctx.campaign.marketplace != "mturk")
+    return ctx.market.create_hit_type(hit_type, sandbox=ctx.market.capabilities.sandbox_qualifications)
 
 
 def page(ctx: Context, stage: Stage, hit: HitRow, texts: dict[str, str] | None = None) -> str:
@@ -58,7 +61,7 @@ def _texts(ctx: Context, keys: list[str]) -> dict[str, str]:
 def _campaign_status(ctx: Context) -> str:
     with ctx.store.session() as s:
         row = s.get(CampaignRow, ctx.name)
-        return row.status if row else "running"
+        return row.status if row else CampaignStatus.RUNNING
 
 
 CHUNK = 10  # intents written per transaction (and the budget checked once for them)
@@ -79,7 +82,7 @@ def post_pending(ctx: Context, limit: int | None = None, only_interrupted: bool 
     `only_interrupted` finishes posts that a crash cut short without starting new ones (cancelling).
     """
     posted = 0
-    deadline = time.monotonic() + seconds
+    deadline = work_deadline(ctx.clock, seconds)
     type_ids: dict[tuple[str, tuple[str, ...]], str] = {}
     if behind(ctx):
         # backpressure: the last pass left finished work uncollected or undecided. New HITs would only
@@ -87,7 +90,7 @@ def post_pending(ctx: Context, limit: int | None = None, only_interrupted: bool 
         # approved by the marketplace unreviewed (at 47,000 assignments, 1,688 were); posts a crash
         # cut short are still finished
         only_interrupted = True
-    statuses = ("posting",) if only_interrupted else ("draft", "posting")
+    statuses = (HitStatus.POSTING,) if only_interrupted else (HitStatus.DRAFT, HitStatus.POSTING)
     with ctx.store.session() as s:
         pending = s.exec(
             select(HitRow).where(HitRow.campaign == ctx.name, col(HitRow.status).in_(statuses)).order_by(col(HitRow.id))
@@ -96,7 +99,7 @@ def post_pending(ctx: Context, limit: int | None = None, only_interrupted: bool 
     for first in range(0, len(pending), CHUNK):
         if first and time.monotonic() > deadline:
             break
-        if not only_interrupted and _campaign_status(ctx) != "running":
+        if not only_interrupted and _campaign_status(ctx) != CampaignStatus.RUNNING:
             break
         chunk, blocked = _intents(ctx, list(pending[first:first + CHUNK]))
         texts = _texts(ctx, [k for hit in chunk for k in hit.keys()])
@@ -138,19 +141,19 @@ def _intents(ctx: Context, chunk: list[HitRow]) -> tuple[list[HitRow], tuple[str
     """Reserve the chunk's drafts and mark them `posting` in one transaction (the intent, written before
     any of their calls); returns the HITs to post (interrupted posts included) and, when the budget ran
     out, the first HIT it could not cover with the error."""
-    drafts = [h for h in chunk if h.status == "draft"]
+    drafts = [h for h in chunk if h.status == HitStatus.DRAFT]
     if not drafts:
         return chunk, None
     with ctx.store.session() as s:
         rows = {r.id: r for r in s.exec(select(HitRow).where(col(HitRow.id).in_([h.id for h in drafts]))).all()}
-        fresh = [rows[h.id] for h in drafts if h.id in rows and rows[h.id].status == "draft"]
+        fresh = [rows[h.id] for h in drafts if h.id in rows and rows[h.id].status == HitStatus.DRAFT]
         amounts, err = reserve_hits(s, ctx.name, ctx.campaign.budget,
                                     [(r.hit_key, Decimal(r.reward), r.assignments) for r in fresh], fees_of(ctx.market))
         now = ctx.clock.now()
         for row in fresh:
             if row.hit_key not in amounts:
                 continue
-            row.status = "posting"
+            row.status = HitStatus.POSTING
             row.reserved = str(amounts[row.hit_key])
             row.posting_started_at = now
             s.add(row)
@@ -160,7 +163,7 @@ def _intents(ctx: Context, chunk: list[HitRow]) -> tuple[list[HitRow], tuple[str
     for h in chunk:
         if h.hit_key == failed and err is not None:
             return out, (h.hit_key, err)
-        if h.status == "posting":
+        if h.status == HitStatus.POSTING:
             out.append(h)
         elif h.id in reserved:
             out.append(reserved[h.id])
@@ -192,7 +195,7 @@ def _record_posted(ctx: Context, hit: HitRow, remote: RemoteHit) -> None:
         row = get_row(s, HitRow, hit.id)
         row.hit_id = remote.hit_id
         row.hit_type_id = remote.type_id
-        row.status = "posted"
+        row.status = HitStatus.POSTED
         row.posted_at = ctx.clock.now()
         row.expires_at = remote.expires_at
         s.add(row)
@@ -204,18 +207,18 @@ def _hold(ctx: Context, hit: HitRow, exc: Exception) -> None:
     (the call may have happened: settling it looks the HIT up by its annotation)."""
     with ctx.store.session() as s:
         row = get_row(s, HitRow, hit.id)
-        if row.status not in ("draft", "posting"):
+        if row.status not in (HitStatus.DRAFT, HitStatus.POSTING):
             return
-        row.status = "held"
+        row.status = HitStatus.HELD
         row.error = describe(exc)
         s.add(row)
-        hold(ctx, HIT, row.hit_key, "post", exc, hit_key=row.hit_key, session=s)
+        hold(ctx, HeldKind.HIT, row.hit_key, "post", exc, hit_key=row.hit_key, session=s)
 
 
 def _fail(ctx: Context, hit: HitRow, why: str) -> None:
     with ctx.store.session() as s:
         row = get_row(s, HitRow, hit.id)
-        row.status = "failed"
+        row.status = HitStatus.FAILED
         row.error = why[:1000]
         s.add(row)
         release_hit_rest(s, ctx.name, row.hit_key)

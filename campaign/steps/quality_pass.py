@@ -23,6 +23,7 @@ from typing import Any
 from sqlalchemy import or_
 from sqlmodel import col, func, select, update
 
+from campaign.crash import crash_point
 from campaign.ledger import BudgetExceeded, charge_bonus, release_bonus, reserve_bonus
 from campaign.marketplaces.base import AlreadyDone, MarketError, TransientError, fees_of
 from campaign.money import shown
@@ -30,7 +31,8 @@ from campaign.quality.evidence import WorkerEvidence
 from campaign.quality.review import Decision, PolicyConfig, ReviewResult, judge
 from campaign.quality.running import RunningEvidence
 from campaign.spec import Stage
-from campaign.steps.context import Context, crash_point
+from campaign.state import AssignmentStatus, BonusState, HeldKind, HitStatus, Keys
+from campaign.steps.context import Context
 from campaign.store import AssignmentRow, EventRow, HitRow, JudgmentRow, WorkerRow
 from campaign.tasks import get as get_kind
 from campaign.tasks.kind import ReviewedJudgment
@@ -38,7 +40,7 @@ from campaign.tasks.kind import ReviewedJudgment
 log = logging.getLogger(__name__)
 
 # Rejected work stays evidence: a spammer whose work was rejected must not look clean afterwards.
-COUNTED = ("submitted", "approving", "approved", "rejecting", "rejected")
+COUNTED = (AssignmentStatus.SUBMITTED, AssignmentStatus.APPROVING, AssignmentStatus.APPROVED, AssignmentStatus.REJECTING, AssignmentStatus.REJECTED)
 
 
 def policed_stages(ctx: Context) -> list[Stage]:
@@ -118,10 +120,6 @@ def evaluate(ctx: Context, stage: Stage) -> ReviewResult:
     return judge(book.evidence(config.min_shared) if book is not None else {}, config)
 
 
-def _review_key(stage: Stage) -> str:
-    return f"review:{stage.name}"
-
-
 def _dump(n: int, result: ReviewResult) -> str:
     return json.dumps({"n": n, "evidence": {w: asdict(e) for w, e in result.evidence.items()},
                        "decisions": [[d.kind, d.worker, d.reason, dict(d.evidence)] for d in result.decisions]})
@@ -129,7 +127,7 @@ def _dump(n: int, result: ReviewResult) -> str:
 
 def stage_review(ctx: Context, stage: Stage) -> ReviewResult | None:
     """The stage's latest review as the quality step stored it (None before the first pass)."""
-    saved = ctx.store.get_kv(ctx.name, _review_key(stage))
+    saved = ctx.store.get_kv(ctx.name, Keys.review(stage.name))
     if saved is None:
         return None
     data = json.loads(saved)
@@ -156,7 +154,7 @@ def quality_pass(ctx: Context) -> int:
         with ctx.store.session() as s:
             n = int(s.exec(select(func.count()).select_from(AssignmentRow).where(
                 AssignmentRow.campaign == ctx.name, AssignmentRow.stage == stage.name, col(AssignmentRow.status).in_(COUNTED))).one())
-        saved = ctx.store.get_kv(ctx.name, _review_key(stage))
+        saved = ctx.store.get_kv(ctx.name, Keys.review(stage.name))
         reviewed = int(json.loads(saved)["n"]) if saved is not None else 0
         if saved is not None and not _due(ctx, stage, reviewed, n):
             continue
@@ -164,7 +162,7 @@ def quality_pass(ctx: Context) -> int:
             ctx.cache.pop(f"evidence:{stage.name}", None)
         result = evaluate(ctx, stage)
         apply(ctx, stage, result, primary=stage is primary)
-        ctx.store.set_kv(ctx.name, _review_key(stage), _dump(n, result))
+        ctx.store.set_kv(ctx.name, Keys.review(stage.name), _dump(n, result))
         done += 1
     if done:
         _give_back_memory()
@@ -250,17 +248,17 @@ def apply(ctx: Context, stage: Stage, result: ReviewResult, primary: bool = True
 def stage_collected(ctx: Context, stage_name: str) -> bool:
     """True when every planned slot of the stage has an answer or can no longer get one.
 
-    One query that stops at the first open HIT still missing answers (the old way counted every
-    assignment of the stage, on every review pass)."""
+    One query that stops at the first open HIT still missing answers, so a review pass costs the same
+    however many assignments the stage has."""
     now = ctx.clock.now()
     with ctx.store.session() as s:
         stage_hits = (HitRow.campaign == ctx.name, HitRow.stage == stage_name)
-        if s.exec(select(HitRow.id).where(*stage_hits, col(HitRow.status).in_(("draft", "posting"))).limit(1)).first():
+        if s.exec(select(HitRow.id).where(*stage_hits, col(HitRow.status).in_((HitStatus.DRAFT, HitStatus.POSTING))).limit(1)).first():
             return False
         got = (select(func.count()).select_from(AssignmentRow)
                .where(AssignmentRow.campaign == HitRow.campaign, AssignmentRow.hit_key == HitRow.hit_key).scalar_subquery())
         waiting = s.exec(select(HitRow.id).where(
-            *stage_hits, HitRow.status == "posted",
+            *stage_hits, HitRow.status == HitStatus.POSTED,
             or_(col(HitRow.expires_at).is_(None), col(HitRow.expires_at) == 0, col(HitRow.expires_at) > now),
             got < col(HitRow.assignments)).limit(1)).first()
     return waiting is None
@@ -307,7 +305,7 @@ def sync_shared_blocks(ctx: Context) -> None:
     with ctx.store.session() as s:
         events = s.exec(select(EventRow).where(EventRow.kind == "worker_blocked")).all()
         mine = {r.worker_id for r in s.exec(select(WorkerRow).where(WorkerRow.campaign == ctx.name, WorkerRow.blocked == True)).all()}  # noqa: E712
-        done = set(json.loads(ctx.store.get_kv(ctx.name, "shared_blocks", "[]") or "[]"))
+        done = set(json.loads(ctx.store.get_kv(ctx.name, Keys.SHARED_BLOCKS, "[]") or "[]"))
     wanted = {e.subject for e in events if e.subject and e.data and json.loads(e.data).get("block_list") == name
               and e.campaign != ctx.name}
     for w in sorted(wanted - mine - done):
@@ -317,7 +315,7 @@ def sync_shared_blocks(ctx: Context) -> None:
             ctx.store.event(ctx.name, "block_error", f"{w}: {exc}", level="warning", subject=w)
             return
         done.add(w)
-        ctx.store.set_kv(ctx.name, "shared_blocks", json.dumps(sorted(done)))
+        ctx.store.set_kv(ctx.name, Keys.SHARED_BLOCKS, json.dumps(sorted(done)))
         ctx.store.event(ctx.name, "worker_blocked", f"{w}: shared block list {name}", subject=w, data={"block_list": name})
 
 
@@ -351,9 +349,9 @@ def pay_bonuses(ctx: Context, result: ReviewResult) -> None:
     if amount is None:
         return
     for w in sorted(result.workers("bonus")):
-        key = f"bonus:{w}"
+        key = Keys.bonus(w)
         state = ctx.store.get_kv(ctx.name, key)
-        if state in ("paid", "held"):
+        if state in (BonusState.PAID, BonusState.HELD):
             continue
         try:
             if not _pay_bonus(ctx, result, w, amount):
@@ -367,25 +365,25 @@ class _SendFailed(Exception):
 
 
 def _hold_bonus(ctx: Context, result: ReviewResult, w: str, amount: Decimal, exc: Exception) -> None:
-    from campaign.steps.isolation import BONUS, hold
+    from campaign.steps.isolation import hold
 
-    key = f"bonus:{w}"
+    key = Keys.bonus(w)
     with ctx.store.session() as s:
         aid = s.exec(select(AssignmentRow.assignment_id).where(AssignmentRow.campaign == ctx.name, AssignmentRow.worker_id == w,
-                                                               AssignmentRow.status == "approved")
+                                                               AssignmentRow.status == AssignmentStatus.APPROVED)
                      .order_by(col(AssignmentRow.assignment_id).desc())).first()
         sent = isinstance(exc, _SendFailed)
-        ctx.store.set_kv(ctx.name, key, "held", session=s)
-        hold(ctx, BONUS, key, "bonuses", exc.__cause__ if sent and exc.__cause__ is not None else exc, worker_id=w, session=s,
+        ctx.store.set_kv(ctx.name, key, BonusState.HELD, session=s)
+        hold(ctx, HeldKind.BONUS, key, "bonuses", exc.__cause__ if sent and exc.__cause__ is not None else exc, worker_id=w, session=s,
              data={"amount": str(amount), "assignment_id": aid, "reason": result.reason(w), "may_have_been_sent": sent})
 
 
 def _pay_bonus(ctx: Context, result: ReviewResult, w: str, amount: Decimal) -> bool:
     """One worker's bonus: reserve, send, book. False when the budget cannot cover it (no more bonuses)."""
-    key = f"bonus:{w}"
+    key = Keys.bonus(w)
     with ctx.store.session() as s:
         aid = s.exec(select(AssignmentRow.assignment_id).where(AssignmentRow.campaign == ctx.name, AssignmentRow.worker_id == w,
-                                                               AssignmentRow.status == "approved")
+                                                               AssignmentRow.status == AssignmentStatus.APPROVED)
                      .order_by(col(AssignmentRow.assignment_id).desc())).first()
         if aid is None:
             return True
@@ -394,7 +392,7 @@ def _pay_bonus(ctx: Context, result: ReviewResult, w: str, amount: Decimal) -> b
         except BudgetExceeded as exc:
             ctx.store.event(ctx.name, "budget_stop", f"bonus for {w}: {exc}", level="warning", subject=w, session=s)
             return False
-        ctx.store.set_kv(ctx.name, key, "sending", session=s)
+        ctx.store.set_kv(ctx.name, key, BonusState.SENDING, session=s)
     token = bonus_token(ctx, w)
     try:
         ctx.market.bonus(w, aid, amount, result.reason(w) or "Thank you for consistently careful work.", token)
@@ -406,7 +404,7 @@ def _pay_bonus(ctx: Context, result: ReviewResult, w: str, amount: Decimal) -> b
     except MarketError as exc:
         with ctx.store.session() as s:
             release_bonus(s, ctx.name, w, amount, aid, fees_of(ctx.market))
-            ctx.store.set_kv(ctx.name, key, "paid", session=s)  # refused for good: never retried
+            ctx.store.set_kv(ctx.name, key, BonusState.PAID, session=s)  # refused for good: never retried
             ctx.store.event(ctx.name, "bonus_error", f"{w}: {exc}", level="warning", subject=w, session=s)
         return True
     except Exception as exc:  # not the marketplace's answer: the bonus may or may not have been paid
@@ -414,6 +412,6 @@ def _pay_bonus(ctx: Context, result: ReviewResult, w: str, amount: Decimal) -> b
     crash_point("bonus.after_call")
     with ctx.store.session() as s:
         charge_bonus(s, ctx.name, w, amount, aid, fees_of(ctx.market))
-        ctx.store.set_kv(ctx.name, key, "paid", session=s)
+        ctx.store.set_kv(ctx.name, key, BonusState.PAID, session=s)
         ctx.store.event(ctx.name, "bonus", f"{w}: {shown(amount, ctx.campaign.currency)} bonus ({result.reason(w)})", subject=w, session=s)
     return True

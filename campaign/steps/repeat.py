@@ -11,9 +11,9 @@ other HIT. Two things differ:
   qualification type, granted to those workers, required `DoesNotExist`; `marketplaces.base.WorkerGroups`)
   made and filled before the twin's draft is written, its id stored with the draft in one transaction.
   A crash in between redoes the idempotent calls; the group is found again by its name.
-- Their judgments never count in the stage's scores (`steps.scores.counted_judgments` leaves out
+- Their judgments never count in the stage's scores (`readmodel.scores.counted_judgments` leaves out
   `repeat:` HITs); they are evidence for quality control like any answer, and the per-item means of both
-  passes give the stage's test-retest correlation (`stage_retest`).
+  passes give the stage's test-retest correlation (`readmodel.retest.stage_retest`).
 
 The stage is done (and the next stage starts) only when the repeat has been planned and its HITs are
 closed too (`steps.stages.stage_done`).
@@ -21,40 +21,31 @@ closed too (`steps.stages.stage_done`).
 
 from __future__ import annotations
 
-import json
 import logging
 from typing import TYPE_CHECKING
 
 from sqlmodel import col, select
 
+from campaign.crash import crash_point
 from campaign.marketplaces.base import MarketError, WorkerGroups
-from campaign.metrics.reliability import REPEAT_PREFIX, Retest, is_repeat, repeat_key, retest_correlation, sample_hits
+from campaign.metrics.reliability import is_repeat, repeat_key, sample_hits
 from campaign.spec import Stage
-from campaign.steps.context import crash_point
-from campaign.store import AssignmentRow, HitRow, JudgmentRow, Store
+from campaign.state import HitStatus, Keys, RepeatState
+from campaign.store import AssignmentRow, HitRow
 from campaign.tasks import get as get_kind
-from campaign.tasks.base import TRAP_PREFIX
 
 if TYPE_CHECKING:
     from campaign.steps.context import Context
 
 log = logging.getLogger(__name__)
 
-OPEN = ("draft", "posting", "posted")
-PLANNED, SKIPPED = "planned", "skipped"
-
-
-def state_key(stage_name: str) -> str:
-    return f"repeat:{stage_name}"
-
-
-def group_key(hit_key: str) -> str:
-    return f"repeat_group:{hit_key}"
+OPEN = (HitStatus.DRAFT, HitStatus.POSTING, HitStatus.POSTED)
+PLANNED, SKIPPED = RepeatState.PLANNED, RepeatState.SKIPPED
 
 
 def repeat_settled(ctx: Context, stage: Stage) -> bool:
     """False while a stage that asks for a repeat has not planned it yet (its HITs then keep it open)."""
-    return stage.repeat.share <= 0 or ctx.store.get_kv(ctx.name, state_key(stage.name)) is not None
+    return stage.repeat.share <= 0 or ctx.store.get_kv(ctx.name, Keys.repeat(stage.name)) is not None
 
 
 def _first_pass(ctx: Context, stage: Stage) -> list[HitRow]:
@@ -68,8 +59,8 @@ def first_pass_done(ctx: Context, stage: Stage) -> bool:
     hits = _first_pass(ctx, stage)
     if not hits or any(h.status in OPEN for h in hits):
         return False
-    if get_kind(stage.kind).batch_planned:  # the kind's own "complete" mark: `steps.stages.complete_key` (which imports us)
-        return ctx.store.get_kv(ctx.name, f"stage_complete:{stage.name}") == "1"
+    if get_kind(stage.kind).batch_planned:  # the kind's own "complete" mark
+        return ctx.store.get_kv(ctx.name, Keys.stage_complete(stage.name)) == "1"
     return True
 
 
@@ -81,17 +72,17 @@ def group_name(ctx: Context, hit_key: str) -> str:
 def plan_repeat(ctx: Context, stage: Stage) -> int:
     """The repeat step: after the first pass, write the twins of the sampled HITs (once); returns how many
     twins this call wrote. A marketplace error leaves the rest for the next pass."""
-    if stage.repeat.share <= 0 or ctx.store.get_kv(ctx.name, state_key(stage.name)) is not None:
+    if stage.repeat.share <= 0 or ctx.store.get_kv(ctx.name, Keys.repeat(stage.name)) is not None:
         return 0
     if not first_pass_done(ctx, stage):
         return 0
     market = ctx.market
     if not isinstance(market, WorkerGroups):
-        ctx.store.set_kv(ctx.name, state_key(stage.name), SKIPPED)
+        ctx.store.set_kv(ctx.name, Keys.repeat(stage.name), SKIPPED)
         ctx.store.event(ctx.name, "repeat_skipped", f"stage {stage.name}: marketplace {market.name} cannot keep a HIT's "
                         "workers out of its repeat; no test-retest measurement", level="error")
         return 0
-    originals = {h.hit_key: h for h in _first_pass(ctx, stage) if h.status == "closed"}
+    originals = {h.hit_key: h for h in _first_pass(ctx, stage) if h.status == HitStatus.CLOSED}
     chosen = sample_hits(originals, stage.repeat.share, ctx.seed, stage.name)
     made = 0
     for key in chosen:
@@ -115,9 +106,9 @@ def plan_repeat(ctx: Context, stage: Stage) -> int:
             s.add(HitRow(campaign=ctx.name, stage=stage.name, hit_key=twin, batch=orig.batch, item_keys=orig.item_keys,
                          annotation=ctx.annotation(stage.name, twin), token=ctx.token(twin, 0), reward=orig.reward,
                          assignments=orig.assignments))
-            ctx.store.set_kv(ctx.name, group_key(twin), gid, session=s)
+            ctx.store.set_kv(ctx.name, Keys.repeat_group(twin), gid, session=s)
         made += 1
-    ctx.store.set_kv(ctx.name, state_key(stage.name), PLANNED)
+    ctx.store.set_kv(ctx.name, Keys.repeat(stage.name), PLANNED)
     ctx.store.event(ctx.name, "repeat_planned", f"stage {stage.name}: {len(chosen)} of {len(originals)} HITs posted again "
                     f"to workers who did not do them (share {stage.repeat.share:g})", data={"hits": chosen})
     return made
@@ -127,37 +118,7 @@ def excluded_groups(ctx: Context, hit: HitRow) -> tuple[str, ...]:
     """The worker groups a HIT's type must shut out: for a repeat twin, the original's workers."""
     if not is_repeat(hit.hit_key):
         return ()
-    gid = ctx.store.get_kv(ctx.name, group_key(hit.hit_key))
+    gid = ctx.store.get_kv(ctx.name, Keys.repeat_group(hit.hit_key))
     if gid is None:  # written with the draft: missing means the store was changed by hand
         raise LookupError(f"repeat HIT {hit.hit_key} has no worker group to keep the original's workers out")
     return (gid,)
-
-
-def stage_retest(store: Store, campaign: str, stage: str) -> Retest | None:
-    """The stage's test-retest figures from the judgments that count (approved, not excluded), traps left
-    out; None when the stage has no repeat HIT."""
-    with store.session() as s:
-        has_repeat = s.exec(select(HitRow.id).where(HitRow.campaign == campaign, HitRow.stage == stage,
-                                                    col(HitRow.hit_key).startswith(REPEAT_PREFIX))).first() is not None
-        if not has_repeat:
-            return None
-        rows = s.exec(
-            select(JudgmentRow.item_key, JudgmentRow.value, AssignmentRow.hit_key)
-            .join(AssignmentRow, col(AssignmentRow.assignment_id) == col(JudgmentRow.assignment_id))
-            .where(JudgmentRow.campaign == campaign, JudgmentRow.stage == stage, col(JudgmentRow.excluded) == False,  # noqa: E712
-                   AssignmentRow.status == "approved")).all()
-    first = [(item, value) for item, value, hk in rows if not is_repeat(hk) and not item.startswith(TRAP_PREFIX)]
-    again = [(item, value) for item, value, hk in rows if is_repeat(hk) and not item.startswith(TRAP_PREFIX)]
-    return retest_correlation(first, again)
-
-
-def retest_figures(store: Store, campaign: str, spec_json: str) -> dict[str, dict[str, float | int | None]]:
-    """`{stage: {"items", "pearson", "spearman"}}` for every stage whose spec asks for a repeat (items 0
-    and no correlation until the repeat has answers)."""
-    out: dict[str, dict[str, float | int | None]] = {}
-    for st in json.loads(spec_json).get("stages", []):
-        if not isinstance(st, dict) or not float((st.get("repeat") or {}).get("share") or 0) > 0:
-            continue
-        r = stage_retest(store, campaign, str(st["name"]))
-        out[str(st["name"])] = (r or Retest(0, None, None)).as_dict()
-    return out

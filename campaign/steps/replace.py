@@ -32,13 +32,10 @@ from sqlmodel import col, func, select
 from campaign.ledger import BudgetExceeded, release_extra, reserve_extra
 from campaign.marketplaces.base import AdditionalAssignments, AlreadyDone, MarketError, TransientError, fees_of
 from campaign.plan.extra import plan_extra
+from campaign.state import AssignmentStatus, HitStatus, Keys, ReplaceState
 from campaign.steps.context import Context, get_row, remote_id
 from campaign.store import AssignmentRow, HitRow, JudgmentRow
 from campaign.tasks import get as get_kind
-
-
-def _state_key(hit_key: str) -> str:
-    return f"replace:{hit_key}"
 
 
 def replace_refused(ctx: Context) -> int:
@@ -51,7 +48,7 @@ def replace_refused(ctx: Context) -> int:
     first_of = {s.name: s.assignments for s in ctx.campaign.stages}
     now = ctx.clock.now()
     with ctx.store.session() as s:
-        hits = s.exec(select(HitRow).where(HitRow.campaign == ctx.name, HitRow.status == "posted")).all()
+        hits = s.exec(select(HitRow).where(HitRow.campaign == ctx.name, HitRow.status == HitStatus.POSTED)).all()
         counts: dict[str, dict[str, int]] = {}
         keys = [h.hit_key for h in hits]
         for i in range(0, len(keys), 500):
@@ -63,28 +60,28 @@ def replace_refused(ctx: Context) -> int:
             for hk, n in s.exec(select(AssignmentRow.hit_key, func.count(func.distinct(AssignmentRow.assignment_id))).join(
                     JudgmentRow, col(JudgmentRow.assignment_id) == col(AssignmentRow.assignment_id)).where(
                     AssignmentRow.campaign == ctx.name, col(AssignmentRow.hit_key).in_(keys[i:i + 500]),
-                    AssignmentRow.status == "approved", JudgmentRow.excluded == False)  # noqa: E712
+                    AssignmentRow.status == AssignmentStatus.APPROVED, JudgmentRow.excluded == False)  # noqa: E712
                     .group_by(AssignmentRow.hit_key)).all():
                 counts.setdefault(hk, {})["counted"] = n
     added = 0
     for hit in hits:
-        saved = ctx.store.get_kv(ctx.name, _state_key(hit.hit_key))
-        state: dict[str, Any] = json.loads(saved) if saved else {"round": 0, "state": "asked", "count": 0}
-        if state["state"] == "asking":  # interrupted between intent and record: the same call again
+        saved = ctx.store.get_kv(ctx.name, Keys.replace(hit.hit_key))
+        state: dict[str, Any] = json.loads(saved) if saved else {"round": 0, "state": ReplaceState.ASKED, "count": 0}
+        if state["state"] == ReplaceState.ASKING:  # interrupted between intent and record: the same call again
             added += _call(ctx, market, hit, state["round"], state["count"])
             continue
-        if state["state"] == "refused":  # the marketplace said no once: not asked again every pass
+        if state["state"] == ReplaceState.REFUSED:  # the marketplace said no once: not asked again every pass
             continue
         if hit.expires_at is not None and hit.expires_at <= now:
             continue
         c = counts.get(hit.hit_key, {})
-        decided = c.get("approved", 0) + c.get("rejected", 0)
-        open_ = sum(n for st, n in c.items() if st not in ("approved", "rejected", "counted"))
+        decided = c.get(AssignmentStatus.APPROVED, 0) + c.get(AssignmentStatus.REJECTED, 0)
+        open_ = sum(n for st, n in c.items() if st not in (AssignmentStatus.APPROVED, AssignmentStatus.REJECTED, "counted"))
         first = first_of.get(hit.stage, hit.assignments)
         stage = stages.get(hit.stage)
         if stage is None or not get_kind(stage.kind).replace_refused:  # a kind that does with fewer answers
             continue
-        counted = c.get("counted", 0) if stage is not None and get_kind(stage.kind).replace_excluded else c.get("approved", 0)
+        counted = c.get("counted", 0) if stage is not None and get_kind(stage.kind).replace_excluded else c.get(AssignmentStatus.APPROVED, 0)
         n = plan_extra(first, hit.assignments, decided, counted, open_)
         if n <= 0:
             continue
@@ -98,7 +95,7 @@ def replace_refused(ctx: Context) -> int:
             row = get_row(s, HitRow, hit.id)
             row.assignments += n
             s.add(row)
-            ctx.store.set_kv(ctx.name, _state_key(hit.hit_key), json.dumps({"round": round_, "state": "asking", "count": n}), session=s)
+            ctx.store.set_kv(ctx.name, Keys.replace(hit.hit_key), json.dumps({"round": round_, "state": ReplaceState.ASKING, "count": n}), session=s)
         added += _call(ctx, market, hit, round_, n)
     return added
 
@@ -117,11 +114,11 @@ def _call(ctx: Context, market: AdditionalAssignments, hit: HitRow, round_: int,
             row.assignments -= n
             s.add(row)
             release_extra(s, ctx.name, hit.hit_key, round_, fees_of(market).hit_reserve(Decimal(hit.reward), n))
-            ctx.store.set_kv(ctx.name, _state_key(hit.hit_key), json.dumps({"round": round_, "state": "refused", "count": 0}), session=s)
+            ctx.store.set_kv(ctx.name, Keys.replace(hit.hit_key), json.dumps({"round": round_, "state": ReplaceState.REFUSED, "count": 0}), session=s)
             ctx.store.event(ctx.name, "replacement_refused", f"{hit.hit_key}: {exc}", subject=hit.hit_key, session=s)
         return 0
     with ctx.store.session() as s:
-        ctx.store.set_kv(ctx.name, _state_key(hit.hit_key), json.dumps({"round": round_, "state": "asked", "count": n}), session=s)
+        ctx.store.set_kv(ctx.name, Keys.replace(hit.hit_key), json.dumps({"round": round_, "state": ReplaceState.ASKED, "count": n}), session=s)
         ctx.store.event(ctx.name, "replacements", f"{hit.hit_key}: {n} more slot(s) for refused answers (round {round_})",
                         subject=hit.hit_key, session=s)
     return n

@@ -16,11 +16,14 @@ from decimal import Decimal
 from sqlalchemy import and_, or_
 from sqlmodel import col, func, select
 
+from campaign.clock import work_deadline
+from campaign.crash import crash_point
 from campaign.ledger import book_many, charge_row, release_hit_rest, release_row
 from campaign.marketplaces.base import InvalidState, MarketError, TransientError, fees_of
 from campaign.quality.review import ReviewResult, feedback
+from campaign.state import AssignmentStatus, CampaignStatus, HitStatus, SubmissionStatus
 from campaign.steps.collect import store_assignments
-from campaign.steps.context import BEHIND_REVIEW, Context, crash_point, get_row, remote_id
+from campaign.steps.context import BEHIND_REVIEW, Context, get_row, remote_id
 from campaign.steps.isolation import hold_assignment
 from campaign.steps.quality_pass import stage_collected, stage_reviews
 from campaign.store import AssignmentRow, CampaignRow, HitRow
@@ -32,7 +35,7 @@ log = logging.getLogger(__name__)
 # AutoApprovalTime; a bounded share keeps a pass a few seconds long however much work waits (10 s
 # before: at 47,000 assignments a saturated daemon's passes took 9-11 s, so a pause or stop waited that long).
 REVIEW_SECONDS = 2.0
-DECIDED = ("approved", "rejected")
+DECIDED = (AssignmentStatus.APPROVED, AssignmentStatus.REJECTED)
 CHUNK = 25  # decisions written (and their outcomes recorded) per transaction
 
 INVALID_FEEDBACK = (
@@ -104,18 +107,18 @@ def review(ctx: Context, limit: int | None = None, seconds: float = REVIEW_SECON
     Interrupted decisions go first, then fresh work by submit time: the oldest is the closest to its
     auto-approval, so a pass that runs out of time leaves the work with the most time to spare.
     """
-    deadline = time.monotonic() + seconds
+    deadline = work_deadline(ctx.clock, seconds)
     with ctx.store.session() as s:
         camp = s.get(CampaignRow, ctx.name)
-        if camp is not None and camp.status == "paused":
+        if camp is not None and camp.status == CampaignStatus.PAUSED:
             return 0
         rows = s.exec(select(AssignmentRow).where(AssignmentRow.campaign == ctx.name,
-                                                  col(AssignmentRow.status).in_(("submitted", "approving", "rejecting")))
+                                                  col(AssignmentRow.status).in_((AssignmentStatus.SUBMITTED, AssignmentStatus.APPROVING, AssignmentStatus.REJECTING)))
                       .order_by(col(AssignmentRow.collected_at), col(AssignmentRow.assignment_id))).all()
-    rows = sorted(rows, key=lambda r: (r.status == "submitted", r.submit_time or 0.0))[:limit]
-    fresh = [r for r in rows if r.status == "submitted"]
+    rows = sorted(rows, key=lambda r: (r.status == AssignmentStatus.SUBMITTED, r.submit_time or 0.0))[:limit]
+    fresh = [r for r in rows if r.status == AssignmentStatus.SUBMITTED]
     decisions = decide(ctx, fresh, stage_reviews(ctx))
-    todo = [r for r in rows if r.status != "submitted" or r.assignment_id in decisions]  # the rest is held
+    todo = [r for r in rows if r.status != AssignmentStatus.SUBMITTED or r.assignment_id in decisions]  # the rest is held
     done = 0
     ctx.cache[BEHIND_REVIEW] = False
     for first in range(0, len(todo), CHUNK):
@@ -129,12 +132,12 @@ def review(ctx: Context, limit: int | None = None, seconds: float = REVIEW_SECON
             crash_point("review.before_call")
             outcome: str | None
             try:
-                if status == "approving":
+                if status == AssignmentStatus.APPROVING:
                     ctx.market.approve(aid, note)
-                    outcome = "approved"
+                    outcome = AssignmentStatus.APPROVED
                 else:
                     ctx.market.reject(aid, note or "Rejected.")
-                    outcome = "rejected"
+                    outcome = AssignmentStatus.REJECTED
             except TransientError as exc:
                 ctx.store.event(ctx.name, "throttled" if exc.throttled else "marketplace_error",
                                 f"reviewing {aid}: {exc.code or exc}", level="warning", subject=aid)
@@ -151,7 +154,7 @@ def review(ctx: Context, limit: int | None = None, seconds: float = REVIEW_SECON
                 if outcome is None:
                     continue  # still Submitted on the marketplace (eventual consistency): next tick
                 if decided_now:  # not a retry of our own call: the marketplace decided before we did
-                    ctx.store.event(ctx.name, "auto_approved" if outcome == "approved" else "rejected_remotely",
+                    ctx.store.event(ctx.name, "auto_approved" if outcome == AssignmentStatus.APPROVED else "rejected_remotely",
                                     f"{aid} was {outcome} on the marketplace", subject=aid)
             except MarketError as exc:
                 ctx.store.event(ctx.name, "review_error", f"{aid}: {exc}", level="error", subject=aid)
@@ -182,15 +185,15 @@ def _intents(ctx: Context, chunk: list[AssignmentRow],
             row = rows.get(r.assignment_id)
             if row is None:
                 raise LookupError(f"AssignmentRow {r.assignment_id!r} is missing from the store")
-            decided_now = r.status == "submitted"
+            decided_now = r.status == AssignmentStatus.SUBMITTED
             if decided_now:
-                if row.status != "submitted":
+                if row.status != AssignmentStatus.SUBMITTED:
                     continue
                 action, why = decisions[r.assignment_id]
-                row.status = "approving" if action == "approve" else "rejecting"
+                row.status = AssignmentStatus.APPROVING if action == "approve" else AssignmentStatus.REJECTING
                 row.feedback = why
                 s.add(row)
-            elif row.status not in ("approving", "rejecting"):
+            elif row.status not in (AssignmentStatus.APPROVING, AssignmentStatus.REJECTING):
                 continue
             actions.append((row.assignment_id, row.status, row.feedback, decided_now))
     return actions
@@ -198,7 +201,7 @@ def _intents(ctx: Context, chunk: list[AssignmentRow],
 
 def _read_back(ctx: Context, assignment_id: str) -> str | None:
     status = ctx.market.get_assignment(assignment_id).status
-    return status if status in ("approved", "rejected") else None
+    return status if status in (SubmissionStatus.APPROVED, SubmissionStatus.REJECTED) else None
 
 
 def _record_many(ctx: Context, outcomes: list[tuple[str, str]]) -> None:
@@ -220,7 +223,7 @@ def _record_many(ctx: Context, outcomes: list[tuple[str, str]]) -> None:
             if row is None:
                 raise LookupError(f"AssignmentRow {assignment_id!r} is missing from the store")
             hit = hits[row.hit_key]
-            book = charge_row if outcome == "approved" else release_row
+            book = charge_row if outcome == AssignmentStatus.APPROVED else release_row
             entry = book(ctx.name, hit.hit_key, row.assignment_id, Decimal(hit.reward), hit.assignments, fees)
             if entry is not None:  # None: the assignment costs nothing here (paid per place of a study)
                 entries.append(entry)
@@ -239,9 +242,9 @@ def close_finished_hits(ctx: Context) -> int:
         # assignment's status each pass made this step grow with the campaign, not with its new work
         n_decided = (select(func.count()).select_from(AssignmentRow)
                      .where(AssignmentRow.campaign == HitRow.campaign, AssignmentRow.hit_key == HitRow.hit_key,
-                            col(AssignmentRow.status).in_((*DECIDED, "held"))).scalar_subquery())
+                            col(AssignmentRow.status).in_((*DECIDED, AssignmentStatus.HELD))).scalar_subquery())
         hits = s.exec(select(HitRow).where(
-            HitRow.campaign == ctx.name, HitRow.status == "posted",
+            HitRow.campaign == ctx.name, HitRow.status == HitStatus.POSTED,
             or_(and_(col(HitRow.expires_at).is_not(None), col(HitRow.expires_at) <= now),
                 n_decided >= col(HitRow.assignments))).order_by(col(HitRow.id))).all()
         decided: dict[str, int] = {}
@@ -254,7 +257,7 @@ def close_finished_hits(ctx: Context) -> int:
                     .group_by(AssignmentRow.hit_key, AssignmentRow.status)).all():
                 if st in DECIDED:
                     decided[hk] = decided.get(hk, 0) + n
-                elif st == "held":
+                elif st == AssignmentStatus.HELD:
                     held[hk] = held.get(hk, 0) + n
                 else:
                     open_[hk] = open_.get(hk, 0) + n
@@ -276,17 +279,17 @@ def close_finished_hits(ctx: Context) -> int:
             except MarketError:
                 continue
             store_assignments(ctx, hit, listed)
-            if any(a.status == "submitted" for a in listed):
+            if any(a.status == SubmissionStatus.SUBMITTED for a in listed):
                 continue
             with ctx.store.session() as s:
                 if s.exec(select(AssignmentRow.assignment_id).where(
                         AssignmentRow.hit_key == hit.hit_key, AssignmentRow.campaign == ctx.name,
-                        col(AssignmentRow.status).in_(("submitted", "approving", "rejecting")))).first():
+                        col(AssignmentRow.status).in_((AssignmentStatus.SUBMITTED, AssignmentStatus.APPROVING, AssignmentStatus.REJECTING)))).first():
                     continue
         if full or expired:
             with ctx.store.session() as s:
                 row = get_row(s, HitRow, hit.id)
-                row.status = "closed"
+                row.status = HitStatus.CLOSED
                 row.closed_at = now
                 s.add(row)
                 keep = Decimal(0)

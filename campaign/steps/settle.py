@@ -23,10 +23,12 @@ from __future__ import annotations
 
 import json
 import logging
+from collections.abc import Callable
 from decimal import Decimal
 
 from sqlmodel import col, delete, select
 
+from campaign.crash import crash_point
 from campaign.ledger import (
     BudgetExceeded,
     book_many,
@@ -38,8 +40,18 @@ from campaign.ledger import (
     reserve_bonus,
 )
 from campaign.marketplaces.base import AlreadyDone, InvalidState, MarketError, TransientError, fees_of
-from campaign.steps.context import Context, crash_point, get_row
-from campaign.steps.isolation import ASSIGNMENT, BONUS, HELD, HIT, SETTLED, describe
+from campaign.state import (
+    AssignmentStatus,
+    BonusState,
+    Decision,
+    HeldKind,
+    HeldStatus,
+    HitStatus,
+    Keys,
+    SubmissionStatus,
+)
+from campaign.steps.context import Context, get_row
+from campaign.steps.isolation import describe
 from campaign.steps.quality_pass import bonus_token
 from campaign.store import AssignmentRow, HeldRow, HitRow, JudgmentRow, LedgerRow
 
@@ -51,7 +63,7 @@ REJECT_MESSAGE = "Your answer could not be used for this task."
 def settle_decisions(ctx: Context) -> int:
     """Carry out every decision waiting on a held row; returns how many rows were settled now."""
     with ctx.store.session() as s:
-        todo = s.exec(select(HeldRow).where(HeldRow.campaign == ctx.name, HeldRow.status == HELD,
+        todo = s.exec(select(HeldRow).where(HeldRow.campaign == ctx.name, HeldRow.status == HeldStatus.HELD,
                                             col(HeldRow.decision).is_not(None))
                       .order_by(col(HeldRow.decided_at), col(HeldRow.id))).all()
     settled = 0
@@ -79,7 +91,7 @@ def settle_decisions(ctx: Context) -> int:
 def _settled(ctx: Context, held: HeldRow, outcome: str) -> None:
     with ctx.store.session() as s:
         row = get_row(s, HeldRow, held.id)
-        row.status, row.outcome, row.settled_at = SETTLED, outcome[:1000], ctx.clock.now()
+        row.status, row.outcome, row.settled_at = HeldStatus.SETTLED, outcome[:1000], ctx.clock.now()
         s.add(row)
         ctx.store.event(ctx.name, "held_settled", f"{row.row_kind} {row.row_key}: {row.decision}: {outcome}",
                         subject=row.row_key, session=s)
@@ -92,10 +104,10 @@ def _refused(ctx: Context, held: HeldRow, why: str) -> None:
         row.outcome = f"{row.decision} could not be carried out: {why}"[:1000]
         row.decision = None
         s.add(row)
-        if row.row_kind == ASSIGNMENT:  # an intent written for the call goes back to held: review leaves it alone
+        if row.row_kind == HeldKind.ASSIGNMENT:  # an intent written for the call goes back to held: review leaves it alone
             a = s.get(AssignmentRow, row.row_key)
-            if a is not None and a.status in ("approving", "rejecting"):
-                a.status = "held"
+            if a is not None and a.status in (AssignmentStatus.APPROVING, AssignmentStatus.REJECTING):
+                a.status = AssignmentStatus.HELD
                 s.add(a)
         ctx.store.event(ctx.name, "held_decision_failed", f"{row.row_kind} {row.row_key}: {row.outcome}; still held",
                         level="warning", subject=row.row_key, session=s)
@@ -106,40 +118,45 @@ def _assignment(ctx: Context, held: HeldRow) -> str | None:
     aid = held.row_key
     with ctx.store.session() as s:
         row = get_row(s, AssignmentRow, aid)
-        if row.status == "held":  # the intent, before the call
-            row.status = "rejecting" if held.decision == "reject" else "approving"
-            row.feedback = (held.message or REJECT_MESSAGE) if held.decision == "reject" else held.message
+        if row.status == AssignmentStatus.HELD:  # the intent, before the call
+            row.status = AssignmentStatus.REJECTING if held.decision == Decision.REJECT else AssignmentStatus.APPROVING
+            row.feedback = (held.message or REJECT_MESSAGE) if held.decision == Decision.REJECT else held.message
             s.add(row)
         status, feedback = row.status, row.feedback
-    if status in ("approving", "rejecting"):
+    if status in (AssignmentStatus.APPROVING, AssignmentStatus.REJECTING):
         crash_point("settle.before_call")
         try:
-            if status == "approving":
+            if status == AssignmentStatus.APPROVING:
                 ctx.market.approve(aid, feedback)
-                outcome = "approved"
+                outcome: str = AssignmentStatus.APPROVED
             else:
                 ctx.market.reject(aid, feedback or REJECT_MESSAGE)
-                outcome = "rejected"
+                outcome = AssignmentStatus.REJECTED
         except InvalidState:  # decided before (our own call whose answer was lost, or auto-approval)
             remote = ctx.market.get_assignment(aid).status
-            if remote not in ("approved", "rejected"):
+            if remote not in (SubmissionStatus.APPROVED, SubmissionStatus.REJECTED):
                 return None  # still submitted there (eventual consistency): next pass
             outcome = remote
         crash_point("settle.after_call")
         _record(ctx, aid, outcome)
     with ctx.store.session() as s:
         row = get_row(s, AssignmentRow, aid)
-        if row.status not in ("approved", "rejected"):
+        if row.status not in (AssignmentStatus.APPROVED, AssignmentStatus.REJECTED):
             return None
-        if held.decision == "drop" and row.status == "approved":
+        if held.decision == Decision.DROP and row.status == AssignmentStatus.APPROVED:
             s.exec(delete(JudgmentRow).where(col(JudgmentRow.assignment_id) == aid))
             row.valid = False
             row.error = f"dropped by the operator: {held.message or held.error}"[:500]
             s.add(row)
             return "approved and paid on the marketplace; its answer is left out of the results"
-        if row.status == {"approve": "approved", "reject": "rejected", "drop": "approved"}.get(held.decision or ""):
+        if row.status == _DECIDED_AS.get(held.decision or ""):
             return f"{row.status} on the marketplace"
         return f"the marketplace had {row.status} it already; booked as {row.status}"
+
+
+# the status an assignment ends in when the marketplace carried out the operator's decision
+_DECIDED_AS: dict[str, AssignmentStatus] = {Decision.APPROVE: AssignmentStatus.APPROVED, Decision.REJECT: AssignmentStatus.REJECTED,
+                                            Decision.DROP: AssignmentStatus.APPROVED}
 
 
 def _record(ctx: Context, aid: str, outcome: str) -> None:
@@ -147,10 +164,10 @@ def _record(ctx: Context, aid: str, outcome: str) -> None:
     reservation charged or released, once: the refs are the assignment's, as in review)."""
     with ctx.store.session() as s:
         row = get_row(s, AssignmentRow, aid)
-        if row.status in ("approved", "rejected"):
+        if row.status in (AssignmentStatus.APPROVED, AssignmentStatus.REJECTED):
             return
         hit = s.exec(select(HitRow).where(HitRow.campaign == ctx.name, HitRow.hit_key == row.hit_key)).one()
-        book = charge_row if outcome == "approved" else release_row
+        book = charge_row if outcome == AssignmentStatus.APPROVED else release_row
         entry = book(ctx.name, hit.hit_key, aid, Decimal(hit.reward), hit.assignments, fees_of(ctx.market))
         book_many(s, [entry] if entry is not None else [])
         row.status = outcome
@@ -162,12 +179,12 @@ def _record(ctx: Context, aid: str, outcome: str) -> None:
 def _hit(ctx: Context, held: HeldRow) -> str | None:
     with ctx.store.session() as s:
         hit = s.exec(select(HitRow).where(HitRow.campaign == ctx.name, HitRow.hit_key == held.row_key)).one()
-    if hit.status != "held":
+    if hit.status != HitStatus.HELD:
         return f"already {hit.status}"
-    if held.decision == "approve":
+    if held.decision == Decision.APPROVE:
         with ctx.store.session() as s:
             row = get_row(s, HitRow, hit.id)
-            row.status = "posting"  # reserved already: the post step finishes it with the same token
+            row.status = HitStatus.POSTING  # reserved already: the post step finishes it with the same token
             s.add(row)
         return "posting again (its reservation kept)"
     found = ctx.market.find_by_annotation(hit.annotation)
@@ -175,13 +192,13 @@ def _hit(ctx: Context, held: HeldRow) -> str | None:
         ctx.market.expire_hit(found.hit_id, ctx.clock.now())
         with ctx.store.session() as s:
             row = get_row(s, HitRow, hit.id)
-            row.hit_id, row.hit_type_id, row.status = found.hit_id, found.type_id, "posted"
+            row.hit_id, row.hit_type_id, row.status = found.hit_id, found.type_id, HitStatus.POSTED
             row.posted_at, row.expires_at = ctx.clock.now(), ctx.clock.now()
             s.add(row)
         return f"it had been posted as {found.hit_id}: expired now, its work handled as usual"
     with ctx.store.session() as s:
         row = get_row(s, HitRow, hit.id)
-        row.status = "failed"
+        row.status = HitStatus.FAILED
         row.error = f"dropped by the operator: {held.error}"[:1000]
         s.add(row)
         freed = release_hit_rest(s, ctx.name, row.hit_key)
@@ -190,7 +207,7 @@ def _hit(ctx: Context, held: HeldRow) -> str | None:
 
 # -- bonuses held before they were sent ----------------------------------------------------------------------
 def _bonus(ctx: Context, held: HeldRow) -> str | None:
-    worker = held.row_key.removeprefix("bonus:")
+    worker = held.row_key.removeprefix(Keys.BONUS)
     data = json.loads(held.data or "{}")
     if not data.get("assignment_id"):
         raise LookupError(f"no approved assignment of {worker} to pay a bonus on")
@@ -199,33 +216,33 @@ def _bonus(ctx: Context, held: HeldRow) -> str | None:
     with ctx.store.session() as s:
         reserved = s.exec(select(LedgerRow.id).where(LedgerRow.campaign == ctx.name,
                                                      LedgerRow.ref == f"bonus_reserve:{worker}")).first() is not None
-    if held.decision != "approve":
+    if held.decision != Decision.APPROVE:
         if data.get("may_have_been_sent"):  # the marketplace may have paid it: only `approve` books that truly
             raise LookupError("the bonus may have been sent already; `approve` books it once (sending it again "
                               "with its token pays nothing twice)")
         with ctx.store.session() as s:
             if reserved:
                 release_bonus(s, ctx.name, worker, amount, aid, fees)
-            ctx.store.set_kv(ctx.name, f"bonus:{worker}", "paid", session=s)  # settled: never sent
+            ctx.store.set_kv(ctx.name, Keys.bonus(worker), BonusState.PAID, session=s)  # settled: never sent
         return "not paid; its reservation released" if reserved else "not paid (nothing was reserved)"
     with ctx.store.session() as s:
         try:
             reserve_bonus(s, ctx.name, ctx.campaign.budget, worker, amount, aid, fees)  # once: kept if reserved before
         except BudgetExceeded as exc:
             raise LookupError(str(exc)) from None
-        ctx.store.set_kv(ctx.name, f"bonus:{worker}", "sending", session=s)
+        ctx.store.set_kv(ctx.name, Keys.bonus(worker), BonusState.SENDING, session=s)
     try:
         ctx.market.bonus(worker, aid, amount, data.get("reason") or "Thank you for careful work.", bonus_token(ctx, worker))
     except AlreadyDone:
         pass
     except MarketError as exc:
         if not isinstance(exc, TransientError):  # refused: still held (the quality step must not send it)
-            ctx.store.set_kv(ctx.name, f"bonus:{worker}", "held")
+            ctx.store.set_kv(ctx.name, Keys.bonus(worker), BonusState.HELD)
         raise
     with ctx.store.session() as s:
         charge_bonus(s, ctx.name, worker, amount, aid, fees)
-        ctx.store.set_kv(ctx.name, f"bonus:{worker}", "paid", session=s)
+        ctx.store.set_kv(ctx.name, Keys.bonus(worker), BonusState.PAID, session=s)
     return f"bonus of {amount} paid"
 
 
-_SETTLE = {ASSIGNMENT: _assignment, HIT: _hit, BONUS: _bonus}
+_SETTLE: dict[str, Callable[[Context, HeldRow], str | None]] = {HeldKind.ASSIGNMENT: _assignment, HeldKind.HIT: _hit, HeldKind.BONUS: _bonus}

@@ -1,6 +1,6 @@
 """Where each stage of a campaign stands, from the store: waiting for the stage before it, under way,
 or done. A stage starts when the one before it is done; a batch-planned stage is done when its kind
-has said so (`stage_complete:<stage>`) and every HIT is closed, any other stage when it has HITs and
+has said so (`Keys.stage_complete`) and every HIT is closed, any other stage when it has HITs and
 none is open."""
 
 from __future__ import annotations
@@ -10,16 +10,13 @@ from collections.abc import Iterator
 from sqlmodel import col, func, select
 
 from campaign.spec import Stage
+from campaign.state import HitStatus, Keys
 from campaign.steps.context import Context
 from campaign.steps.repeat import repeat_settled
 from campaign.store import HitRow
 from campaign.tasks import get as get_kind
 
-OPEN = ("draft", "posting", "posted")
-
-
-def complete_key(stage_name: str) -> str:
-    return f"stage_complete:{stage_name}"
+OPEN = (HitStatus.DRAFT, HitStatus.POSTING, HitStatus.POSTED)
 
 
 def stage_done(ctx: Context, stage_name: str) -> bool:
@@ -30,7 +27,7 @@ def stage_done(ctx: Context, stage_name: str) -> bool:
         open_hits = s.exec(select(func.count()).select_from(HitRow).where(
             HitRow.campaign == ctx.name, HitRow.stage == stage_name, col(HitRow.status).in_(OPEN))).one()
     if get_kind(ctx.campaign.stage(stage_name).kind).batch_planned:
-        return open_hits == 0 and ctx.store.get_kv(ctx.name, complete_key(stage_name)) == "1"
+        return open_hits == 0 and ctx.store.get_kv(ctx.name, Keys.stage_complete(stage_name)) == "1"
     return n_hits > 0 and open_hits == 0
 
 

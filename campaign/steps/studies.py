@@ -7,11 +7,15 @@ Each pass, for a marketplace that implements `Studies` (the others skip these st
   (place cost: reward + fee + VAT), then opened on the marketplace; a place the budget cannot cover is
   never opened (one `budget_stop` event, as for HITs). The reservation is the intent: a crash after it
   and before the call leaves places reserved and not yet opened, which the next pass opens (the call
-  sets an absolute number and is idempotent).
+  sets an absolute number and is idempotent). A refusal the service will repeat (a 4xx other than
+  429: a study it does not accept) moves the campaign to `blocked` with the service's message in an
+  event: nothing is retried until `campaign resume`; throttling and outages are tried again next pass
+  (the client backs off within a call).
 - `settle_studies` (after review and closing): the marketplace sends every decision that is due (and
   repairs one a crash cut off between the task site and the marketplace); each approved submission is
   charged its place, once (the ledger's ref is the submission id), however and whenever it was
-  approved; when a stage is complete (or the campaign is being cancelled, or out of money with none of
+  approved, and each returned or timed-out submission the share of its used work (`StudySubmission.work`);
+  when a stage is complete (or the campaign is being cancelled, or out of money with none of
   the stage's HITs open) its studies are stopped, and once none of their submissions can still be paid
   the places never paid are released.
 
@@ -22,24 +26,24 @@ still open (Prolific would auto-approve what came in later) or money still reser
 from __future__ import annotations
 
 import logging
+from decimal import Decimal
 
 from sqlmodel import col, select
 
-from campaign.ledger import charge_place, release_study_rest, reserve_places
-from campaign.marketplaces.base import MarketError, Studies
+from campaign.crash import crash_point
+from campaign.ledger import BudgetExceeded, charge_place, release_study_rest, reserve_places, reserve_work
+from campaign.marketplaces.base import MarketError, Studies, TransientError, fees_of
 from campaign.money import Cost, fmt
-from campaign.steps.budget import BLOCKED_KEY, note_blocked
-from campaign.steps.context import Context, crash_point
+from campaign.state import CampaignStatus, Keys, SubmissionStatus
+from campaign.steps.budget import note_blocked
+from campaign.steps.context import Context
 from campaign.steps.isolation import note_once
 from campaign.steps.stages import OPEN, stage_done
-from campaign.steps.study_state import keys_by_stage, over_key
+from campaign.steps.study_state import keys_by_stage
 from campaign.store import CampaignRow, HitRow
 
 log = logging.getLogger(__name__)
-
-
-def _places_key(key: str) -> str:
-    return f"study_places:{key}"
+BLOCKED = CampaignStatus.BLOCKED  # a marketplace refused a change for good; `campaign resume` lifts it
 
 
 def open_places(ctx: Context) -> int:
@@ -64,25 +68,62 @@ def open_places(ctx: Context) -> int:
 
 def _open(ctx: Context, market: Studies, key: str, places: int, cost: Cost) -> int:
     """Reserve, then open, one study's places; returns how many were opened now."""
-    if ctx.store.get_kv(ctx.name, over_key(key), ""):
+    if ctx.store.get_kv(ctx.name, Keys.study_over(key), ""):
         return 0
     with ctx.store.session() as s:
         reserved, short = reserve_places(s, ctx.name, ctx.campaign.budget, key, places, cost)
     if short:
         note_blocked(ctx, short, key)
-    before = int(ctx.store.get_kv(ctx.name, _places_key(key), "0") or 0)
+    before = int(ctx.store.get_kv(ctx.name, Keys.study_places(key), "0") or 0)
     if reserved <= before:
         return 0
     crash_point("places.before_call")
     try:
         now = market.refill(key, reserved)
-    except MarketError as exc:
+    except TransientError as exc:  # throttled or unavailable: the client backed off already; next pass again
         ctx.store.event(ctx.name, "marketplace_error", f"opening places of study {key}: {exc}", level="warning", subject=key)
         return 0
+    except MarketError as exc:  # the service refused the change: the same call would be refused again
+        block(ctx, f"opening places of study {key}: {exc}", key)
+        return 0
     crash_point("places.after_call")
-    ctx.store.set_kv(ctx.name, _places_key(key), str(now))
+    ctx.store.set_kv(ctx.name, Keys.study_places(key), str(now))
     ctx.store.event(ctx.name, "places", f"study {key}: {now} places open ({fmt(cost.total)} reserved each)", subject=key)
     return now - before
+
+
+def block(ctx: Context, reason: str, subject: str | None = None) -> None:
+    """A marketplace refused a change for good (a 4xx other than 429): the campaign stops in `blocked`,
+    which no step runs in, with the service's message in an event, until the researcher has fixed the
+    cause and runs `campaign resume`; retrying the same call would only be refused again."""
+    with ctx.store.session() as s:
+        row = s.get(CampaignRow, ctx.name)
+        if row is None or row.status not in (CampaignStatus.RUNNING, CampaignStatus.PAUSED):
+            return
+        row.status = BLOCKED
+        s.add(row)
+        ctx.store.event(ctx.name, "blocked", f"blocked: {reason}; nothing is retried until `campaign resume {ctx.name}`",
+                        level="error", subject=subject, session=s)
+
+
+def _pay_work(ctx: Context, market: Studies, key: str, submission_id: str, amount: Decimal) -> bool:
+    """Reserve, pay (a bonus, once) and charge what a returned or timed-out submission's used work is
+    owed; True when charged now. Not paid while the budget cannot cover it (held, one event) or while a
+    payment is not visible yet (next pass)."""
+    fees = fees_of(market)
+    cost = fees.bonus(amount)
+    try:
+        with ctx.store.session() as s:
+            reserve_work(s, ctx.name, ctx.campaign.budget, key, submission_id, cost, fees.currency)
+    except BudgetExceeded as exc:
+        note_once(ctx, "work", submission_id, exc)
+        return False
+    try:
+        cost = market.pay_work(key, submission_id, amount)
+    except TransientError:
+        return False
+    with ctx.store.session() as s:
+        return charge_place(s, ctx.name, key, submission_id, cost)
 
 
 def settle_studies(ctx: Context) -> int:
@@ -103,18 +144,26 @@ def settle_studies(ctx: Context) -> int:
         for sub in subs:
             try:
                 with s.begin_nested():  # one submission that fails undoes only its own entry
-                    if sub.status == "approved" and charge_place(s, ctx.name, sub.key, sub.submission_id, cost):
+                    if sub.status == SubmissionStatus.APPROVED and charge_place(s, ctx.name, sub.key, sub.submission_id, cost):
                         charged += 1
             except Exception as exc:  # the others are still charged; this one is tried again next pass
                 note_once(ctx, "studies", sub.submission_id, exc)
+    for sub in subs:  # no ledger transaction is held open across the marketplace's call
+        if sub.work is None:
+            continue
+        try:
+            if _pay_work(ctx, market, sub.key, sub.submission_id, sub.work):
+                charged += 1
+        except Exception as exc:  # the others are still paid; this one is tried again next pass
+            note_once(ctx, "studies", sub.submission_id, exc)
     with ctx.store.session() as s:
         row = s.get(CampaignRow, ctx.name)
-        cancelling = row is not None and row.status == "cancelling"
+        cancelling = row is not None and row.status == CampaignStatus.CANCELLING
         open_stages = set(s.exec(select(HitRow.stage).where(HitRow.campaign == ctx.name,
                                                             col(HitRow.status).in_(OPEN)).distinct()).all())
-    blocked = bool(ctx.store.get_kv(ctx.name, BLOCKED_KEY, ""))
+    blocked = bool(ctx.store.get_kv(ctx.name, Keys.BUDGET_BLOCKED, ""))
     for stage, keys in sorted(keys_by_stage(ctx).items()):
-        todo = [k for k in sorted(keys) if not ctx.store.get_kv(ctx.name, over_key(k), "")]
+        todo = [k for k in sorted(keys) if not ctx.store.get_kv(ctx.name, Keys.study_over(k), "")]
         drained = blocked and stage not in open_stages  # out of money, and nothing of the stage left to do
         if not todo or not (cancelling or drained or stage_done(ctx, stage)):
             continue
@@ -128,7 +177,7 @@ def settle_studies(ctx: Context) -> int:
                 continue  # someone may still be paid: released once they are done
             with ctx.store.session() as s:
                 freed = release_study_rest(s, ctx.name, key)
-                ctx.store.set_kv(ctx.name, over_key(key), "1", session=s)
+                ctx.store.set_kv(ctx.name, Keys.study_over(key), "1", session=s)
                 ctx.store.event(ctx.name, "study_over", f"study {key} ({stage}) stopped; {fmt(freed)} of unused places "
                                 "released", subject=key, session=s)
     return charged

@@ -8,12 +8,9 @@ from __future__ import annotations
 from sqlmodel import col, select
 
 from campaign.marketplaces.base import Studies
+from campaign.state import Keys
 from campaign.steps.context import Context
 from campaign.store import HitRow
-
-
-def over_key(key: str) -> str:
-    return f"study_over:{key}"
 
 
 def keys_by_stage(ctx: Context) -> dict[str, set[str]]:
@@ -31,4 +28,4 @@ def studies_over(ctx: Context) -> bool:
     """True when the marketplace has no studies, or every study of this campaign is over."""
     if not isinstance(ctx.market, Studies):
         return True
-    return all(ctx.store.get_kv(ctx.name, over_key(k), "") for keys in keys_by_stage(ctx).values() for k in keys)
+    return all(ctx.store.get_kv(ctx.name, Keys.study_over(k), "") for keys in keys_by_stage(ctx).values() for k in keys)

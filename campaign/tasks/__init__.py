@@ -1,12 +1,19 @@
 """Task kinds and their registry: the one place that maps a stage's `kind` to the code that handles it.
 
-`get(stage.kind)` answers every kind-specific question (planning, the HIT page, parsing, scores,
-quality evidence, the simulated crowd's answer). The built-in kinds are registered here; a new kind
-calls `register()` with an instance of its `TaskKind` subclass (see `campaign.tasks.kind`).
+`get(stage.kind)` answers every kind-specific question (the stage's type in a spec, planning, the HIT
+page, parsing, scores, quality evidence, the simulated crowd's answer). The built-in kinds are registered
+here; a new kind calls `register()` with an instance of its `TaskKind` subclass (see
+`campaign.tasks.kind`), which brings its stage type along. `registered()` does the same for the length
+of a `with` block (a test's own kind), and puts back whatever was there before.
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
+from dataclasses import is_dataclass
+
+from campaign.stage import Stage
 from campaign.tasks import likert, nuggets, ranking
 from campaign.tasks.kind import TaskKind
 
@@ -14,7 +21,11 @@ _KINDS: dict[str, TaskKind] = {}
 
 
 def register(kind: TaskKind, *, replace: bool = False) -> TaskKind:
-    """Make `kind` available under `kind.name`; registering a different kind under a taken name is an error."""
+    """Make `kind` available under `kind.name`; registering a different kind under a taken name is an error
+    unless `replace`. Its `stage_type` must be a dataclass subclassing `campaign.stage.Stage`."""
+    cls = kind.stage_type
+    if not (isinstance(cls, type) and issubclass(cls, Stage) and is_dataclass(cls)):
+        raise TypeError(f"stage type of task kind {kind.name!r} must be a dataclass subclassing campaign.stage.Stage, got {cls!r}")
     old = _KINDS.get(kind.name)
     if old is not None and old is not kind and not replace:
         raise ValueError(f"task kind {kind.name!r} is already registered ({type(old).__name__})")
@@ -24,6 +35,20 @@ def register(kind: TaskKind, *, replace: bool = False) -> TaskKind:
 
 def unregister(name: str) -> None:
     _KINDS.pop(name, None)
+
+
+@contextmanager
+def registered(kind: TaskKind, *, replace: bool = False) -> Iterator[TaskKind]:
+    """`kind` registered inside the block only; the kind it replaced (if any) is back afterwards."""
+    before = _KINDS.get(kind.name)
+    register(kind, replace=replace)
+    try:
+        yield kind
+    finally:
+        if before is None:
+            _KINDS.pop(kind.name, None)
+        else:
+            _KINDS[kind.name] = before
 
 
 def get(name: str) -> TaskKind:
@@ -44,7 +69,13 @@ def for_page(task: str | None) -> TaskKind:
 
 
 def names() -> tuple[str, ...]:
+    """The registered kinds, in registration order."""
     return tuple(_KINDS)
+
+
+def stage_types() -> Mapping[str, type[Stage]]:
+    """Each registered kind's stage type, in registration order: what the spec reads stages into."""
+    return {name: kind.stage_type for name, kind in _KINDS.items()}
 
 
 for _kind in (likert.LikertKind(), ranking.RankingKind(), nuggets.NuggetKind()):

@@ -16,7 +16,6 @@ from functools import cache
 from markdown_it import MarkdownIt
 from markupsafe import Markup
 
-MAX_INSTRUCTIONS = 20_000  # characters of Markdown; a page is not the place for a manual
 _SCHEME = re.compile(r"^([a-zA-Z][a-zA-Z0-9+.-]*):")
 _ALLOWED_SCHEMES = frozenset({"http", "https", "mailto"})
 

@@ -7,7 +7,9 @@ the read-only `StageData` view, so a kind can be tested without a database.
 
 To add a kind: subclass `TaskKind` in its own module, give it a `name`, implement `plan`, `page` and
 `parse` (the rest has defaults that fit a per-item numeric rating), and `campaign.tasks.register()` an
-instance. A kind with its own stage options registers a stage type with `campaign.spec` as well.
+instance. A kind with its own stage options sets `stage_type` to its own subclass of `campaign.stage.Stage`,
+which the spec then reads its stages into. Its simulated answer takes the worker and the page's form as
+the protocols of `campaign.simulation`: a kind never imports the simulated crowd.
 """
 
 from __future__ import annotations
@@ -17,15 +19,15 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, ClassVar, Protocol
 
+from campaign.stage import Stage
 from campaign.tasks.base import HitDraft, InvalidAnswer, Judgment, ShownItem, summarise
 
 if TYPE_CHECKING:
     import numpy as np
 
-    from campaign.crowd.forms import Form
-    from campaign.crowd.models import SimWorker
     from campaign.quality.evidence import Label, TrapResult
-    from campaign.spec import Campaign, Stage
+    from campaign.simulation import PageForm, SimulatedWorker
+    from campaign.spec import Campaign
 
 EXPORT_COLUMNS = ("rank", "item", "score", "n", "sd", "text")
 #: the columns a kind fills in each row of the answers export (`TaskKind.answer_labels`): the label
@@ -147,6 +149,8 @@ class TaskKind(ABC):
     """One task kind. Subclasses set `name` and implement `plan`, `page` and `parse`."""
 
     name: ClassVar[str]
+    #: the kind's stage type: the spec reads a stage of this kind into it (its own fields, defaults and rules)
+    stage_type: ClassVar[type[Stage]] = Stage
     #: planned batch by batch from earlier answers (`plan_batch`) rather than all at once (`plan`)
     batch_planned: ClassVar[bool] = False
     #: quality control reads this kind's evidence (`evidence`) and holds, rejects and blocks on it
@@ -225,7 +229,7 @@ class TaskKind(ABC):
         return None
 
     # -- the simulated crowd ---------------------------------------------------------------------------
-    def simulate(self, worker: SimWorker, form: Form, truth_of: Callable[[str], float],
+    def simulate(self, worker: SimulatedWorker, form: PageForm, truth_of: Callable[[str], float],
                  rng: np.random.Generator) -> list[tuple[str, str]]:
         """A simulated worker's form fields for a HIT page (the assignmentId field is added by the crowd)."""
         raise NotImplementedError(f"the simulated crowd cannot answer {self.name!r} HITs")

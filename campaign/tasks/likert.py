@@ -5,9 +5,12 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from decimal import Decimal
 from typing import TYPE_CHECKING, Any
 
 from campaign.rng import rng_for
+from campaign.stage import Stage
 from campaign.tasks.base import (
     TRAP_PREFIX,
     HitDraft,
@@ -25,10 +28,8 @@ from campaign.tasks.kind import PlanItem, ReviewedJudgment, TaskKind
 if TYPE_CHECKING:
     import numpy as np
 
-    from campaign.crowd.forms import Form
-    from campaign.crowd.models import SimWorker
     from campaign.quality.evidence import Label, TrapResult
-    from campaign.spec import Stage
+    from campaign.simulation import PageForm, SimulatedWorker
 
 KIND = "likert"
 SCALE = (
@@ -104,10 +105,25 @@ def aggregate(values_by_item: Mapping[str, Sequence[float]]) -> list[dict]:
     return summarise(values_by_item)
 
 
+@dataclass(frozen=True, kw_only=True)
+class LikertStage(Stage):
+    """Seed 000 §4.1: 5 propositions per Likert HIT, 5 workers, $0.06."""
+
+    needs_input = "propositions"
+
+    kind: str = "likert"
+    items_per_hit: int = 5
+    assignments: int = 5
+    reward: Decimal = Decimal("0.06")
+    title: str = "How important is this statement for the topic?"
+    description: str = "Rate how important each of five short statements is for a summary of a topic."
+
+
 class LikertKind(TaskKind):
     """Ratings on a 5-point scale; the stage quality control reads first (numeric labels, shared items)."""
 
     name = KIND
+    stage_type = LikertStage
     primary_evidence = True
     untagged_page = True  # likert.html has no data-task (kept byte-identical: page content seeds the crowd)
     policed = True
@@ -141,8 +157,20 @@ class LikertKind(TaskKind):
                 labels.append(Label(item=r.item_key, worker=r.worker_id, assignment=r.assignment_id, value=r.value))
         return labels, traps
 
-    def simulate(self, worker: SimWorker, form: Form, truth_of: Callable[[str], float],
+    def simulate(self, worker: SimulatedWorker, form: PageForm, truth_of: Callable[[str], float],
                  rng: np.random.Generator) -> list[tuple[str, str]]:
-        from campaign.crowd.models import likert_answer
-
         return [(s.radio_name, str(likert_answer(worker, truth_of(s.text), rng))) for s in form.slots if s.radio_name is not None]
+
+
+def likert_answer(worker: SimulatedWorker, truth: float, rng: np.random.Generator) -> int:
+    """A simulated worker's 1..5 Likert rating (5 = extremely important) of an item of hidden importance
+    `truth` in [0, 1]: the truth as the worker perceives it (its bias, Gaussian noise) mapped to the scale;
+    a constant spammer gives its constant, a random spammer any value."""
+    import numpy as np
+
+    if worker.kind == "constant_spammer":
+        return worker.constant
+    if worker.kind == "random_spammer":
+        return int(rng.integers(1, 6))
+    perceived = truth + worker.bias + rng.normal(0.0, worker.noise)
+    return int(np.clip(np.rint(1 + 4 * perceived), 1, 5))

@@ -13,9 +13,12 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from decimal import Decimal
 from typing import TYPE_CHECKING, Any, cast
 
 from campaign.aggregate.gold_nuggets import SpanVote, gold_nuggets
+from campaign.stage import Stage, _boolean, _integer, opt
 from campaign.tasks.base import (
     HitDraft,
     InvalidAnswer,
@@ -32,10 +35,8 @@ from campaign.untrusted import Refused, loads_json
 if TYPE_CHECKING:
     import numpy as np
 
-    from campaign.crowd.forms import Form
-    from campaign.crowd.models import SimWorker
     from campaign.quality.evidence import Label, TrapResult
-    from campaign.spec import NuggetStage, Stage
+    from campaign.simulation import PageForm, SimulatedWorker
 
 KIND = "nuggets"
 _WORD = re.compile(r"[A-Za-z]")
@@ -218,9 +219,27 @@ def gold_jsonl(found: Sequence[Mapping[str, object]]) -> str:
     return "".join(json.dumps(g, ensure_ascii=False) + "\n" for g in found)
 
 
-def _nuggets(stage: Stage) -> NuggetStage:
-    from campaign.spec import NuggetStage
+@dataclass(frozen=True, kw_only=True)
+class NuggetStage(Stage):
+    """Seed 002 §3: 7 sentences per HIT, 7 workers, $0.07, >=98% approval."""
 
+    needs_input = "documents"
+    input_checked_first_only = False
+    default_approval_rate = 98
+
+    kind: str = "nuggets"
+    items_per_hit: int = 7
+    assignments: int = 7
+    reward: Decimal = Decimal("0.07")
+    title: str = "Mark the important facts in a short text"
+    description: str = "Mark the facts, opinions or claims you would put in a summary of a topic."
+    window: int = opt(7, _integer(1, 50))
+    min_nugget_tokens: int = opt(3, _integer(1))
+    require_verb: bool = opt(False, _boolean)
+    min_workers: int = opt(3, _integer(1))
+
+
+def _nuggets(stage: Stage) -> NuggetStage:
     if not isinstance(stage, NuggetStage):
         raise TypeError(f"stage {stage.name!r} is read as {type(stage).__name__}, not NuggetStage")
     return stage
@@ -230,6 +249,7 @@ class NuggetKind(TaskKind):
     """Windows of consecutive sentences of one document; spans marked by their first and last word."""
 
     name = KIND
+    stage_type = NuggetStage
     policed = True
     low_agreement_absolute = True  # no traps: agreement is the only evidence against random spans
     replace_excluded = True  # gold needs min_workers on the same span: excluded answers are asked for again
@@ -281,10 +301,48 @@ class NuggetKind(TaskKind):
             return [{"label": 0}]
         return [{"label": 1, "first": int(a), "last": int(b)} for a, b in spans]
 
-    def simulate(self, worker: SimWorker, form: Form, truth_of: Callable[[str], float],
+    def simulate(self, worker: SimulatedWorker, form: PageForm, truth_of: Callable[[str], float],
                  rng: np.random.Generator) -> list[tuple[str, str]]:
-        from campaign.crowd.models import nugget_answer
-
         spans = nugget_answer(worker, [s.text for s in form.slots], [truth_of(s.text) for s in form.slots],
                               int(form.data.get("min-tokens", "3")), rng)
         return [("nuggets", json.dumps(spans)), ("keywords", "" if spans else "summary topic")]
+
+
+def true_nugget(tokens: Sequence[str], min_tokens: int = 3) -> tuple[int, int] | None:
+    """The simulation's hidden nugget of a sentence: the sentence without its closing punctuation."""
+    end = len(tokens) - 1
+    while end >= 0 and all(not ch.isalnum() for ch in tokens[end]):
+        end -= 1
+    return (0, end) if end + 1 >= min_tokens else None
+
+
+def nugget_answer(worker: SimulatedWorker, sentences: Sequence[str], truths: Sequence[float], min_tokens: int,
+                  rng: np.random.Generator) -> list[list[int]]:
+    """Spans [sentence, first, last] a simulated worker marks in a window.
+
+    A sentence of hidden importance p holds one true nugget; a worker marks it with probability
+    p ** (1 + noise * 4) (diligent workers find more of the important ones), with a boundary shifted by
+    up to one token. Spammers mark random spans of the minimum length or more.
+    """
+    import numpy as np
+
+    spans: list[list[int]] = []
+    for s, (text, p) in enumerate(zip(sentences, truths)):
+        toks = text.split()
+        if len(toks) < min_tokens:
+            continue
+        if worker.is_spammer:
+            if rng.random() < 0.5:
+                a = int(rng.integers(0, len(toks) - min_tokens + 1))
+                b = int(rng.integers(a + min_tokens - 1, len(toks)))
+                spans.append([s, a, b])
+            continue
+        nug = true_nugget(toks, min_tokens)
+        if nug is None:
+            continue
+        if rng.random() < float(np.clip(p + worker.bias, 0.0, 1.0)) ** (1 + worker.noise * 4):
+            a = int(np.clip(nug[0] + rng.integers(0, 2), 0, len(toks) - 1))
+            b = int(np.clip(nug[1] - rng.integers(0, 2), 0, len(toks) - 1))
+            if b - a + 1 >= min_tokens:
+                spans.append([s, a, b])
+    return spans

@@ -8,6 +8,8 @@ from __future__ import annotations
 import hashlib
 import json
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from decimal import Decimal
 from itertools import combinations
 from typing import TYPE_CHECKING, Any
 
@@ -15,6 +17,7 @@ from campaign.aggregate.trueskill_online import OnlineRanker
 from campaign.plan.pack import pack_pairs
 from campaign.plan.pairs import count_matrix, pair_budget, select_pairs, should_stop
 from campaign.rng import rng_for
+from campaign.stage import Stage, _integer, _number, _string, opt
 from campaign.tasks.base import (
     TRAP_PREFIX,
     HitDraft,
@@ -40,10 +43,8 @@ from campaign.tasks.kind import (
 if TYPE_CHECKING:
     import numpy as np
 
-    from campaign.crowd.forms import Form
-    from campaign.crowd.models import SimWorker
     from campaign.quality.evidence import Label, TrapResult
-    from campaign.spec import RankingStage, Stage
+    from campaign.simulation import PageForm, SimulatedWorker
 
 KIND = "ranking"
 RANKING_COLUMNS = ("rank", "item", "score", "uncertainty", "comparisons", "wins", "kept",
@@ -171,9 +172,35 @@ def with_traps(stage: Stage, hits: list[tuple], campaign: str, seed: int, batch:
     return out
 
 
-def _ranking(stage: Stage) -> RankingStage:
-    from campaign.spec import RankingStage
+@dataclass(frozen=True, kw_only=True)
+class RankingStage(Stage):
+    """Seed 000 §4.3: 5 propositions per ranking HIT, 5 workers, $0.05."""
 
+    needs_input = "propositions"
+    needs_source = True
+    min_items_per_hit = 2
+
+    kind: str = "ranking"
+    items_per_hit: int = 5
+    assignments: int = 5
+    reward: Decimal = Decimal("0.05")
+    title: str = "Order five statements by importance"
+    description: str = "Put five short statements in order, from most to least important for a summary of a topic."
+    source: str | None = opt(None, _string)  # name of the stage whose top items feed this one
+    shortlist: int = opt(100, _integer(2))
+    keep: int = opt(50, _integer(1))
+    batch_pairs: int = opt(100, _integer(1))
+    pair_budget: float = opt(0.10, _number(0.0, 1.0, lo_open=True))
+    target_confidence: float | None = opt(None, _number(0.0, 1.0))
+
+
+def batch_state(saved: Any) -> dict[str, Any]:
+    """A ranking stage's state between batches (`Keys.batch_state`): the pairs planned so far and the model
+    they were planned from; campaigns planned before the model was kept saved a bare list of pairs."""
+    return saved if isinstance(saved, dict) else {"pairs": list(saved or []), "model": None}
+
+
+def _ranking(stage: Stage) -> RankingStage:
     if not isinstance(stage, RankingStage):
         raise TypeError(f"stage {stage.name!r} is read as {type(stage).__name__}, not RankingStage")
     return stage
@@ -187,6 +214,7 @@ class RankingKind(TaskKind):
     """
 
     name = KIND
+    stage_type = RankingStage
     batch_planned = True
     policed = True
 
@@ -219,10 +247,7 @@ class RankingKind(TaskKind):
         items = list(inp.items)
         if len(items) < stage.items_per_hit:
             return BatchPlan(stop=f"only {len(items)} items, nothing to rank", stop_level="warning")
-        # state: the pairs planned so far and the model they were planned from (a bare list of pairs
-        # in campaigns planned before the model was kept)
-        state: dict[str, Any] = (inp.state if isinstance(inp.state, dict)
-                                 else {"pairs": list(inp.state or []), "model": None})
+        state = batch_state(inp.state)
         planned = list(state["pairs"])
         budget = pair_budget(len(items), stage.pair_budget)
         ranks = orders(inp.answers)
@@ -309,9 +334,22 @@ class RankingKind(TaskKind):
                                     value=-r.value))
         return labels, traps
 
-    def simulate(self, worker: SimWorker, form: Form, truth_of: Callable[[str], float],
+    def simulate(self, worker: SimulatedWorker, form: PageForm, truth_of: Callable[[str], float],
                  rng: np.random.Generator) -> list[tuple[str, str]]:
-        from campaign.crowd.models import ranking_answer
-
         order = ranking_answer(worker, [truth_of(s.text) for s in form.slots], rng)
         return [("order", ",".join(form.slots[i].attrs.get("slot", str(form.slots[i].index)) for i in order))]
+
+
+def ranking_answer(worker: SimulatedWorker, truths: Sequence[float], rng: np.random.Generator) -> list[int]:
+    """A simulated worker's order of the shown items: positions (indices into `truths`) from most to least
+    important, each item perceived as its truth plus Gaussian noise (Thurstone). A constant spammer
+    leaves the shown order as it is, a random spammer shuffles."""
+    import numpy as np
+
+    n = len(truths)
+    if worker.kind == "constant_spammer":
+        return list(range(n))
+    if worker.kind == "random_spammer":
+        return [int(i) for i in rng.permutation(n)]
+    perceived = np.asarray(truths, dtype=float) + rng.normal(0.0, worker.noise, size=n)
+    return [int(i) for i in np.argsort(-perceived, kind="stable")]

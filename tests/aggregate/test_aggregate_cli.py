@@ -4,8 +4,9 @@ import json
 
 import numpy as np
 
-from campaign.aggregate import auto, cli
-from campaign.cli import main
+from campaign.aggregate import auto
+from campaign.aggregate import cli as aggregate_cli
+from tests.support.cli import cli
 
 
 def write(path, rows, header="item\tworker\tlabel"):
@@ -27,7 +28,7 @@ def crowd(seed=0, items=60):
 def test_json_output_for_every_method(tmp_path, capsys):
     f = write(tmp_path / "labels.tsv", crowd())
     for method in ("auto", "majority", "mace", "ds"):
-        assert main(["aggregate", str(f), "--method", method, "--json"]) == 0
+        assert cli("aggregate", str(f), "--method", method, "--json") == 0
         out = json.loads(capsys.readouterr().out)
         assert out["requested"] == method and out["method"] in ("majority", "mace", "ds")
         assert len(out["items"]) == 60 and set(out["items"].values()) <= {"yes", "no"}
@@ -35,13 +36,13 @@ def test_json_output_for_every_method(tmp_path, capsys):
         good = np.mean([out["workers"][f"W{k}"]["competence"] for k in range(8)])
         bad = np.mean([out["workers"][f"W{k}"]["competence"] for k in range(8, 12)])
         assert good > bad, method
-    assert cli.METHODS == auto.METHODS
+    assert aggregate_cli.METHODS == auto.METHODS
 
 
 def test_table_output_names_the_method(tmp_path, capsys):
     f = tmp_path / "labels.tsv"  # columns in another order, and one more: found by name
     f.write_text("worker\tlabel\titem\textra\n" + "".join(f"{w}\t{lab}\t{i}\tx\n" for i, w, lab in crowd()), encoding="utf-8")
-    assert main(["aggregate", str(f)]) == 0
+    assert cli("aggregate", str(f)) == 0
     out = capsys.readouterr().out
     assert out.startswith("method: ") and "item\tlabel" in out and "worker\tcompetence\tlabels" in out
 
@@ -49,18 +50,18 @@ def test_table_output_names_the_method(tmp_path, capsys):
 def test_bad_input_is_reported_by_file_and_line(tmp_path, capsys):
     f = tmp_path / "bad.tsv"
     f.write_text("item\tworker\tlabel\na\tw1\tx\nb\tw1\nc\t\ty\na\tw1\tz\n", encoding="utf-8")
-    assert main(["aggregate", str(f)]) == 2
+    assert cli("aggregate", str(f)) == 2
     err = capsys.readouterr().err.splitlines()
     assert err == [f"{f}:3: 2 field(s), the header has 3 (fields are tab-separated)", f"{f}:4: empty worker",
                    f"{f}:5: worker 'w1' already labelled item 'a' (line 2)"]
     g = write(tmp_path / "nohead.tsv", [("a", "w1", "x")], header="id\tannotator\tanswer")
-    assert main(["aggregate", str(g)]) == 2
+    assert cli("aggregate", str(g)) == 2
     assert capsys.readouterr().err.startswith(f"{g}:1: header lacks column(s) item, worker, label")
-    assert main(["aggregate", str(tmp_path / "missing.tsv")]) == 2
+    assert cli("aggregate", str(tmp_path / "missing.tsv")) == 2
     assert "no such file" in capsys.readouterr().err
     (tmp_path / "empty.tsv").write_text("", encoding="utf-8")
-    assert main(["aggregate", str(tmp_path / "empty.tsv")]) == 2
+    assert cli("aggregate", str(tmp_path / "empty.tsv")) == 2
     assert ":1: the file is empty" in capsys.readouterr().err
     (tmp_path / "latin.tsv").write_bytes(b"item\tworker\tlabel\na\tw\t\xe9\n")
-    assert main(["aggregate", str(tmp_path / "latin.tsv")]) == 2
+    assert cli("aggregate", str(tmp_path / "latin.tsv")) == 2
     assert "not UTF-8" in capsys.readouterr().err

@@ -8,7 +8,6 @@ import json
 import shutil
 import sqlite3
 import subprocess
-import sys
 from collections import defaultdict
 from decimal import Decimal
 from pathlib import Path
@@ -20,20 +19,19 @@ from campaign.aggregate.gold_nuggets import SpanVote, gold_nuggets
 from campaign.answers.export import COLUMNS
 from campaign.ledger import totals
 from campaign.store import CampaignRow, LedgerRow, Store
+from tests.support.cli import run_args, run_campaign
+from tests.support.paths import ROOT
 
-ROOT = Path(__file__).resolve().parents[2]
 
-
-def campaign(*args: str, cwd: Path) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "campaign", *args], cwd=cwd, capture_output=True, text=True, timeout=600)
+def campaign(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
+    return run_campaign(*args, cwd=cwd, timeout=600)
 
 
 @pytest.fixture(scope="module")
 def demo(tmp_path_factory) -> Path:
     """The folder the demo ran in (its store under `state/`)."""
     here = tmp_path_factory.mktemp("demo")
-    proc = subprocess.run([sys.executable, "-m", "campaign", "run", "--config", str(ROOT / "campaigns.yaml"),
-                           "--state", str(here / "state"), "--quiet"], cwd=ROOT, capture_output=True, text=True, timeout=900)
+    proc = run_campaign(*run_args(ROOT / "campaigns.yaml", here / "state"), timeout=900)
     assert proc.returncode == 0, proc.stderr[-3000:]
     return here
 

@@ -8,8 +8,8 @@ import io
 import json
 
 from campaign.answers.export import COLUMNS, answer_rows, render
-from campaign.cli import main
 from campaign.store import AssignmentRow, CampaignRow, JudgmentRow, Store
+from tests.support.cli import cli
 
 SPEC = {"stages": [{"name": "likert", "kind": "likert"}, {"name": "ranking", "kind": "ranking"}]}
 
@@ -63,8 +63,8 @@ def test_tsv_keeps_one_line_per_row_and_jsonl_is_strict(tmp_path, capsys):
     parsed = list(csv.DictReader(io.StringIO(text), delimiter="\t", quoting=csv.QUOTE_NONE))
     odd = next(r for r in parsed if r["assignment"] == "A5")
     assert odd["item"] == "odd key here" and odd["kept"] == "false"
-    assert main(["export", "c", "--answers", "--format", "jsonl", "--state", str(tmp_path)]) == 0
+    assert cli("export", "c", "--answers", "--format", "jsonl", "--state", str(tmp_path)) == 0
     lines = capsys.readouterr().out.splitlines()
     assert next(json.loads(x)["item"] for x in lines if '"A5"' in x) == "odd\tkey\nhere"  # JSON keeps the text as it is
-    assert main(["export", "c", "--format", "tsv", "--state", str(tmp_path)]) == 2  # scores are csv or jsonl
-    assert main(["export", "c", "--raw-ids", "--state", str(tmp_path)]) == 2
+    assert cli("export", "c", "--format", "tsv", "--state", str(tmp_path)) == 2  # scores are csv or jsonl
+    assert cli("export", "c", "--raw-ids", "--state", str(tmp_path)) == 2

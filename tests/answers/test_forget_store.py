@@ -13,13 +13,13 @@ from decimal import Decimal
 import pytest
 from sqlmodel import select
 
+from campaign.answer_xml import build_answer_xml
 from campaign.answers.export import answer_rows
 from campaign.answers.forget import TOMBSTONE
 from campaign.answers.pseudonyms import campaign_secret, pseudonym
-from campaign.cli import main
 from campaign.ledger import charge_assignment, charge_bonus, reserve_bonus, reserve_hit, totals
-from campaign.market.answers import build_answer_xml
 from campaign.store import AssignmentRow, CampaignRow, EventRow, JudgmentRow, KVRow, LedgerRow, Store, WorkerRow
+from tests.support.cli import cli
 
 WHO = "A3KEEPMEPRIVATE"
 OTHER = "A1SOMEONEELSE"
@@ -79,7 +79,7 @@ def test_forget_removes_the_id_everywhere_and_keeps_the_money_to_the_cent(tmp_pa
     before = money(state)
     assert before["totals"]["one"][0] == Decimal("0.84")  # three $0.08 charges and a $0.60 bonus, fees included
     assert WHO in store_text(state)[0]
-    assert main(["forget", WHO, "--state", str(state)]) == 0
+    assert cli("forget", WHO, "--state", str(state)) == 0
     out = capsys.readouterr().out
     dump, raw = store_text(state)
     assert WHO not in dump and WHO.encode() not in raw  # not in any row, nor left in the file's free pages
@@ -101,14 +101,14 @@ def test_forget_removes_the_id_everywhere_and_keeps_the_money_to_the_cent(tmp_pa
         assert two != tomb  # one tombstone per campaign: the two campaigns' rows cannot be joined on it
         assert s.exec(select(EventRow).where(EventRow.kind == "forgotten")).all()
     store.close()
-    assert main(["forget", WHO, "--state", str(state)]) == 2  # nothing left to forget
+    assert cli("forget", WHO, "--state", str(state)) == 2  # nothing left to forget
     assert "nothing was changed" in capsys.readouterr().err
 
 
 def test_a_prolific_participant_id_or_an_export_pseudonym_finds_the_person(tmp_path, capsys):
     state = tmp_path / "state"
     build(state)
-    assert main(["forget", PARTICIPANT, "--state", str(state), "--campaign", "one"]) == 0
+    assert cli("forget", PARTICIPANT, "--state", str(state), "--campaign", "one") == 0
     dump, _ = store_text(state)
     assert dump.count(PARTICIPANT.upper()) > 0  # campaign two was not asked for
     store = Store.open(state)
@@ -116,7 +116,7 @@ def test_a_prolific_participant_id_or_an_export_pseudonym_finds_the_person(tmp_p
     assert not any(PARTICIPANT.upper() in r["worker"] for r in rows)
     named = pseudonym(campaign_secret(store, "two"), OTHER)
     store.close()
-    assert main(["forget", named, "--state", str(state)]) == 0
+    assert cli("forget", named, "--state", str(state)) == 0
     store = Store.open(state)
     with store.session() as s:
         assert s.exec(select(WorkerRow).where(WorkerRow.campaign == "two", WorkerRow.worker_id == OTHER)).first() is None
@@ -145,12 +145,12 @@ def test_pseudonyms_are_stable_per_campaign_and_keyed(tmp_path):
 def test_refuses_what_cannot_be_a_person(tmp_path, capsys, bad):
     state = tmp_path / "state"
     build(state)
-    assert main(["forget", bad, "--state", str(state)]) == 2
+    assert cli("forget", bad, "--state", str(state)) == 2
     assert "campaign forget:" in capsys.readouterr().err
 
 
 def test_forget_on_an_empty_folder_creates_nothing(tmp_path, capsys):
-    assert main(["forget", WHO, "--state", str(tmp_path / "state")]) == 2
+    assert cli("forget", WHO, "--state", str(tmp_path / "state")) == 2
     assert not (tmp_path / "state").exists()
 
 
@@ -158,7 +158,7 @@ def test_forget_on_an_empty_folder_creates_nothing(tmp_path, capsys):
 def test_forget_on_postgresql(tmp_path, pg_url, capsys):
     build(tmp_path, pg_url)
     before = money(tmp_path, pg_url)
-    assert main(["forget", WHO, "--db", pg_url]) == 0
+    assert cli("forget", WHO, "--db", pg_url) == 0
     assert money(tmp_path, pg_url) == before
     store = Store.open(tmp_path, pg_url)
     with store.session() as s:
@@ -176,10 +176,10 @@ def test_forget_refuses_while_a_daemon_runs_on_the_store(tmp_path, capsys):
     state = tmp_path / "state"
     build(state)
     with state_lock(state):  # what `campaign run` holds
-        assert main(["forget", WHO, "--state", str(state)]) == 2
+        assert cli("forget", WHO, "--state", str(state)) == 2
     assert "already running" in capsys.readouterr().err
     assert WHO in store_text(state)[0]  # nothing was changed
-    assert main(["forget", WHO, "--state", str(state)]) == 0
+    assert cli("forget", WHO, "--state", str(state)) == 0
 
 
 @pytest.mark.postgres
@@ -193,5 +193,5 @@ def test_forget_refuses_while_a_daemon_holds_a_lease_on_a_shared_store(tmp_path,
     with store.session() as s:
         s.add(LeaseRow(campaign="one", holder="host:123:abc", expires_at=time.time() + 600, acquired_at=time.time()))
     store.close()
-    assert main(["forget", WHO, "--db", pg_url]) == 2
+    assert cli("forget", WHO, "--db", pg_url) == 2
     assert "host:123:abc" in capsys.readouterr().err

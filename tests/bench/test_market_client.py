@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from campaign.bench.market_client import RequestFailed, SignedClient
-from campaign.market.accounts import Credentials
+from campaign.credentials import Credentials
 from campaign.market.server import start_market
 
 

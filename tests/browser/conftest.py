@@ -16,8 +16,8 @@ from pathlib import Path
 import pytest
 
 from campaign.clock import ManualClock
-from campaign.market.client import MarketClient, make_client
 from campaign.market.server import RunningMarket, start_market
+from campaign.marketplaces.mturk_client import MarketClient, make_client
 
 CHROMIUM_FLAGS = ("--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
                   "--disable-background-networking", "--disable-component-update", "--disable-sync",

@@ -6,9 +6,6 @@ command leaves no state folder behind."""
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
 import time
 from pathlib import Path
 
@@ -17,10 +14,11 @@ import pytest
 from campaign.preview import PREVIEW_ASSIGNMENT, write_previews
 from campaign.spec import load_spec
 from campaign.tasks import get as get_kind
+from tests.support.cli import run_campaign
+from tests.support.paths import ROOT
 
 pytestmark = pytest.mark.browser
 
-ROOT = Path(__file__).resolve().parents[2]
 SPECS = [ROOT / "campaigns.yaml", *sorted((ROOT / "examples").glob("*.yaml"))]
 
 
@@ -59,8 +57,7 @@ def test_preview_pages_are_completed_like_the_real_hit(driver, spec_path, tmp_pa
     from selenium.webdriver.common.by import By
 
     out = tmp_path / "preview"
-    run = subprocess.run([sys.executable, "-m", "campaign", "preview", "--config", str(spec_path), "--out", str(out)],
-                         cwd=tmp_path, env=dict(os.environ, PYTHONPATH=str(ROOT)), capture_output=True, text=True, timeout=120)
+    run = run_campaign("preview", "--config", spec_path, "--out", out, cwd=tmp_path)
     assert run.returncode == 0, run.stderr
     spec = load_spec(spec_path)
     stages = [(c, s) for c in spec.campaigns for s in c.stages]

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from campaign.market.answers import parse_answer_xml
+from campaign.answer_xml import parse_answer_xml
 from campaign.tasks.base import ShownItem, html_question
 
 pytestmark = pytest.mark.browser

@@ -13,8 +13,8 @@ import pytest
 from campaign.bench.hostile import adversary_outcomes, quality, unpaid_check
 from campaign.daemon import RunOptions, run
 from campaign.spec import ADVERSARIES_ENV, Spec, load_spec
+from tests.support.paths import ROOT
 
-ROOT = Path(__file__).resolve().parents[2]
 pytestmark = pytest.mark.slow
 
 
@@ -39,11 +39,7 @@ def _hostile(names: tuple[str, ...], monkeypatch: pytest.MonkeyPatch) -> Spec:
 
 
 @pytest.mark.parametrize(("name", "floor"), [("water-bottles", {"water-bottles/likert": 0.85}),
-                                             # Prolific participants time out on the scaled wall clock when the
-                                             # machine is busy (CI's parallel phase: Pearson 0.83): run alone
-                                             pytest.param("water-prolific", {"water-prolific/likert": 0.85,
-                                                                             "water-prolific/ranking": 0.4},
-                                                          marks=pytest.mark.serial)])
+                                             ("water-prolific", {"water-prolific/likert": 0.85, "water-prolific/ranking": 0.4})])
 def test_a_hostile_crowd_neither_stops_the_campaign_nor_gets_paid_for_nothing(
         name: str, floor: dict[str, float], tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     logging.getLogger("apscheduler").setLevel(logging.ERROR)

@@ -4,28 +4,16 @@ participant app and the door's API; what the door refuses, and what reaches the 
 
 from __future__ import annotations
 
-import time
-from collections.abc import Callable, Iterator
-from decimal import Decimal
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
-from campaign.clock import ManualClock
 from campaign.crowd.models import SimWorker
 from campaign.crowd.participants import ParticipantCrowd
-from campaign.market.prolific_site import ProlificDoor
-from campaign.market.server import start_market
-from campaign.marketplaces import open_marketplace
-from campaign.marketplaces.base import HitRequest, HitType
-from campaign.marketplaces.prolific import ProlificMarketplace
-from campaign.prolific.client import ProlificClient
-from campaign.prolific.emulator.server import start_emulator
-from campaign.prolific.studies import ProlificStudies
-from campaign.prolific.study import ProlificConfig
-from campaign.spec import ADVERSARY_BEHAVIOURS, Qualifications
-from campaign.tasks import likert
-from campaign.tasks.base import ShownItem
+from campaign.spec import ADVERSARY_BEHAVIOURS
+from tests.prolific.support import likert_study
+from tests.support.waiting import until
 
 pytestmark = pytest.mark.prolific
 
@@ -37,44 +25,9 @@ TEXTS = {f"Statement number {i} about water quality in the region.": i / (N_HITS
 
 @pytest.fixture
 def world(tmp_path: Path) -> Iterator[dict]:
-    clock = ManualClock()
-    em = start_emulator(tmp_path / "em", clock, fee_rate=Decimal("0.3"))
-    server = start_market(tmp_path / "market", clock=clock, mode="prod", balance=Decimal("100.00"))
-    api = ProlificClient(em.base_url, em.token, max_retries=0)
-    door = ProlificDoor(server.engine, server.core.site.config, tmp_path / "site", api, ttl=0)
-    server.core.site.prolific = door
-    cfg = ProlificConfig(public_url=server.endpoint_url, bundle=BUNDLE, estimated_minutes=10, maximum_minutes=30,
-                         reward=Decimal("1.50"), countries=("US", "GB"))
-    studies = ProlificStudies(api, tmp_path / "journal")
-    inner = open_marketplace("local", server.endpoint_url, credentials=server.credentials)
-    m = ProlificMarketplace(inner, studies, door, cfg, tmp_path / "adapter")
-    try:
-        t = m.create_hit_type(HitType(title="Rate", description="Rate statements", reward=Decimal("0.10"), duration=600,
-                                      auto_approval_delay=86400, keywords="k", qualifications=Qualifications()), sandbox=True)
-        texts = list(TEXTS)
-        hits = []
-        for i in range(N_HITS):
-            items = [ShownItem(f"s{i}-{j}", texts[i * PER_HIT + j]) for j in range(PER_HIT)]
-            hits.append(m.create_hit(t, HitRequest(html=likert.page(items, "Water", "Rate the statements"),
-                                                   max_assignments=ASSIGNMENTS, lifetime=86400, annotation=f"a{i}",
-                                                   token=f"t{i}")).hit_id)
-        m.refill(t, m.places_wanted()[t])
-        yield {"clock": clock, "em": em, "server": server, "api": api, "door": door, "market": m, "hits": hits,
-               "study": studies.study(t)["study_id"]}  # type: ignore[index]
-    finally:
-        m.close()
-        studies.close()
-        server.stop()
-        door.close()
-        em.stop()
-
-
-def _until(cond: Callable[[], bool], timeout: float = 60.0) -> None:
-    end = time.monotonic() + timeout
-    while not cond():
-        if time.monotonic() > end:
-            raise AssertionError("timed out waiting")
-        time.sleep(0.05)
+    with likert_study(tmp_path, list(TEXTS), N_HITS, PER_HIT, ASSIGNMENTS, BUNDLE) as (st, t, hits):
+        yield {"clock": st.clock, "em": st.em, "server": st.server, "api": st.api, "door": st.door, "market": st.market,
+               "hits": hits, "study": st.studies.study(t)["study_id"]}  # type: ignore[index]
 
 
 def test_adversarial_participants_go_through_the_door(world: dict) -> None:
@@ -87,7 +40,7 @@ def test_adversarial_participants_go_through_the_door(world: dict) -> None:
     crowd.start()
     try:
         # every adversary has started a place and acted on it, and honest participants have completed theirs
-        _until(lambda: crowd.stats.started >= len(workers) and crowd.stats.completed >= 3 and not any(
+        until(lambda: crowd.stats.started >= len(workers) and crowd.stats.completed >= 3 and not any(
             wid in crowd._sessions for wid, b in bad.items() if b != "double_submit")
             and all(crowd.adversaries.stats.tried.get(b, 0) >= 1 for b in ADVERSARY_BEHAVIOURS))
     finally:

@@ -9,8 +9,7 @@ import pytest
 from campaign.crowd.adversaries import assign
 from campaign.crowd.models import make_pool
 from campaign.spec import ADVERSARIES_ENV, ADVERSARY_BEHAVIOURS, Adversaries, SpecError, load_spec, with_adversaries
-
-ROOT = Path(__file__).resolve().parents[2]
+from tests.support.paths import ROOT
 
 
 def _spec(tmp_path: Path, crowd_extra: str) -> Path:

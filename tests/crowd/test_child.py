@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from tests.processes import alive, child_dies_with
+from tests.support.cli import clean_env
 from tests.support.paths import ROOT
 from tests.support.specs import campaign, simulated, spec_yaml
 
@@ -47,7 +48,7 @@ def _start(tmp_path: Path, mode: str) -> subprocess.Popen:
     spec = tmp_path / "spec.yaml"
     spec.write_text(SPEC, encoding="utf-8")
     return subprocess.Popen([sys.executable, "-c", DAEMON, str(spec), str(tmp_path / "state"), mode],
-                            cwd=ROOT, stdout=subprocess.PIPE, text=True)
+                            cwd=ROOT, env=clean_env(), stdout=subprocess.PIPE, text=True)
 
 
 @pytest.mark.slow

@@ -5,7 +5,7 @@ bundles through the door and completes through the redirect."""
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from dataclasses import dataclass
 from decimal import Decimal
 from pathlib import Path
@@ -18,18 +18,14 @@ from campaign.crowd.forms import parse_form
 from campaign.crowd.models import SimWorker
 from campaign.crowd.participants import ParticipantCrowd
 from campaign.market.prolific_site import ProlificDoor
-from campaign.market.server import RunningMarket, start_market
-from campaign.marketplaces import open_marketplace
-from campaign.marketplaces.base import HitRequest, HitType
+from campaign.market.server import RunningMarket
 from campaign.marketplaces.prolific import ProlificMarketplace
 from campaign.prolific.client import ProlificClient
 from campaign.prolific.emulator.participant import ParticipantError
 from campaign.prolific.emulator.server import RunningEmulator, start_emulator
 from campaign.prolific.studies import ProlificStudies
-from campaign.prolific.study import ProlificConfig
-from campaign.spec import Qualifications
-from campaign.tasks import likert
-from campaign.tasks.base import ShownItem
+from tests.prolific.support import likert_study
+from tests.support.waiting import until
 
 pytestmark = pytest.mark.prolific
 
@@ -55,38 +51,13 @@ class World:
 
 @pytest.fixture
 def world(tmp_path: Path) -> Iterator[World]:
-    clock = ManualClock()
-    em = start_emulator(tmp_path / "em", clock, fee_rate=Decimal("0.3"))
-    server = start_market(tmp_path / "market", clock=clock, mode="prod", balance=Decimal("100.00"))
-    api = ProlificClient(em.base_url, em.token, max_retries=0)
-    door = ProlificDoor(server.engine, server.core.site.config, tmp_path / "site", api, ttl=0)
-    server.core.site.prolific = door
-    cfg = ProlificConfig(public_url=server.endpoint_url, bundle=BUNDLE, estimated_minutes=10, maximum_minutes=30,
-                         reward=Decimal("1.50"), countries=("US", "GB"))
-    studies = ProlificStudies(api, tmp_path / "journal")
-    inner = open_marketplace("local", server.endpoint_url, credentials=server.credentials)
-    m = ProlificMarketplace(inner, studies, door, cfg, tmp_path / "adapter")
-    try:
-        t = m.create_hit_type(HitType(title="Rate", description="Rate statements", reward=Decimal("0.10"), duration=600,
-                                      auto_approval_delay=86400, keywords="k", qualifications=Qualifications()), sandbox=True)
-        texts = list(STATEMENTS)
-        hits = []
-        for i in range(N_HITS):
-            items = [ShownItem(f"s{i}-{j}", texts[i * PER_HIT + j]) for j in range(PER_HIT)]
-            page = likert.page(items, "Water", "Rate the statements")
-            hits.append(m.create_hit(t, HitRequest(html=page, max_assignments=ASSIGNMENTS, lifetime=86400,
-                                                   annotation=f"a{i}", token=f"t{i}")).hit_id)
-        m.refill(t, m.places_wanted()[t])  # the daemon's `places` step does this once the ledger has reserved them
-        sid = studies.study(t)["study_id"]  # type: ignore[index]
-        world = World(tmp_path, clock, em, server, api, door, m, studies, t, sid, hits)
-        yield world
-        em = world.em  # a test may have restarted it
-    finally:
-        m.close()
-        studies.close()
-        server.stop()
-        door.close()
-        em.stop()
+    with likert_study(tmp_path, list(STATEMENTS), N_HITS, PER_HIT, ASSIGNMENTS, BUNDLE) as (st, t, hits):
+        sid = st.studies.study(t)["study_id"]  # type: ignore[index]
+        world = World(tmp_path, st.clock, st.em, st.server, st.api, st.door, st.market, st.studies, t, sid, hits)
+        try:
+            yield world
+        finally:
+            st.em = world.em  # a test may have restarted it
 
 
 def _workers(n_honest: int, n_spam: int, *, locale: str = "US") -> list[SimWorker]:
@@ -100,14 +71,6 @@ def _crowd(w: World, workers: list[SimWorker], seed: int = 7, **kw: float) -> Pa
                             poll=0.02, **kw)
 
 
-def _until(cond: Callable[[], bool], timeout: float = 60.0) -> None:
-    end = time.monotonic() + timeout
-    while not cond():
-        if time.monotonic() > end:
-            raise AssertionError("timed out waiting")
-        time.sleep(0.05)
-
-
 def _slots_submitted(w: World) -> int:
     return sum(len(w.market.submissions(h)) for h in w.hits)
 
@@ -119,7 +82,7 @@ def test_crowd_fills_the_study_spammers_spam_honest_track_truth(world: World) ->
     crowd = _crowd(w, workers, return_share=0.0, abandon_share=0.0)
     crowd.start()
     try:
-        _until(lambda: _slots_submitted(w) == N_HITS * ASSIGNMENTS and crowd.stats.completed == N_HITS * ASSIGNMENTS // BUNDLE)
+        until(lambda: _slots_submitted(w) == N_HITS * ASSIGNMENTS and crowd.stats.completed == N_HITS * ASSIGNMENTS // BUNDLE)
     finally:
         crowd.stop()
     assert crowd.stats.errors == 0
@@ -165,7 +128,7 @@ def test_leavers_return_or_time_out_and_their_places_are_filled_again(world: Wor
     crowd = _crowd(w, workers, seed=seed, return_share=0.25, abandon_share=0.25)
     crowd.start()
     try:
-        _until(lambda: crowd.stats.started >= N_HITS * ASSIGNMENTS // BUNDLE and not crowd._sessions
+        until(lambda: crowd.stats.started >= N_HITS * ASSIGNMENTS // BUNDLE and not crowd._sessions
                and (crowd.stats.returned + crowd.stats.abandoned) > 0 and _slots_submitted(w) > 0)
         time.sleep(0.3)
         assert crowd.stats.returned >= 1 and crowd.stats.abandoned >= 1, crowd.stats
@@ -181,7 +144,7 @@ def test_leavers_return_or_time_out_and_their_places_are_filled_again(world: Wor
             crowd.start()
             return idle
 
-        _until(advance_paused)
+        until(advance_paused)
         moved = [time.monotonic()]
 
         def daemon_pass() -> bool:
@@ -196,7 +159,7 @@ def test_leavers_return_or_time_out_and_their_places_are_filled_again(world: Wor
             w.market.refill(w.type_id, w.market.places_wanted()[w.type_id])
             return False
 
-        _until(daemon_pass)
+        until(daemon_pass)
     finally:
         crowd.stop()
     assert crowd.stats.errors == 0
@@ -260,7 +223,7 @@ def test_a_restarted_crowd_goes_on_with_the_bundle_it_had_started(world: World) 
     second.start()
     try:
         assert second.stats.resumed == 1
-        _until(lambda: w.api.submission(session.submission_id)["status"] == "AWAITING REVIEW")
+        until(lambda: w.api.submission(session.submission_id)["status"] == "AWAITING REVIEW")
     finally:
         second.stop()
     assert len(w.door.assignments_of(session.submission_id)) == BUNDLE  # the bundle finished, not restarted
@@ -280,7 +243,7 @@ def test_two_crowds_with_the_same_worker_ids_keep_apart(world: World) -> None:
     a.start()
     b.start()
     try:
-        _until(lambda: a.stats.completed >= len(workers))  # each may go on to more bundles
+        until(lambda: a.stats.completed >= len(workers))  # each may go on to more bundles
         time.sleep(0.2)
     finally:
         a.stop()

@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 from sqlmodel import select
 
-from campaign.dashboard.data import Reader
+from campaign.readmodel.snapshot import Reader
 from campaign.store import AssignmentRow, CampaignRow, HitRow, Store
 from tests.support.cli import run_args, run_campaign, start_campaign
 from tests.support.specs import campaign, simulated, write_spec
@@ -226,7 +226,7 @@ def test_dashboard_keys_filter_workers_and_cancel_confirmation(tmp_path):
 @pytest.mark.slow
 def test_export_key_writes_the_scores_the_cli_writes(tmp_path):
     from campaign.store import ItemRow, JudgmentRow
-    from tests.dashboard.test_alerts import make_store as make_spec_store
+    from tests.readmodel.test_alerts import make_store as make_spec_store
 
     store = make_spec_store(tmp_path)
     with store.session() as s:

@@ -9,9 +9,9 @@ from decimal import Decimal
 
 from rich.console import Console
 
-from campaign.dashboard.data import CampaignView, Snapshot, StageView
 from campaign.dashboard.screen import UIState, build
-from campaign.dashboard.series import Liveness
+from campaign.readmodel.series import Liveness
+from campaign.readmodel.snapshot import CampaignView, Snapshot, StageView
 
 
 def view(name: str, status: str = "running", ranking: bool = False) -> CampaignView:

@@ -5,9 +5,9 @@ from decimal import Decimal
 from pathlib import Path
 
 from campaign import ledger
-from campaign.dashboard.figures import collect_figures
+from campaign.readmodel.figures import collect_figures
 from campaign.store import AssignmentRow, CampaignRow, HitRow, Store, WorkerRow
-from tests.support.cli import run_campaign
+from tests.support.cli import cli_output
 
 
 def make_store(tmp_path: Path) -> Store:
@@ -33,7 +33,9 @@ def make_store(tmp_path: Path) -> Store:
 
 def test_status_json_equals_the_store(tmp_path):
     make_store(tmp_path).close()
-    out = run_campaign("status", "--json", "--state", str(tmp_path), timeout=None, check=True).stdout
+    r = cli_output("status", "--json", "--state", str(tmp_path))
+    assert r.returncode == 0, r.stderr
+    out = r.stdout
     (c,) = json.loads(out)["campaigns"]
     assert c["name"] == "c1"
     assert c["hits"] == {"planned": 5, "posted": 4, "assignable": 2, "completed": 2, "failed": 0, "draft": 1}
@@ -49,8 +51,9 @@ def test_status_table_renders_the_same_numbers(tmp_path):
     store = make_store(tmp_path)
     figures = collect_figures(store)
     store.close()
-    out = run_campaign("status", "--state", str(tmp_path), env={"COLUMNS": "200", "PATH": "/usr/bin:/bin"}, timeout=None,
-                       check=True).stdout
+    r = cli_output("status", "--state", str(tmp_path), COLUMNS="200")
+    assert r.returncode == 0, r.stderr
+    out = r.stdout
     m = figures["campaigns"][0]["money"]
     for figure in (f"${m['spent']}", f"${m['reserved']}", f"${m['budget']}", "4/2/2", "12/7/2"):
         assert figure in out, figure

@@ -5,8 +5,7 @@ from __future__ import annotations
 
 from campaign.store import CampaignRow, Store
 from tests.dashboard.test_status import make_store
-from tests.support.cli import clean_env, run_campaign
-from tests.support.paths import ROOT
+from tests.support.cli import cli_output
 from tests.support.terminal import Term
 
 LONG = "water-bottles-second-round-with-traps"
@@ -33,9 +32,8 @@ def test_status_at_80_columns_keeps_campaigns_and_statuses_whole(tmp_path):
 
 
 def test_status_in_an_empty_folder_creates_nothing(tmp_path):
-    env = clean_env(PYTHONPATH=str(ROOT))
     for args in (["status"], ["status", "--json"], ["dashboard"], ["status", "--state", "elsewhere"]):
-        r = run_campaign(*args, cwd=tmp_path, env=env, timeout=None)
+        r = cli_output(*args, cwd=tmp_path)
         assert r.returncode == 2, (args, r.stderr)
         assert "no campaign store at" in r.stderr
         assert list(tmp_path.iterdir()) == [], f"{args} left {list(tmp_path.iterdir())}"
@@ -43,6 +41,6 @@ def test_status_in_an_empty_folder_creates_nothing(tmp_path):
 
 def test_status_still_reads_an_existing_store(tmp_path):
     make_store(tmp_path).close()
-    r = run_campaign("status", "--json", "--state", str(tmp_path), timeout=None)
+    r = cli_output("status", "--json", "--state", str(tmp_path))
     assert r.returncode == 0 and '"name": "c1"' in r.stdout
     Store.open(tmp_path).close()

@@ -6,8 +6,8 @@ import io
 
 from rich.console import Console
 
-from campaign.dashboard.figures import campaign_figures
 from campaign.dashboard.view import build
+from campaign.readmodel.figures import campaign_figures
 from tests.dashboard.test_status import make_store
 
 

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from campaign.cli import main
+from tests.support.cli import cli
 
 TABLE1_TSV = """\
 # seed 001, Table 1
@@ -19,7 +19,7 @@ sentence\trank\tsets
 
 
 def run(capsys, *argv: str) -> tuple[int, str, str]:
-    code = main(list(argv))
+    code = cli(*argv)
     out, err = capsys.readouterr()
     return code, out, err
 
@@ -152,5 +152,5 @@ def test_malformed_input_exits_2_with_file_and_line(tmp_path, capsys, kind, file
 ])
 def test_usage_errors_exit_2(argv, capsys):
     with pytest.raises(SystemExit) as exc:
-        main(argv)
+        cli(*argv)
     assert exc.value.code == 2

@@ -3,11 +3,16 @@
 Tests that only need the requester API take `api`, which is parametrized: the built-in marketplace
 always, the real MTurk sandbox only with CAMPAIGN_MTURK_SANDBOX=1 and AWS credentials. Tests needing the
 worker side or control over time take `market` (local only, ManualClock).
+
+`market` and `api` are one test's requester account on a marketplace shared by the whole run
+(`tests/support/market.py`: one server, one boto3 client); a test that stops, restarts or reconfigures
+the server as a whole takes `fresh_market`, a marketplace of its own.
 """
 
 from __future__ import annotations
 
 import os
+from collections.abc import Iterator
 from dataclasses import dataclass
 from decimal import Decimal
 from pathlib import Path
@@ -17,10 +22,11 @@ import boto3
 import pytest
 
 from campaign.clock import ManualClock
-from campaign.market.accounts import write_credentials_file
-from campaign.market.client import MarketClient, make_client
+from campaign.credentials import write_credentials_file
 from campaign.market.server import RunningMarket, start_market
 from campaign.market.worker_client import WorkerClient
+from campaign.marketplaces.mturk_client import MarketClient, make_client
+from tests.support.market import SharedMarket, SharedMarkets
 
 HTML_NS = "http://mechanicalturk.amazonaws.com/AWSMechanicalTurkDataSchemas/2011-11-11/HTMLQuestion.xsd"
 PAGE = ('<!DOCTYPE html><html><body><form id="mturk_form" method="post" '
@@ -71,19 +77,34 @@ def _market(tmp_path: Path, mode: str = "sandbox", balance: str = "10000.00"):
 
 
 @pytest.fixture
-def market(tmp_path: Path):
+def market(shared_market: SharedMarket) -> Iterator[Market]:
+    """A requester account of its own on the shared marketplace; what it leaves behind is out of the
+    next test's way (every HIT expired, faults off)."""
+    yield from _account(shared_market)
+
+
+@pytest.fixture
+def fresh_market(tmp_path: Path) -> Iterator[Market]:
+    """A marketplace of this test's own: for a test that stops or restarts it, or counts what is on it."""
     m = _market(tmp_path)
     yield m
     m.workers.close()
     m.server.stop()
 
 
+def _account(shared: SharedMarket) -> Iterator[Market]:
+    with shared.account() as (server, client):
+        m = Market(server, shared.clock, client, WorkerClient(server.endpoint_url))
+        try:
+            yield m
+        finally:
+            m.workers.close()
+
+
 @pytest.fixture
-def prod_market(tmp_path: Path):
-    m = _market(tmp_path, mode="prod", balance="10.00")
-    yield m
-    m.workers.close()
-    m.server.stop()
+def prod_market(shared_markets: SharedMarkets) -> Iterator[Market]:
+    """An account with $10.00 on a production-mode marketplace (money checked)."""
+    yield from _account(shared_markets.get("prod", "10.00"))
 
 
 @pytest.fixture(params=["local", pytest.param("sandbox", marks=pytest.mark.sandbox)])
@@ -95,6 +116,5 @@ def api(request, tmp_path: Path):
             pytest.skip(reason)
         yield make_client("mturk-sandbox", max_rps=2)
         return
-    m = _market(tmp_path)
-    yield m.client
-    m.server.stop()
+    with request.getfixturevalue("shared_market").account() as (_, client):
+        yield client

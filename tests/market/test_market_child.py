@@ -17,8 +17,8 @@ import pytest
 
 from campaign.clock import ScaledClock
 from campaign.market.child import MarketConfig, MarketProcess, MarketStartError
-from campaign.market.client import make_client
 from campaign.market.worker_client import WorkerClient
+from campaign.marketplaces.mturk_client import make_client
 from tests.processes import child_dies_with
 from tests.support.paths import ROOT
 

@@ -8,7 +8,7 @@ from datetime import UTC, datetime
 import pytest
 from botocore.exceptions import ClientError
 
-from campaign.market.answers import parse_answer_xml
+from campaign.answer_xml import parse_answer_xml
 from tests.market.conftest import QUESTION, _market
 
 

@@ -8,7 +8,6 @@ it is implemented or listed.
 from __future__ import annotations
 
 import re
-from pathlib import Path
 
 import pytest
 from botocore import xform_name
@@ -16,8 +15,9 @@ from botocore.exceptions import ClientError
 
 from campaign.market.engine import Engine
 from campaign.market.protocol import operation_names
+from tests.support.paths import ROOT
 
-PAGE = Path(__file__).resolve().parents[2] / "docs" / "marketplace.md"
+PAGE = ROOT / "docs" / "marketplace.md"
 
 
 def _what_differs() -> str:

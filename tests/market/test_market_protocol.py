@@ -108,7 +108,7 @@ def test_botocore_still_checks_its_own_side(api):
 
 
 def test_access_key_selects_account(market):
-    from campaign.market.client import make_client
+    from campaign.marketplaces.mturk_client import make_client
 
     market.hit()
     other = make_client("local", market.server.endpoint_url, credentials=market.server.add_account("other"), max_rps=0)
@@ -128,7 +128,7 @@ def test_failed_create_leaves_state_unchanged(market):
 
 
 def test_client_guards_production_and_hides_secrets(market):
-    from campaign.market.client import ProductionNotAllowed, make_client
+    from campaign.marketplaces.mturk_client import ProductionNotAllowed, make_client
 
     with pytest.raises(ProductionNotAllowed):
         make_client("mturk")

@@ -238,8 +238,8 @@ def test_delete_qualification_type_disposes_it(market):
     assert again != qid
 
 
-def test_listing_with_system_types_pages_across_both(market):
-    c = market.client
+def test_listing_with_system_types_pages_across_both(fresh_market):
+    c = fresh_market.client  # it lists every type on the marketplace
     mine = [_type(c, f"Mine {i}") for i in range(4)]
     seen: list[str] = []
     resp = c.call("list_qualification_types", MustBeRequestable=False, MaxResults=3)

@@ -9,7 +9,7 @@ import urllib.request
 import pytest
 from botocore.exceptions import ClientError
 
-from campaign.market.answers import build_answer_xml, parse_answer_xml
+from campaign.answer_xml import build_answer_xml, parse_answer_xml
 from campaign.market.worker_client import WorkerAPIError
 
 LOCALE_US = {"QualificationTypeId": "00000000000000000071", "Comparator": "EqualTo", "LocaleValues": [{"Country": "US"}]}
@@ -165,7 +165,7 @@ def test_html_pages_escape_untrusted_text(market):
 
 
 def test_faults_throttle_and_service_fault(market):
-    from campaign.market.client import make_client
+    from campaign.marketplaces.mturk_client import make_client
 
     raw = make_client("local", market.server.endpoint_url, credentials=market.server.credentials, max_rps=0, max_attempts=1)
     market.server.set_faults(throttle_rate=0.001, throttle_burst=2)
@@ -196,7 +196,7 @@ def test_faults_throttle_and_service_fault(market):
 
 
 def test_retries_ride_out_throttling(market):
-    from campaign.market.client import make_client
+    from campaign.marketplaces.mturk_client import make_client
 
     patient = make_client("local", market.server.endpoint_url, credentials=market.server.credentials, max_rps=0, max_attempts=10)
     market.server.set_faults(throttle_rate=20, throttle_burst=1)

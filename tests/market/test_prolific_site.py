@@ -16,12 +16,12 @@ from typing import Any
 
 import pytest
 
+from campaign.answer_xml import parse_answer_xml
 from campaign.clock import ManualClock
-from campaign.market.accounts import write_credentials_file
-from campaign.market.answers import parse_answer_xml
-from campaign.market.client import make_client
+from campaign.credentials import write_credentials_file
 from campaign.market.prolific_site import ProlificDoor
 from campaign.market.server import RunningMarket, start_market
+from campaign.marketplaces.mturk_client import make_client
 from campaign.prolific.client import ProlificClient
 from campaign.prolific.emulator.participant import Participant, add_participant
 from campaign.prolific.emulator.server import RunningEmulator, start_emulator
@@ -77,7 +77,7 @@ def site(tmp_path: Path) -> Iterator[Site]:
     market = start_market(tmp_path / "market", clock=clock)
     api = ProlificClient(em.base_url, em.token, max_retries=0)
     door = ProlificDoor(market.engine, market.core.site.config, tmp_path / "site", api)
-    market.core.site.prolific = door
+    market.mount("/prolific/", door)
     try:
         creds = tmp_path / "credentials"
         write_credentials_file(creds, "default", market.credentials)
@@ -125,7 +125,10 @@ def test_a_bundle_of_different_hits_then_the_completion_redirect(site: Site) -> 
     _, third = site.next(s2)
     assert third["HITId"] not in (first["HITId"], second["HITId"])
     _, end2 = site.submit(s2, third["AssignmentId"])
-    assert end2["status"] == "done"  # only one HIT left for them: the bundle ends short
+    # Only one HIT left for them: the bundle ends short, and the place is given back (no completion code,
+    # which is a whole bundle's reward; the HIT done is paid per HIT as a bonus).
+    assert end2["status"] == "return" and "redirect" not in end2
+    assert site.door.assignments_of(sub2) == [third["AssignmentId"]]
 
 
 def _market(site: Site) -> tuple[list[tuple[Any, ...]], list[tuple[Any, ...]]]:
@@ -261,7 +264,7 @@ def test_never_a_hit_sharing_an_item_with_one_already_given_in_the_stage(site: S
             while step["status"] == "task":
                 given.setdefault(p.id, []).append(step["HITId"])
                 step = site.submit(s, step["AssignmentId"])[1]
-            assert step["status"] in ("done", "wait")
+            assert step["status"] in ("done", "return")
     for pid, hits in given.items():
         assert len(hits) == len(set(hits)), "a HIT given twice"
         seen: set[str] = set()
@@ -281,14 +284,14 @@ def test_a_hit_whose_items_are_not_known_yet_is_not_served(site: Site) -> None:
     _, first = site.next(s)
     assert first["HITId"] == site.hit_ids[0]
     _, end = site.submit(s, first["AssignmentId"])
-    assert end["status"] == "done"  # the two others are unknown: the bundle ends short
+    assert end["status"] == "wait"  # the two others are unknown: they may become servable
     known[site.hit_ids[1]] = frozenset({"x2"})  # recorded meanwhile: now it is served
     sub2, _ = alice.start(site.study_id)
     assert site.next(site.session(alice, sub2))[1]["HITId"] == site.hit_ids[1]
 
 
 def test_store_items_of_reads_the_hits_items_without_traps(tmp_path: Path) -> None:
-    from campaign.prolific.runtime import store_items_of
+    from campaign.providers.prolific import store_items_of
     from campaign.store import HitRow, Store
 
     store = Store.open(tmp_path / "state")
@@ -322,7 +325,7 @@ def test_a_hit_answered_is_never_given_again_one_that_expired_unanswered_may_be(
     s2 = site.session(alice, sub2)
     _, fourth = site.next(s2)
     assert fourth["HITId"] not in (first["HITId"], third["HITId"])  # answered ones never again
-    assert site.submit(s2, fourth["AssignmentId"])[1]["status"] == "done"
+    assert site.submit(s2, fourth["AssignmentId"])[1]["status"] == "return"  # a shorter bundle: the place goes back
     with site.market.engine.db.read() as c:
         done = c.execute("SELECT hit_id, COUNT(*) FROM assignments WHERE status='Submitted' GROUP BY hit_id").fetchall()
     assert sorted(n for _, n in done) == [1, 1, 1]
@@ -356,3 +359,21 @@ def test_the_html_page_frames_the_hit_from_the_content_origin(site: Site) -> Non
     for aid in site.door.assignments_of(sub):  # the form's answers carry the submission too, as the API's do
         ans = site.requester.call("get_assignment", AssignmentId=aid)
         assert ("prolific_submission_id", sub) in parse_answer_xml(ans["Assignment"]["Answer"])
+
+
+def test_a_participant_the_door_cannot_serve_is_asked_to_return_the_place_at_once(site: Site) -> None:
+    """Every free HIT shows an item this participant rated in the stage: no work will ever come for
+    them, so holding the place (a `wait` until the study's maximum time) would only keep it from
+    someone else; while a free HIT is merely not recorded yet, they are asked to wait."""
+    known = {site.hit_ids[0]: frozenset({"x1"}), site.hit_ids[1]: frozenset({"x1", "x2"})}  # the third: not recorded yet
+    site.door.items_of = lambda h: known.get(h, frozenset())
+    bob = add_participant(site.em.root_url, site.em.token)
+    sub, _ = bob.start(site.study_id)
+    s = site.session(bob, sub)
+    task = site.next(s)[1]
+    assert task["HITId"] == site.hit_ids[0]
+    assert site.submit(s, task["AssignmentId"])[1]["status"] == "wait"  # the third HIT may still be servable
+    sub2, _ = bob.start(site.study_id)
+    assert site.next(site.session(bob, sub2))[1]["status"] == "wait"  # the third HIT may still be servable
+    known[site.hit_ids[2]] = frozenset({"x1", "x3"})
+    assert site.next(site.session(bob, sub2))[1]["status"] == "return"

@@ -16,7 +16,6 @@ import urllib.error
 import urllib.parse
 import urllib.request
 from datetime import UTC, datetime
-from pathlib import Path
 
 import boto3
 import pytest
@@ -24,11 +23,12 @@ from botocore.config import Config
 from botocore.exceptions import ClientError
 
 from campaign.market import auth
-from campaign.market.client import make_client
 from campaign.market.server import admin_main
 from campaign.market.worker_client import WorkerAPIError, WorkerClient
+from campaign.marketplaces.mturk_client import make_client
 from tests.market.conftest import QUESTION
-from tests.support.cli import start_campaign
+from tests.support.cli import clean_env, start_campaign
+from tests.support.paths import ROOT
 
 TARGET = "MTurkRequesterServiceV20170117."
 
@@ -170,17 +170,16 @@ def test_daemon_uses_its_marketplace_account_even_with_aws_keys_in_the_environme
 
     monkeypatch.setenv("AWS_ACCESS_KEY_ID", "AKIAREALMTURKKEY0000")
     monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "real-secret")
-    root = Path(__file__).resolve().parents[2]
-    spec = load_spec(root / "campaigns.yaml")
+    spec = load_spec(ROOT / "campaigns.yaml")
     rt = start_runtime(spec, RunOptions(state_dir=tmp_path / "state", campaigns=(spec.campaigns[0].name,)))
     try:
         ctx = rt.contexts[0]
         client = ctx.market.client  # the MTurk marketplace wraps the boto3 client the daemon made
-        assert client.raw._get_credentials().access_key == rt.market_server.credentials.access_key_id
+        assert client.raw._get_credentials().access_key == rt.services.site.credentials.access_key_id
         assert ctx.market.balance() > 0
     finally:
         stop_runtime(rt)
-    secret = rt.market_server.credentials.secret_access_key
+    secret = rt.services.site.credentials.secret_access_key
     for f in (tmp_path / "state").rglob("*"):
         if f.is_file() and f.name not in ("auth.db", "auth.db-wal"):
             assert secret.encode() not in f.read_bytes(), f"secret found in {f}"
@@ -220,10 +219,8 @@ def test_serve_writes_the_default_profile_and_the_aws_cli_uses_it(tmp_path):
         assert url.startswith("http://127.0.0.1:")
         creds_file = state / "credentials"
         assert stat.S_IMODE(creds_file.stat().st_mode) == 0o600 and "[default]" in creds_file.read_text()
-        env = {**os.environ, "AWS_SHARED_CREDENTIALS_FILE": str(creds_file), "AWS_PROFILE": "default",
-               "AWS_CONFIG_FILE": os.devnull}
-        env.pop("AWS_ACCESS_KEY_ID", None)
-        env.pop("AWS_SECRET_ACCESS_KEY", None)
+        env = clean_env(["AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY"], AWS_SHARED_CREDENTIALS_FILE=str(creds_file),
+                        AWS_PROFILE="default", AWS_CONFIG_FILE=os.devnull)
         code = (f"import boto3; c = boto3.client('mturk', region_name='us-east-1', endpoint_url={url!r}); "
                 "print(c.get_account_balance()['AvailableBalance'])")
         out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=60)
@@ -446,19 +443,19 @@ def test_bidi_controls_are_inert_in_the_worker_list(market):
         page = r.read().decode()
     assert "Rate statements now" in page and "\u202e" not in page and "\u2067" not in page
     assert "<bdi>Rate statements now</bdi>" in page
-    assert "10 min" in page and "$0.10" in page and "default" in page  # time allotted, reward, requester
+    assert "10 min" in page and "$0.10" in page and market.server.account in page  # time allotted, reward, requester
 
 
 def test_operator_commands_add_a_worker_who_signs_in_with_the_printed_code(tmp_path, capsys):
-    from campaign.cli import main as cli_main
     from campaign.market.server import start_market
+    from tests.support.cli import cli
 
     state = tmp_path / "market"
-    assert cli_main(["market", "worker", "add", "AOPERATED1", "--state", str(state), "--country", "DE", "--approval", "97",
-                     "--approved", "1200", "--masters", "--json"]) == 0
+    assert cli("market", "worker", "add", "AOPERATED1", "--state", state, "--country", "DE", "--approval", "97",
+               "--approved", "1200", "--masters", "--json") == 0
     out = json.loads(capsys.readouterr().out)
     assert out["WorkerId"] == "AOPERATED1" and out["link"].endswith(urllib.parse.urlencode({"code": out["code"]}))
-    assert cli_main(["market", "worker", "add", "not-a-worker-id", "--state", str(state)]) == 2
+    assert cli("market", "worker", "add", "not-a-worker-id", "--state", str(state)) == 2
     m = start_market(state)
     try:
         w = WorkerClient(m.endpoint_url, operator=None)

@@ -13,7 +13,8 @@ from pathlib import Path
 import pytest
 
 from campaign.bench.slowloris import Trickle, probe
-from campaign.market.accounts import read_credentials_file
+from campaign.credentials import read_credentials_file
+from tests.support.cli import clean_env, start_campaign
 
 SERVER = os.environ.get("CAMPAIGN_SLOWLORIS_SERVER", "campaign.market.server")  # the legacy one, to see it fail
 
@@ -23,10 +24,12 @@ def _limit_files() -> None:
 
 
 def _serve(state: Path) -> tuple[subprocess.Popen, str]:
-    module = [sys.executable, "-m", "campaign", "market", "serve"] if SERVER == "campaign.market.server" else \
-        [sys.executable, "-m", SERVER]
-    proc = subprocess.Popen([*module, "--port", "0", "--state", str(state)], stdout=subprocess.PIPE,
-                            stderr=subprocess.DEVNULL, text=True, preexec_fn=_limit_files)
+    args = ["--port", "0", "--state", str(state)]
+    popen = {"stdout": subprocess.PIPE, "stderr": subprocess.DEVNULL, "text": True, "preexec_fn": _limit_files}
+    if SERVER == "campaign.market.server":
+        proc = start_campaign("market", "serve", *args, **popen)
+    else:
+        proc = subprocess.Popen([sys.executable, "-m", SERVER, *args], env=clean_env(), **popen)
     assert proc.stdout is not None
     url = proc.stdout.readline().strip()
     assert url.startswith("http://127.0.0.1:"), url

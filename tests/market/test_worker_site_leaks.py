@@ -173,7 +173,8 @@ def test_the_limiter_forgets_after_its_window():
     assert claimed_worker("AW1-abc") == "AW1" and claimed_worker("nope") is None and claimed_worker("aw1-x") is None
 
 
-def test_revoke_ends_every_session_and_a_new_code_ends_the_old_ones(market, tmp_path, capsys):
+def test_revoke_ends_every_session_and_a_new_code_ends_the_old_ones(fresh_market, tmp_path, capsys):
+    market = fresh_market  # `worker revoke` names the marketplace's folder
     market.workers.register("AREVOKE1")
     cookie = market.workers._sessions["AREVOKE1"][0]
     hits = market.server.endpoint_url + "/worker/api/hits"

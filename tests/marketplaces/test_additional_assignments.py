@@ -7,33 +7,19 @@ from decimal import Decimal
 
 import pytest
 
-from campaign.clock import ManualClock
-from campaign.market.server import start_market
-from campaign.market.worker_client import WorkerAPIError, WorkerClient
-from campaign.marketplaces import open_marketplace
+from campaign.market.worker_client import WorkerAPIError
 from campaign.marketplaces.base import AdditionalAssignments, AlreadyDone, HitRequest, HitType
 from campaign.marketplaces.prolific import ProlificMarketplace
 from campaign.spec import Qualifications
-
-PAGE = """<!DOCTYPE html><html><body><form method="post" action="https://www.mturk.com/mturk/externalSubmit">
-<input type="hidden" name="assignmentId" value=""><input type="text" name="answer"></form></body></html>"""
+from tests.support.market import FORM_PAGE
 
 
-@pytest.fixture
-def market(tmp_path):
-    server = start_market(tmp_path / "market", clock=ManualClock(), mode="prod", balance=Decimal("100.00"))
-    try:
-        yield open_marketplace("local", server.endpoint_url, credentials=server.credentials), WorkerClient(server.endpoint_url)
-    finally:
-        server.stop()
-
-
-def test_added_slot_takes_another_worker_once_per_token(market):
-    m, workers = market
+def test_added_slot_takes_another_worker_once_per_token(local_mturk):
+    m, workers, _ = local_mturk
     assert isinstance(m, AdditionalAssignments)
     t = m.create_hit_type(HitType(title="T", description="D", reward=Decimal("0.10"), duration=600, auto_approval_delay=3600,
                                   keywords="k", qualifications=Qualifications()), sandbox=True)
-    hit = m.create_hit(t, HitRequest(html=PAGE, max_assignments=1, lifetime=3600, annotation="a", token="t"))
+    hit = m.create_hit(t, HitRequest(html=FORM_PAGE, max_assignments=1, lifetime=3600, annotation="a", token="t"))
     for w in ("AFIRST00000001", "ASECOND0000001", "ATHIRD00000001"):
         workers.register(w)
     assert workers.accept("AFIRST00000001", hit.hit_id)["AssignmentId"]

@@ -7,25 +7,10 @@ from decimal import Decimal
 
 import pytest
 
-from campaign.clock import ManualClock
-from campaign.market.server import start_market
 from campaign.market.worker_client import WorkerClient
-from campaign.marketplaces import open_marketplace
 from campaign.marketplaces.base import AlreadyDone, HitRequest, HitType, InvalidState, MarketError, Marketplace
 from campaign.spec import Qualifications
-
-PAGE = """<!DOCTYPE html><html><body><form method="post" action="https://www.mturk.com/mturk/externalSubmit">
-<input type="hidden" name="assignmentId" value=""><input type="text" name="answer"></form></body></html>"""
-
-
-@pytest.fixture
-def market(tmp_path):
-    clock = ManualClock()
-    server = start_market(tmp_path / "market", clock=clock, mode="prod", balance=Decimal("100.00"))
-    try:
-        yield open_marketplace("local", server.endpoint_url, credentials=server.credentials), WorkerClient(server.endpoint_url), clock
-    finally:
-        server.stop()
+from tests.support.market import FORM_PAGE
 
 
 def _type(m: Marketplace) -> str:
@@ -35,7 +20,7 @@ def _type(m: Marketplace) -> str:
 
 
 def _submitted(m: Marketplace, workers: WorkerClient, worker: str = "AWORKER0000001") -> tuple[str, str]:
-    hit = m.create_hit(_type(m), HitRequest(html=PAGE, max_assignments=2, lifetime=3600, annotation=f"a-{worker}",
+    hit = m.create_hit(_type(m), HitRequest(html=FORM_PAGE, max_assignments=2, lifetime=3600, annotation=f"a-{worker}",
                                             token=f"t-{worker}"))
     workers.register(worker)
     aid = workers.accept(worker, hit.hit_id)["AssignmentId"]
@@ -43,12 +28,12 @@ def _submitted(m: Marketplace, workers: WorkerClient, worker: str = "AWORKER0000
     return hit.hit_id, aid
 
 
-def test_it_implements_the_protocol_and_posts_idempotently(market):
-    m, _, clock = market
+def test_it_implements_the_protocol_and_posts_idempotently(local_mturk):
+    m, _, clock = local_mturk
     assert isinstance(m, Marketplace) and m.capabilities.token_lifetime == 24 * 3600
     type_id = _type(m)
     assert _type(m) == type_id  # same settings, same type
-    req = HitRequest(html=PAGE, max_assignments=3, lifetime=3600, annotation="campaign=x;hit=1", token="tok-1")
+    req = HitRequest(html=FORM_PAGE, max_assignments=3, lifetime=3600, annotation="campaign=x;hit=1", token="tok-1")
     first = m.create_hit(type_id, req)
     assert not first.reconciled and first.annotation == req.annotation and first.expires_at == pytest.approx(clock.now() + 3600)
     again = m.create_hit(type_id, req)  # same token: the same HIT, found, not a second one
@@ -58,8 +43,8 @@ def test_it_implements_the_protocol_and_posts_idempotently(market):
     assert m.get_hit(first.hit_id).closed is False
 
 
-def test_work_is_listed_parsed_and_decided_once(market):
-    m, workers, _ = market
+def test_work_is_listed_parsed_and_decided_once(local_mturk):
+    m, workers, _ = local_mturk
     hit_id, aid = _submitted(m, workers)
     [a] = m.submissions(hit_id)
     assert (a.assignment_id, a.worker_id, a.status) == (aid, "AWORKER0000001", "submitted") and a.submit_time
@@ -74,8 +59,8 @@ def test_work_is_listed_parsed_and_decided_once(market):
     assert m.balance() < Decimal("100.00")
 
 
-def test_expiry_extension_block_and_errors(market):
-    m, workers, clock = market
+def test_expiry_extension_block_and_errors(local_mturk):
+    m, workers, clock = local_mturk
     hit_id, aid = _submitted(m, workers)
     m.extend_hit(hit_id, clock.now() + 7200)
     assert m.get_hit(hit_id).expires_at == pytest.approx(clock.now() + 7200, abs=1)
@@ -85,3 +70,15 @@ def test_expiry_extension_block_and_errors(market):
     with pytest.raises(MarketError) as err:
         m.reject("ANOSUCHASSIGNMENT000000000000", "no")
     assert not isinstance(err.value, (AlreadyDone, InvalidState)) and str(err.value)
+
+
+@pytest.mark.parametrize(("name", "sandbox_ids"), [("local", True), ("mturk-sandbox", True), ("mturk", False)])
+def test_which_qualification_ids_it_uses_is_its_own_capability(monkeypatch, name: str, sandbox_ids: bool) -> None:
+    """The post step asks the marketplace, not the campaign's `marketplace:`, whether MTurk's system
+    qualifications go by their sandbox ids (no request is made: the client is only built)."""
+    from campaign.marketplaces.mturk import open_mturk
+
+    monkeypatch.setenv("AWS_ACCESS_KEY_ID", "AKIATESTTESTTESTTEST")
+    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "not-a-secret")
+    m = open_mturk(name, "http://127.0.0.1:9" if name == "local" else None, production_ok=True)
+    assert m.capabilities.sandbox_qualifications is sandbox_ids

@@ -19,12 +19,9 @@ from campaign.prolific.emulator.participant import Participant, add_participant
 from campaign.prolific.study import ProlificConfig
 from campaign.spec import Qualifications
 from tests.prolific.support import adapter_stack
+from tests.support.market import FORM_PAGE
 
 pytestmark = pytest.mark.prolific
-
-PAGE = """<!DOCTYPE html><html><body><form method="post" action="https://www.mturk.com/mturk/externalSubmit">
-<input type="hidden" name="assignmentId" value=""><input type="text" name="answer"></form></body></html>"""
-
 
 def _call(url: str, body: dict[str, Any] | None = None) -> dict[str, Any]:
     data = None if body is None else json.dumps(body).encode()
@@ -60,7 +57,7 @@ def test_studies_places_and_bundle_verdicts(tmp_path: Path) -> None:
         assert isinstance(m, Marketplace) and isinstance(m, Studies)
         t = m.create_hit_type(HitType(title="Rate", description="Rate statements", reward=Decimal("0.10"), duration=600,
                                       auto_approval_delay=86400, keywords="k", qualifications=Qualifications()), sandbox=True)
-        hits = [m.create_hit(t, HitRequest(html=PAGE, max_assignments=2, lifetime=86400, annotation=f"a{i}", token=f"t{i}"))
+        hits = [m.create_hit(t, HitRequest(html=FORM_PAGE, max_assignments=2, lifetime=86400, annotation=f"a{i}", token=f"t{i}"))
                 for i in range(2)]
         assert studies.study(t) is None  # posting HITs opens nothing on Prolific: places come after the ledger's reservation
         assert m.places_wanted() == {t: 2}  # 4 assignments / bundle of 2
@@ -69,7 +66,7 @@ def test_studies_places_and_bundle_verdicts(tmp_path: Path) -> None:
         study = api.study(sid)
         assert study["status"] == "ACTIVE" and study["total_available_places"] == 2  # 4 assignments / bundle of 2
         assert study["reward"] == 150 and "/prolific/start?" in study["external_study_url"]
-        m.create_hit(t, HitRequest(html=PAGE, max_assignments=2, lifetime=86400, annotation="a0", token="t0"))
+        m.create_hit(t, HitRequest(html=FORM_PAGE, max_assignments=2, lifetime=86400, annotation="a0", token="t0"))
         assert m.places_wanted() == {t: 2}  # the same HIT found again counts once
 
         alice, bob = add_participant(em.root_url, em.token), add_participant(em.root_url, em.token)
@@ -86,10 +83,10 @@ def test_studies_places_and_bundle_verdicts(tmp_path: Path) -> None:
             m.reject(a, "constant answers on every statement")
         assert api.submission(b_sub)["status"] == "REJECTED"  # every HIT rejected: rejected
         # the rejected place reopens on Prolific itself; a new HIT of 2 assignments fits in it ...
-        m.create_hit(t, HitRequest(html=PAGE, max_assignments=2, lifetime=86400, annotation="a2", token="t2"))
+        m.create_hit(t, HitRequest(html=FORM_PAGE, max_assignments=2, lifetime=86400, annotation="a2", token="t2"))
         assert m.places_wanted() == {t: 2}
         # ... and one more needs a new place (1 approved + 4 open assignments / 2)
-        m.create_hit(t, HitRequest(html=PAGE, max_assignments=2, lifetime=86400, annotation="a3", token="t3"))
+        m.create_hit(t, HitRequest(html=FORM_PAGE, max_assignments=2, lifetime=86400, annotation="a3", token="t3"))
         assert m.places_wanted() == {t: 3}
         assert m.refill(t, 3) == 3 and api.study(sid)["total_available_places"] == 3
         settled = {s.submission_id: s.status for s in m.settle()}  # settling again sends nothing new
@@ -115,7 +112,7 @@ def test_a_blocked_participant_joins_the_block_list_group_and_no_longer_sees_the
         t = m.create_hit_type(HitType(title="Rate", description="Rate statements", reward=Decimal("0.10"), duration=600,
                                       auto_approval_delay=86400, keywords="k", qualifications=Qualifications()), sandbox=True)
         for i in range(3):
-            m.create_hit(t, HitRequest(html=PAGE, max_assignments=1, lifetime=86400, annotation=f"b{i}", token=f"u{i}"))
+            m.create_hit(t, HitRequest(html=FORM_PAGE, max_assignments=1, lifetime=86400, annotation=f"b{i}", token=f"u{i}"))
         m.refill(t, 3)
         sid = studies.study(t)["study_id"]  # type: ignore[index]
         mallory, bob = add_participant(em.root_url, em.token), add_participant(em.root_url, em.token)
@@ -138,7 +135,7 @@ def test_a_decision_cut_off_between_the_task_site_and_prolific_is_sent_by_the_ne
         em, server, api, studies, m = st.em, st.server, st.api, st.studies, st.market
         t = m.create_hit_type(HitType(title="Rate", description="Rate statements", reward=Decimal("0.10"), duration=600,
                                       auto_approval_delay=86400, keywords="k", qualifications=Qualifications()), sandbox=True)
-        m.create_hit(t, HitRequest(html=PAGE, max_assignments=1, lifetime=86400, annotation="c0", token="v0"))
+        m.create_hit(t, HitRequest(html=FORM_PAGE, max_assignments=1, lifetime=86400, annotation="c0", token="v0"))
         m.refill(t, 1)
         sid = studies.study(t)["study_id"]  # type: ignore[index]
         alice = add_participant(em.root_url, em.token)
@@ -165,7 +162,7 @@ def test_a_decision_killed_before_the_adapter_noted_it_is_read_back_from_the_tas
         t = m.create_hit_type(HitType(title="Rate", description="Rate statements", reward=Decimal("0.10"), duration=600,
                                       auto_approval_delay=86400, keywords="k", qualifications=Qualifications()), sandbox=True)
         for i in range(2):
-            m.create_hit(t, HitRequest(html=PAGE, max_assignments=1, lifetime=86400, annotation=f"k{i}", token=f"k{i}"))
+            m.create_hit(t, HitRequest(html=FORM_PAGE, max_assignments=1, lifetime=86400, annotation=f"k{i}", token=f"k{i}"))
         m.refill(t, 1)
         sid = studies.study(t)["study_id"]  # type: ignore[index]
         alice = add_participant(em.root_url, em.token)
@@ -174,3 +171,40 @@ def test_a_decision_killed_before_the_adapter_noted_it_is_read_back_from_the_tas
         m.approve(aids[1])
         assert api.submission(sub)["status"] == "APPROVED"
         assert {s.submission_id: s.status for s in m.settle()} == {sub: "approved"}
+
+
+class _Door:
+    def submission_of(self, assignment_id: str) -> tuple[str, str]:
+        return "sub-1", "study-1"
+
+
+class _Studies:
+    def __init__(self, error: Exception) -> None:
+        self.error = error
+
+    def bonus(self, key: str, study_id: str, submission_id: str, amount: Decimal) -> str:
+        raise self.error
+
+
+class _Inner:
+    capabilities = None
+
+
+def test_a_bonus_maybe_paid_is_asked_again_later_and_an_uncertain_one_is_no_marketplace_answer(tmp_path: Path) -> None:
+    """A pending reconciliation is a `TransientError` (the quality step keeps it "sending" and asks again
+    with the same token); an uncertain one is not a marketplace answer, so the step holds it as "may have
+    been sent" for the researcher, instead of releasing it as refused."""
+    from campaign.marketplaces.base import MarketError, TransientError
+    from campaign.marketplaces.prolific import ProlificMarketplace
+    from campaign.prolific.studies import BonusPending, BonusUncertain
+
+    cfg = ProlificConfig(public_url="https://t.example.org", reward=Decimal("1.50"))
+    pending = ProlificMarketplace(_Inner(), _Studies(BonusPending("not visible yet")), _Door(), cfg, tmp_path / "a")  # type: ignore[arg-type]
+    with pytest.raises(TransientError, match="not visible yet"):
+        pending.bonus("APX", "A1", Decimal("0.20"), "thanks", "tok")
+    unsure = ProlificMarketplace(_Inner(), _Studies(BonusUncertain("check on Prolific")), _Door(), cfg, tmp_path / "b")  # type: ignore[arg-type]
+    with pytest.raises(BonusUncertain) as err:
+        unsure.bonus("APX", "A1", Decimal("0.20"), "thanks", "tok")
+    assert not isinstance(err.value, MarketError)
+    pending.close()
+    unsure.close()

@@ -11,8 +11,9 @@ import pytest
 from campaign.marketplaces.base import HitRequest
 from campaign.prolific.emulator.participant import add_participant
 from campaign.prolific.study import ProlificConfig
-from tests.marketplaces.test_prolific import PAGE, _do_bundle
+from tests.marketplaces.test_prolific import _do_bundle
 from tests.prolific.support import adapter_stack, rating_type
+from tests.support.market import FORM_PAGE
 
 pytestmark = pytest.mark.prolific
 
@@ -27,7 +28,7 @@ def test_a_place_completed_without_work_is_rejected_and_never_charged(tmp_path: 
         m, api = st.market, st.api
         t = rating_type(m)
         for i in range(2):
-            m.create_hit(t, HitRequest(html=PAGE, max_assignments=1, lifetime=86400, annotation=f"a{i}", token=f"t{i}"))
+            m.create_hit(t, HitRequest(html=FORM_PAGE, max_assignments=1, lifetime=86400, annotation=f"a{i}", token=f"t{i}"))
         assert m.refill(t, 2) == 2
         sid = st.studies.study(t)["study_id"]  # type: ignore[index]
         code = st.studies.study(t)["completion_code"]  # type: ignore[index]
@@ -58,7 +59,7 @@ def test_a_submission_still_working_or_with_answers_is_not_rejected_as_no_work(t
     with adapter_stack(tmp_path, cfg) as st:
         m = st.market
         t = rating_type(m)
-        m.create_hit(t, HitRequest(html=PAGE, max_assignments=1, lifetime=86400, annotation="a0", token="t0"))
+        m.create_hit(t, HitRequest(html=FORM_PAGE, max_assignments=1, lifetime=86400, annotation="a0", token="t0"))
         assert m.refill(t, 2) == 2
         sid = st.studies.study(t)["study_id"]  # type: ignore[index]
         working = add_participant(st.em.root_url, st.em.token)

@@ -7,28 +7,14 @@ from decimal import Decimal
 
 import pytest
 
-from campaign.clock import ManualClock
-from campaign.market.server import start_market
-from campaign.market.worker_client import WorkerAPIError, WorkerClient
-from campaign.marketplaces import open_marketplace
+from campaign.market.worker_client import WorkerAPIError
 from campaign.marketplaces.base import HitRequest, HitType, WorkerGroups
 from campaign.spec import Qualifications
-
-PAGE = """<!DOCTYPE html><html><body><form method="post" action="https://www.mturk.com/mturk/externalSubmit">
-<input type="hidden" name="assignmentId" value=""><input type="text" name="answer"></form></body></html>"""
+from tests.support.market import FORM_PAGE
 
 
-@pytest.fixture
-def market(tmp_path):
-    server = start_market(tmp_path / "market", clock=ManualClock(), mode="prod", balance=Decimal("100.00"))
-    try:
-        yield open_marketplace("local", server.endpoint_url, credentials=server.credentials), WorkerClient(server.endpoint_url)
-    finally:
-        server.stop()
-
-
-def test_groups_are_idempotent_and_shut_their_members_out(market):
-    m, workers = market
+def test_groups_are_idempotent_and_shut_their_members_out(local_mturk):
+    m, workers, _ = local_mturk
     assert isinstance(m, WorkerGroups)
     gid = m.worker_group("campaign x 0123abcd likert-00001 workers")
     assert m.worker_group("campaign x 0123abcd likert-00001 workers") == gid  # found again by name (after a crash)
@@ -43,10 +29,10 @@ def test_groups_are_idempotent_and_shut_their_members_out(market):
     plain = m.create_hit_type(HitType(**base), sandbox=True)
     shut = m.create_hit_type(HitType(**base, excluded_groups=(gid,)), sandbox=True)
     assert shut != plain
-    hit = m.create_hit(shut, HitRequest(html=PAGE, max_assignments=2, lifetime=3600, annotation="a", token="t"))
+    hit = m.create_hit(shut, HitRequest(html=FORM_PAGE, max_assignments=2, lifetime=3600, annotation="a", token="t"))
     with pytest.raises(WorkerAPIError) as err:
         workers.accept("AINSIDE0000001", hit.hit_id)
     assert err.value.code == "DoesNotMeetRequirements"
     assert workers.accept("AOUTSIDE000001", hit.hit_id)["AssignmentId"]
-    open_hit = m.create_hit(plain, HitRequest(html=PAGE, max_assignments=2, lifetime=3600, annotation="b", token="u"))
+    open_hit = m.create_hit(plain, HitRequest(html=FORM_PAGE, max_assignments=2, lifetime=3600, annotation="b", token="u"))
     assert workers.accept("AINSIDE0000001", open_hit.hit_id)["AssignmentId"]  # only the twin's type shuts them out

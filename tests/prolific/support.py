@@ -15,13 +15,15 @@ from campaign.clock import ManualClock
 from campaign.market.prolific_site import ProlificDoor
 from campaign.market.server import RunningMarket, start_market
 from campaign.marketplaces import open_marketplace
-from campaign.marketplaces.base import HitType
+from campaign.marketplaces.base import HitRequest, HitType
 from campaign.marketplaces.prolific import ProlificMarketplace
 from campaign.prolific.client import ProlificClient
 from campaign.prolific.emulator.server import RunningEmulator, start_emulator
 from campaign.prolific.studies import ProlificStudies
 from campaign.prolific.study import ProlificConfig
 from campaign.spec import Qualifications
+from campaign.tasks import likert
+from campaign.tasks.base import ShownItem
 
 LIVE = bool(os.environ.get("PROLIFIC_TOKEN")) and os.environ.get("CAMPAIGN_PROLIFIC_LIVE") == "1"
 
@@ -41,7 +43,7 @@ class Api:
 @dataclass
 class Stack:
     """The Prolific road in one process: emulator, built-in marketplace with the door on its task site,
-    the journal and the adapter over them (what `campaign.prolific.runtime` builds for a run)."""
+    the journal and the adapter over them (what `campaign.providers.prolific` builds for a run)."""
 
     clock: ManualClock
     em: RunningEmulator
@@ -61,19 +63,20 @@ def adapter_stack(tmp: Path, configure: Callable[[str, ProlificClient], Prolific
     server = start_market(tmp / "market", clock=clock, mode="prod", balance=Decimal("100.00"))
     api = ProlificClient(em.base_url, em.token, max_retries=0)
     door = ProlificDoor(server.engine, server.core.site.config, tmp / "site", api, ttl=0)
-    server.core.site.prolific = door
+    server.mount("/prolific/", door)
     cfg = configure(server.endpoint_url, api)
     studies = ProlificStudies(api, tmp / "journal")
     inner = open_marketplace("local", server.endpoint_url, credentials=server.credentials)
     market = ProlificMarketplace(inner, studies, door, cfg, tmp / "adapter")
+    stack = Stack(clock, em, server, api, door, studies, market, cfg)
     try:
-        yield Stack(clock, em, server, api, door, studies, market, cfg)
+        yield stack
     finally:
         market.close()
         studies.close()
         server.stop()
         door.close()
-        em.stop()
+        stack.em.stop()  # a test that restarts the emulator puts the new one on the stack
 
 
 def rating_type(market: ProlificMarketplace) -> str:
@@ -81,3 +84,24 @@ def rating_type(market: ProlificMarketplace) -> str:
     return market.create_hit_type(HitType(title="Rate", description="Rate statements", reward=Decimal("0.10"), duration=600,
                                           auto_approval_delay=86400, keywords="k", qualifications=Qualifications()),
                                   sandbox=True)
+
+
+@contextmanager
+def likert_study(tmp: Path, texts: list[str], hits: int, per_hit: int, assignments: int, bundle: int) -> Iterator[tuple[Stack, str, list[str]]]:
+    """An adapter stack (study in the US and GB, bundles of `bundle` HITs at \u00a31.50) with `hits` Likert
+    HITs of `per_hit` of `texts` each, `assignments` places each, refilled as the daemon's `places` step
+    does once the ledger has reserved them; yields (the stack, the HIT type, the HIT ids)."""
+    def configure(url: str, _api: ProlificClient) -> ProlificConfig:
+        return ProlificConfig(public_url=url, bundle=bundle, estimated_minutes=10, maximum_minutes=30, reward=Decimal("1.50"),
+                              countries=("US", "GB"))
+
+    with adapter_stack(tmp, configure) as st:
+        t = rating_type(st.market)
+        ids = []
+        for i in range(hits):
+            items = [ShownItem(f"s{i}-{j}", texts[i * per_hit + j]) for j in range(per_hit)]
+            ids.append(st.market.create_hit(t, HitRequest(html=likert.page(items, "Water", "Rate the statements"),
+                                                          max_assignments=assignments, lifetime=86400, annotation=f"a{i}",
+                                                          token=f"t{i}")).hit_id)
+        st.market.refill(t, st.market.places_wanted()[t])
+        yield st, t, ids

@@ -142,7 +142,7 @@ def test_gather_reads_a_real_run_and_finds_what_was_done_twice(tmp_path: Path) -
     server = start_market(tmp_path / "market", clock=clock, mode="prod", balance=Decimal("100.00"))
     api = ProlificClient(em.base_url, em.token, max_retries=0)
     door = ProlificDoor(server.engine, server.core.site.config, tmp_path / "prolific-site", api)
-    server.core.site.prolific = door
+    server.mount("/prolific/", door)
     studies = ProlificStudies(api, tmp_path / "c" / "prolific")
     inner = open_marketplace("local", server.endpoint_url, credentials=server.credentials)
     store = Store.open(tmp_path / "store")

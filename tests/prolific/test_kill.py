@@ -15,14 +15,13 @@ import json
 import signal
 import sqlite3
 import subprocess
-import time
 from pathlib import Path
 
 import pytest
 
 from campaign.prolific.audit import audit_run, gather
 from campaign.store import Store
-from tests.support.cli import CRASH, clean_env, run_args, run_campaign, start_campaign
+from tests.support.cli import CRASH, clean_env, kill_at, run_args, run_campaign
 from tests.support.specs import campaign, simulated
 from tests.support.specs import write_spec as write_campaigns
 
@@ -102,12 +101,7 @@ def test_sigkill_between_a_prolific_call_and_its_record(tmp_path: Path, point: s
 def test_sigkill_at_random_instants(tmp_path: Path) -> None:
     config = write_spec(tmp_path)
     state = tmp_path / "state"
-    for delay in (2.0, 3.5, 5.0, 6.5):
-        p = start_campaign(*run_args(config, state, seed=5), env=clean_env(["PROLIFIC_TOKEN"]), stdout=subprocess.DEVNULL,
-                           stderr=subprocess.DEVNULL)
-        time.sleep(delay)
-        p.send_signal(signal.SIGKILL)
-        p.wait()
+    kill_at(run_args(config, state, seed=5), (2.0, 3.5, 5.0, 6.5), env=clean_env(["PROLIFIC_TOKEN"]))
     proc = run_cli(config, state)
     assert proc.returncode == 0, proc.stderr[-3000:]
     check_once(state)

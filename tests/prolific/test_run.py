@@ -7,7 +7,8 @@ participants doing the work through the task site's door.
   (rewards, fees, VAT, bonuses) to the cent.
 - `marketplace: prolific` (the real road: token from PROLIFIC_TOKEN, base URL from PROLIFIC_BASE_URL,
   pointed at an emulator this test starts) with participants the test drives: the campaign finishes,
-  and the token is nowhere in the state directory nor in the daemon's output.
+  the token is nowhere in the state directory nor in the daemon's output, and every request the daemon
+  sent and every answer follow Prolific's API description (where it is at hand).
 """
 
 from __future__ import annotations
@@ -27,8 +28,10 @@ from campaign.clock import WallClock
 from campaign.crowd.models import make_pool
 from campaign.ledger import totals
 from campaign.prolific.emulator.store import DocStore
+from campaign.prolific.study import place_cost
 from campaign.spec import load_spec
 from campaign.store import AssignmentRow, EventRow, LedgerRow, Store, WorkerRow
+from tests.prolific.contract import contract, find_spec, observer
 from tests.support.cli import clean_env, run_args, run_campaign, start_campaign
 from tests.support.paths import ROOT, WATER
 from tests.support.specs import NO_CROWD, campaign, first_propositions, write_spec
@@ -44,14 +47,21 @@ def _env(**extra: str) -> dict[str, str]:
 
 def _emulator_charges(em_dir: Path) -> tuple[Decimal, list[dict], dict[str, str]]:
     """(everything the emulator charged, its submissions, participant id -> external id)."""
+    charged, subs, people, _ = _emulator_records(em_dir)
+    return charged, subs, people
+
+
+def _emulator_records(em_dir: Path) -> tuple[Decimal, list[dict], dict[str, str], list[dict]]:
+    """`_emulator_charges` and every decision that reached a submission (with its actor)."""
     db = DocStore(em_dir / "prolific.db")
     try:
         rewards, fees, vat = db.charged()
         subs = db.all("submission")
         people = {p["id"]: p.get("external_id", "") for p in db.all("participant")}
+        moves = db.all("transition")
     finally:
         db.close()
-    return Decimal(rewards + fees + vat) / 100, subs, people
+    return Decimal(rewards + fees + vat) / 100, subs, people, moves
 
 
 def test_example_runs_on_prolific_local_with_spam_excluded_and_the_ledger_equal_to_the_charges(tmp_path: Path) -> None:
@@ -69,14 +79,16 @@ def test_example_runs_on_prolific_local_with_spam_excluded_and_the_ledger_equal_
     n_props = sum(1 for _ in (WATER / "propositions.tsv").open(encoding="utf-8")) - 1
     assert len(rows) == n_props and sum(r["kept"] == "True" for r in rows) == 15
 
-    charged, subs, people = _emulator_charges(state / "prolific")
+    charged, subs, people, moves = _emulator_records(state / "prolific")
     store = Store.open(state)
     try:
         with store.session() as s:
             t = totals(s, campaign.name, campaign.budget)
             ledger = s.exec(select(LedgerRow).where(LedgerRow.campaign == campaign.name)).all()
             workers = {w.worker_id: w for w in s.exec(select(WorkerRow).where(WorkerRow.campaign == campaign.name)).all()}
-            worked = Counter(a.worker_id for a in s.exec(select(AssignmentRow).where(AssignmentRow.campaign == campaign.name)).all())
+            assignments = s.exec(select(AssignmentRow).where(AssignmentRow.campaign == campaign.name)).all()
+            worked = Counter(a.worker_id for a in assignments)
+            used = sum(1 for a in assignments if a.status == "approved")
             messages = [e.message for e in s.exec(select(EventRow).where(EventRow.campaign == campaign.name)).all()]
     finally:
         store.close()
@@ -85,8 +97,20 @@ def test_example_runs_on_prolific_local_with_spam_excluded_and_the_ledger_equal_
     assert t.spent == charged and t.reserved == Decimal("0.00"), (t, charged)
     assert t.spent <= campaign.budget
     charges = [e for e in ledger if e.kind == "charge"]
-    approved = [s for s in subs if s["status"] == "APPROVED"]
-    assert len(charges) == len(approved) == len({e.assignment_id for e in charges})  # one charge per approved submission
+    approved = {s["id"] for s in subs if s["status"] == "APPROVED"}
+    gone = {s["id"] for s in subs if s["status"] in ("RETURNED", "TIMED-OUT")}
+    charged_subs = [e.assignment_id for e in charges]
+    # one charge per approved submission, and one per returned or timed-out submission whose work was used
+    assert len(charged_subs) == len(set(charged_subs)) and approved <= set(charged_subs) <= approved | gone
+    # every submission decided by the researcher: none awaiting review, none approved by Prolific on its own
+    assert {s["status"] for s in subs} <= {"APPROVED", "REJECTED", "RETURNED", "TIMED-OUT"}, Counter(s["status"] for s in subs)
+    assert not [m for m in moves if m["actor"] != "researcher"]
+    # pay follows the work used: places paid (a shorter bundle as its share) <= 1.05 x the places the
+    # approved HITs fill
+    place = campaign.prolific
+    assert place is not None
+    paid_places = sum((Decimal(e.amount) for e in charges), Decimal("0")) / place_cost(place)
+    assert paid_places <= Decimal("1.05") * used / place.bundle, (paid_places, used)
     assert any(e.kind == "bonus_charge" for e in ledger)
 
     # who is who: the crowd registers each simulated worker under external id "sim:<worker id>"
@@ -108,18 +132,20 @@ def test_example_runs_on_prolific_local_with_spam_excluded_and_the_ledger_equal_
     who = sorted((worked[w], workers[w].excluded) for w in spam_workers)
     assert all(workers[w].excluded for w in spam_workers if worked[w] >= 2 * campaign.prolific.bundle), who
     assert spam_kept / kept <= 0.6 * spam_all / sum(worked.values()), (spam_kept, kept, spam_all, sum(worked.values()), who)
-    # honest participants: every submission they finished is approved on the emulator (one they left,
-    # returned or timed out, is unpaid by Prolific's rules), none is rejected, none is excluded
+    # honest participants: every submission they finished is approved on the emulator (one they returned
+    # or that timed out is paid for the HITs of it that were used), none is rejected, none is excluded
     statuses: dict[str, Counter] = {w: Counter() for w in honest}
     for sub in subs:
         wid = site_id[sub["participant_id"]]
         if wid in honest:
             statuses[wid][sub["status"]] += 1
     assert all(set(c) <= {"APPROVED", "RETURNED", "TIMED-OUT"} for c in statuses.values()), statuses
-    paid = [w for w in honest if statuses[w]["APPROVED"]]
+    worked_for = {site_id[sub["participant_id"]] for sub in subs if sub["id"] in set(charged_subs)}
+    paid = [w for w in honest if w in worked_for]  # a whole bundle approved, or a shorter one's HITs paid
     assert len(paid) >= 0.8 * len(honest), statuses
     assert not any(workers[w].excluded for w in honest)
     print(f"example run: {took:.1f} s; spent {t.spent} = charged {charged}; {len(approved)} approved submissions; "
+          f"places paid {paid_places:.2f} for {used} approved HITs; "
           f"spam {spam_all} of {sum(worked.values())} judgments, {spam_kept} of the {kept} kept; spammers (HITs, excluded): {who}")
 
 
@@ -131,7 +157,8 @@ def _free_port() -> int:
 
 def real_road(port: int) -> dict:
     """`marketplace: prolific` (the real road) with the task site on `port`, no crowd: the test drives participants."""
-    prolific = {"reward": "1.00", "bundle": 2, "estimated_minutes": 5, "maximum_minutes": 30, "filters": {"approval_rate": 90},
+    prolific = {"reward": "1.00", "bundle": 2, "estimated_minutes": 5, "maximum_minutes": 30,
+                "filters": {"approval_rate": 90, "countries": ["US", "GB"], "languages": ["English"]},
                 "fee_rate": "0.333", "vat_rate": "0.2"}
     return campaign("real-road", task={"kind": "likert", "assignments": 2}, marketplace="prolific", prolific=prolific,
                     task_site={"public_url": f"http://127.0.0.1:{port}"}, budget="20.00", propositions="props.tsv", crowd=NO_CROWD,
@@ -147,6 +174,9 @@ def test_real_prolific_road_reads_the_token_from_the_environment_only(tmp_path: 
     port = _free_port()
     spec = write_spec(tmp_path / "campaigns.yaml", real_road(port))
     em = start_emulator(tmp_path / "prolific.com", WallClock(), fee_rate=Decimal("0.333"), vat_rate=Decimal("0.2"))
+    described = contract() if find_spec() is not None else None  # every request of the daemon, every answer
+    if described is not None:
+        em.app.observers.append(observer(described))
     state = tmp_path / "state"
     proc = start_campaign(*run_args(spec, state, "--market-port", str(port), "--log-level", "DEBUG", "--max-seconds", "240", quiet=False),
                           env=_env(PROLIFIC_TOKEN=em.token, PROLIFIC_BASE_URL=em.base_url),
@@ -173,6 +203,9 @@ def test_real_prolific_road_reads_the_token_from_the_environment_only(tmp_path: 
         em.stop()
     assert proc.returncode == 0, stderr[-3000:]
     assert "real-road: scores written to" in stdout
+    if described is not None:
+        assert ("POST", "/api/v1/studies/") in described.seen and ("GET", "/api/v1/filters/") in described.seen
+        assert not described.violations, described.report()
     charged, subs, _ = _emulator_charges(tmp_path / "prolific.com")
     assert charged > 0 and any(s["status"] == "APPROVED" for s in subs)
     token = em.token.encode()

@@ -10,10 +10,10 @@ from typing import Any
 import pytest
 
 from campaign.clock import ManualClock
-from campaign.prolific.client import ProlificClient
+from campaign.prolific.client import ProlificClient, ProlificError
 from campaign.prolific.emulator.participant import add_participant
 from campaign.prolific.emulator.server import RunningEmulator, start_emulator
-from campaign.prolific.studies import ProlificStudies
+from campaign.prolific.studies import BonusPending, BonusUncertain, ProlificStudies
 from campaign.prolific.study import ProlificConfig, study_body
 from campaign.prolific.verdict import Verdict, rejection_message
 
@@ -140,4 +140,121 @@ def test_a_bonus_interrupted_during_pay_is_not_paid_again(tmp_path: Path) -> Non
         st.close()
         flaky.close()
     finally:
+        em.stop()
+
+
+class Gone(BaseException):
+    """The process dying just before the pay call left it (the journal says "paying")."""
+
+
+def _paid_submission(em: RunningEmulator, api: ProlificClient, st: ProlificStudies) -> tuple[str, str]:
+    p = add_participant(em.root_url, em.token)
+    sid = st.ensure_study("s", 1, body)
+    sub, _ = p.start(sid)
+    p.complete(sub, st.study("s")["completion_code"])  # type: ignore[index]
+    st.decide(sub, Verdict("approve"))
+    return sid, sub
+
+
+def _times_paid(em: RunningEmulator) -> int:
+    return sum(int(b["times_paid"]) for b in em.store.all("bonus"))
+
+
+def test_a_crash_after_the_pay_call_never_pays_again_while_prolific_is_still_paying(tmp_path: Path) -> None:
+    """Prolific pays a batch asynchronously: right after the crash the submission shows no bonus yet, and
+    a second pay call would pay it twice. The restart waits for the payment to show instead."""
+    clock = ManualClock()
+    em = start_emulator(tmp_path / "em", clock, fee_rate=Decimal("0.3"), bonus_delay=300)
+    api = ProlificClient(em.base_url, em.token, max_retries=0)
+    try:
+        st = ProlificStudies(api, tmp_path / "j", now=clock.now)
+        sid, sub = _paid_submission(em, api, st)
+        with pytest.raises(Crash):
+            ProlificStudies(Dying(api, 2), tmp_path / "j", now=clock.now).bonus("b", sid, sub, Decimal("1.00"))  # create, pay
+        assert api.submission(sub)["bonus_payments"] == []  # paid, not visible yet
+        with pytest.raises(BonusPending):
+            st.bonus("b", sid, sub, Decimal("1.00"))
+        clock.advance(301)
+        assert st.bonus("b", sid, sub, Decimal("1.00")) == "paid"
+        assert api.submission(sub)["bonus_payments"] == [100] and _times_paid(em) == 1
+        assert st.uncertain_bonuses() == []
+    finally:
+        em.stop()
+
+
+def test_a_pay_call_that_may_not_have_left_is_reconciled_for_a_bounded_time_then_uncertain(tmp_path: Path) -> None:
+    clock = ManualClock()
+    em = start_emulator(tmp_path / "em", clock, fee_rate=Decimal("0.3"), bonus_delay=300)
+    api = ProlificClient(em.base_url, em.token, max_retries=0)
+    try:
+        st = ProlificStudies(api, tmp_path / "j", now=clock.now, reconcile_seconds=900)
+        sid, sub = _paid_submission(em, api, st)
+
+        class DiesBeforePaying:
+            def __getattr__(self, name: str) -> Any:
+                if name == "pay_bonus":
+                    def die(batch: str) -> None:
+                        raise Gone(batch)
+                    return die
+                return getattr(api, name)
+
+        with pytest.raises(Gone):
+            ProlificStudies(DiesBeforePaying(), tmp_path / "j", now=clock.now).bonus("b", sid, sub, Decimal("1.00"))
+        with pytest.raises(BonusPending):
+            st.bonus("b", sid, sub, Decimal("1.00"))
+        clock.advance(600)
+        with pytest.raises(BonusPending):
+            st.bonus("b", sid, sub, Decimal("1.00"))
+        clock.advance(301)
+        with pytest.raises(BonusUncertain, match="not paid again automatically"):
+            st.bonus("b", sid, sub, Decimal("1.00"))
+        with pytest.raises(BonusUncertain):
+            st.bonus("b", sid, sub, Decimal("1.00"))  # and stays so: the researcher decides, not the program
+        assert _times_paid(em) == 0 and api.submission(sub)["bonus_payments"] == []
+        assert [k for k, _s, _c in st.uncertain_bonuses()] == ["b"]
+    finally:
+        em.stop()
+
+
+def test_a_refused_pay_call_paid_nothing_and_is_tried_again(tmp_path: Path) -> None:
+    em, api = _emulator(tmp_path)
+    try:
+        st = ProlificStudies(api, tmp_path / "j")
+        sid, sub = _paid_submission(em, api, st)
+
+        class Refusing:
+            def __getattr__(self, name: str) -> Any:
+                if name == "pay_bonus":
+                    def refuse(batch: str) -> None:
+                        raise ProlificError(400, "Bad request", "Insufficient funds for these bonuses.")
+                    return refuse
+                return getattr(api, name)
+
+        with pytest.raises(ProlificError):
+            ProlificStudies(Refusing(), tmp_path / "j").bonus("b", sid, sub, Decimal("1.00"))
+        assert st.bonus("b", sid, sub, Decimal("1.00")) == "paid"  # a 4xx paid nothing: paying now is safe
+        assert api.submission(sub)["bonus_payments"] == [100] and _times_paid(em) == 1
+    finally:
+        em.stop()
+
+
+def test_a_study_awaiting_review_is_stopped_once_a_freed_place_makes_it_active_again(tmp_path: Path) -> None:
+    """Prolific stops only an ACTIVE or PAUSED study. One whose places are all finished (AWAITING
+    REVIEW) turns ACTIVE by itself when a place frees; it must then be stopped, not left recruiting."""
+    em, api = _emulator(tmp_path)
+    st = ProlificStudies(api, tmp_path / "journal")
+    try:
+        sid = st.ensure_study("stage-1", 1, body)
+        p = add_participant(em.root_url, em.token)
+        sub, _ = p.start(sid)
+        p.complete(sub, st.study("stage-1")["completion_code"])  # type: ignore[index]
+        assert api.study(sid)["status"] == "AWAITING REVIEW"
+        st.stop("stage-1")
+        assert st.stopping("stage-1") and st.study("stage-1")["state"] == "stopping"  # type: ignore[index]
+        st.decide(sub, Verdict("reject", "LOW_EFFORT", rejection_message(["every check statement was rated wrongly"])))
+        assert api.study(sid)["status"] == "ACTIVE"  # the rejected place recruits a replacement
+        st.stop("stage-1")
+        assert api.study(sid)["status"] == "COMPLETED" and st.study("stage-1")["state"] == "stopped"  # type: ignore[index]
+    finally:
+        st.close()
         em.stop()

@@ -1,8 +1,9 @@
 import numpy as np
 
-from campaign.crowd.models import likert_answer, make_pool
+from campaign.crowd.models import make_pool
 from campaign.quality.evidence import Label, TrapResult
 from campaign.quality.review import PolicyConfig, review
+from campaign.tasks.likert import likert_answer
 
 
 def simulate(spam_share: float, seed: int = 3, items: int = 120, workers: int = 24, per_item: int = 5):

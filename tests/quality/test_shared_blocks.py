@@ -7,9 +7,9 @@ import threading
 from pathlib import Path
 
 from campaign.clock import ManualClock
-from campaign.market.client import make_client
 from campaign.market.server import start_market
 from campaign.market.worker_client import WorkerClient
+from campaign.marketplaces.mturk_client import make_client
 from campaign.spec import load_spec
 from campaign.steps.context import Context
 from campaign.steps.quality_pass import sync_shared_blocks

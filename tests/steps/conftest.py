@@ -1,10 +1,12 @@
-"""Each daemon step run on its own, in-process: a store, the built-in marketplace on a manual clock,
-and workers driven by hand through the worker API (no simulated crowd, no scheduler)."""
+"""Each daemon step run on its own, in-process: a store, an account on the built-in marketplace the
+run shares (a manual clock), and workers driven by hand through the worker API (no simulated crowd, no
+scheduler)."""
 
 from __future__ import annotations
 
 import threading
 from collections.abc import Callable, Iterator
+from contextlib import ExitStack, closing
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -14,13 +16,13 @@ from sqlmodel import select
 
 from campaign.clock import ManualClock
 from campaign.crowd.forms import Form, parse_form
-from campaign.daemon import ensure_campaign_row
-from campaign.market.server import start_market
+from campaign.daemon import ensure_campaign_row, tick
 from campaign.market.worker_client import WorkerClient
-from campaign.marketplaces import open_marketplace
+from campaign.marketplaces.mturk import MTurkMarketplace
 from campaign.spec import load_spec
 from campaign.steps.context import Context
-from campaign.store import HitRow, Store
+from campaign.store import CampaignRow, HitRow, Store
+from tests.support.market import SharedMarket
 from tests.support.specs import NO_CROWD, campaign, first_propositions, write_spec
 
 LIKERT = {"kind": "likert", "items_per_hit": 5, "assignments": 3}
@@ -50,6 +52,21 @@ class Harness:
             rows = s.exec(q).all()
         return [h for h in rows if stage is None or h.stage == stage]
 
+    def status(self) -> str:
+        """The campaign's status in the store ("missing" before its row exists)."""
+        with self.ctx.store.session() as s:
+            row = s.get(CampaignRow, self.ctx.name)
+            return row.status if row else "missing"
+
+    def tick_until_finished(self, passes: int = 40) -> None:
+        """Daemon passes, the clock a minute on after each unfinished one, until the campaign finishes or
+        `passes` have run."""
+        for _ in range(passes):
+            tick(self.ctx)
+            if self.status() == "finished":
+                return
+            self.clock.advance(60)
+
     def work(self, worker: str, hit_id: str, answer: Callable[[Form], list[tuple[str, str]]]) -> str:
         """One worker accepts the HIT, reads its page and submits `answer(form)`; returns the assignment id."""
         self.workers.register(worker)
@@ -70,23 +87,24 @@ def rate() -> Callable[[int], Callable[[Form], list[tuple[str, str]]]]:
 
 
 @pytest.fixture
-def harness(tmp_path) -> Iterator[Callable[..., Harness]]:
-    started: list[tuple[object, Store]] = []
+def harness(tmp_path: Path, shared_prod_market: SharedMarket) -> Iterator[Callable[..., Harness]]:
+    """make(spec, n_items, seed): a harness on an account of its own on the run's shared marketplace
+    (production mode, so money is checked); one a test."""
+    with ExitStack() as stack:
+        made: list[Store] = []
 
-    def make(spec: str = "likert", n_items: int = 10, seed: int = 0) -> Harness:
-        """A harness for the "likert" or "two-stage" spec above, over the first `n_items` demo statements."""
-        cfg = write_spec(tmp_path / "campaigns.yaml", steps_campaign(spec, first_propositions(tmp_path, n_items)))
-        campaign = load_spec(cfg).campaigns[0]
-        clock = ManualClock()
-        market = start_market(tmp_path / "market", clock=clock, mode="prod")
-        store = Store.open(tmp_path / "state")
-        started.append((market, store))
-        instance = ensure_campaign_row(store, campaign, seed)
-        ctx = Context(store=store, market=open_marketplace("local", market.endpoint_url, credentials=market.credentials), campaign=campaign, seed=seed,
-                      state_dir=tmp_path / "state", clock=clock, instance=instance, lock=threading.Lock())
-        return Harness(ctx=ctx, market=market, workers=WorkerClient(market.endpoint_url), clock=clock)
+        def make(spec: str = "likert", n_items: int = 10, seed: int = 0) -> Harness:
+            """A harness for the "likert" or "two-stage" spec above, over the first `n_items` demo statements."""
+            assert not made, "one harness a test: the shared client signs as one account at a time"
+            cfg = write_spec(tmp_path / "campaigns.yaml", steps_campaign(spec, first_propositions(tmp_path, n_items)))
+            campaign = load_spec(cfg).campaigns[0]
+            market, client = stack.enter_context(shared_prod_market.account())
+            store = stack.enter_context(closing(Store.open(tmp_path / "state")))
+            made.append(store)
+            instance = ensure_campaign_row(store, campaign, seed)
+            clock = shared_prod_market.clock
+            ctx = Context(store=store, market=MTurkMarketplace(client), campaign=campaign, seed=seed,
+                          state_dir=tmp_path / "state", clock=clock, instance=instance, lock=threading.Lock())
+            return Harness(ctx=ctx, market=market, workers=WorkerClient(market.endpoint_url), clock=clock)
 
-    yield make
-    for market, store in started:
-        store.close()
-        market.stop()  # type: ignore[attr-defined]
+        yield make

@@ -64,11 +64,7 @@ def run_campaign(h, rate, passes: int = 40, workers: int = 3, warm_up: int = 1) 
             continue
         for w in range(workers):
             aids.append(h.work(f"AWORKER{w:07d}", hit.hit_id, rate(2 + w)))
-    for _ in range(passes):
-        tick(h.ctx)
-        if _status(h) == "finished":
-            break
-        h.clock.advance(60)
+    h.tick_until_finished(passes)
     return aids
 
 
@@ -99,11 +95,7 @@ def test_an_answer_whose_parse_raises_is_held_once_and_the_campaign_finishes(har
             poisoned = not bad
             aid = h.work(f"AWORKER{w:07d}", hit.hit_id, (lambda form: rate(2)(form) + [("poison", "1")]) if poisoned else rate(2 + w))
             bad[:] = bad or [aid]
-    for _ in range(40):
-        tick(h.ctx)
-        if _status(h) == "finished":
-            break
-        h.clock.advance(60)
+    h.tick_until_finished()
     assert _status(h) == "finished"
     rows = _assignments(h)
     assert rows[bad[0]].status == "held" and not rows[bad[0]].valid and "Boom" in (rows[bad[0]].error or "")
@@ -131,11 +123,7 @@ def test_an_approval_that_raises_holds_that_assignment_only(harness, rate, monke
         for w in range(3):
             aid = h.work(f"AWORKER{w:07d}", hit.hit_id, rate(2 + w))
             bad[:] = bad or [aid]
-    for _ in range(40):
-        tick(h.ctx)
-        if _status(h) == "finished":
-            break
-        h.clock.advance(60)
+    h.tick_until_finished()
     assert _status(h) == "finished"
     rows = _assignments(h)
     assert rows[bad[0]].status == "held"
@@ -307,11 +295,7 @@ def test_a_control_character_in_an_answer_no_longer_stalls_the_campaign(harness,
                          (bad,)).rowcount
         stored = conn.execute("SELECT instr(answer, char(0)) FROM assignments WHERE id = ?", (bad,)).fetchone()[0]
     assert n == 1 and stored > 0
-    for _ in range(40):
-        tick(h.ctx)
-        if _status(h) == "finished":
-            break
-        h.clock.advance(60)
+    h.tick_until_finished()
     assert _status(h) == "finished"
     rows = _assignments(h)
     assert rows[bad].status in ("held", "rejected")

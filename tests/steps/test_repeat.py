@@ -19,14 +19,15 @@ from campaign.daemon import saved_clock
 from campaign.market.server import start_market
 from campaign.market.worker_client import WorkerAPIError
 from campaign.metrics.reliability import is_repeat, original_key
+from campaign.readmodel.retest import stage_retest
+from campaign.readmodel.scores import counted_judgments
 from campaign.spec import Repeat
 from campaign.steps.collect import collect
 from campaign.steps.plan import load_items, plan_stage
 from campaign.steps.post import post_pending
 from campaign.steps.quality_pass import quality_pass
-from campaign.steps.repeat import plan_repeat, stage_retest
+from campaign.steps.repeat import plan_repeat
 from campaign.steps.review import close_finished_hits, review
-from campaign.steps.scores import counted_judgments
 from campaign.steps.stages import stage_done
 from campaign.store import AssignmentRow, HitRow, JudgmentRow, LedgerRow, Store
 from tests.support.cli import CRASH, clean_env, run_campaign

@@ -41,7 +41,9 @@ def _bad(form):
     return [("x", "1")]
 
 
-def test_rejected_answer_is_replaced_once_and_paid_once(harness, rate):
+def _one_refused_answer(harness, rate):
+    """The stage posted and its work decided: every HIT answered in full but one, which has two good
+    answers and one refused (reviewed, not yet replaced); (the harness, that HIT's row)."""
     h = harness()
     load_items(h.ctx)
     plan_stage(h.ctx, h.ctx.campaign.stages[0])
@@ -56,6 +58,11 @@ def test_rejected_answer_is_replaced_once_and_paid_once(harness, rate):
     collect(h.ctx)
     quality_pass(h.ctx)
     review(h.ctx)
+    return h, hit
+
+
+def test_rejected_answer_is_replaced_once_and_paid_once(harness, rate):
+    h, hit = _one_refused_answer(harness, rate)
     assert replace_refused(h.ctx) == 1
     assert replace_refused(h.ctx) == 0  # not asked twice
     close_finished_hits(h.ctx)
@@ -84,20 +91,7 @@ def test_rejected_answer_is_replaced_once_and_paid_once(harness, rate):
 
 
 def test_interrupted_round_is_repeated_with_the_same_token(harness, rate):
-    h = harness()
-    load_items(h.ctx)
-    plan_stage(h.ctx, h.ctx.campaign.stages[0])
-    post_pending(h.ctx)
-    hit, *others = h.hits()
-    for other in others:  # the stage's other HITs answered in full, so the stage's work is decided
-        for w in range(3):
-            h.work(f"AOTHER{w:08d}", other.hit_id, rate(2 + w))
-    for w in range(2):
-        h.work(f"AGOOD{w:09d}", hit.hit_id, rate(3 + w))
-    h.work("ABAD0000000001", hit.hit_id, _bad)
-    collect(h.ctx)
-    quality_pass(h.ctx)
-    review(h.ctx)
+    h, hit = _one_refused_answer(harness, rate)
     h.ctx.market.add_assignments(hit.hit_id, 1, f"{hit.token}-extra-1")  # the call went through, then a crash:
     with h.ctx.store.session() as s:  # the intent was written, its record was not
         row = s.exec(select(HitRow).where(HitRow.hit_key == hit.hit_key)).one()

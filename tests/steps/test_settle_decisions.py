@@ -10,7 +10,6 @@ from decimal import Decimal
 import pytest
 from sqlmodel import select
 
-from campaign.commands import main as campaign_main
 from campaign.daemon import _ended, tick
 from campaign.ledger import totals
 from campaign.money import assignment_cost
@@ -18,6 +17,7 @@ from campaign.quality.review import Decision, ReviewResult
 from campaign.steps.quality_pass import pay_bonuses
 from campaign.store import AssignmentRow, CampaignRow, EventRow, HeldRow, HitRow, JudgmentRow, LedgerRow
 from campaign.tasks import get as get_kind
+from tests.support.cli import cli
 
 BUDGET = Decimal("10.00")
 pytestmark = pytest.mark.slow  # each test runs a small campaign to its end (1-4 s)
@@ -35,7 +35,7 @@ def _strict(text: str):
 
 def _cli(capsys, *argv: str) -> tuple[int, str, str]:
     capsys.readouterr()
-    code = campaign_main(list(argv))
+    code = cli(*argv)
     out, err = capsys.readouterr()
     return code, out, err
 
@@ -67,11 +67,7 @@ def _finish(h, rate, poison_answer: bool) -> str:
             answer = (lambda form: rate(2)(form) + [("poison", "1")]) if first and poison_answer else rate(2 + w)
             aid = h.work(f"AWORKER{w:07d}", hit.hit_id, answer)
             bad[:] = bad or [aid]
-    for _ in range(40):
-        tick(h.ctx)
-        if _status(h) == "finished":
-            break
-        h.clock.advance(60)
+    h.tick_until_finished()
     assert _status(h) == "finished"
     return bad[0]
 
@@ -112,7 +108,7 @@ def test_held_lists_the_row_with_its_reason_everywhere(harness, rate, poisoned_p
     assert "held for the operator" in out
     code, out, _ = _cli(capsys, "workers", "steps", "--json", "--state", state)
     assert {w["worker"]: w["held"] for w in _strict(out)} == {"AWORKER0000000": 1, "AWORKER0000001": 0, "AWORKER0000002": 0}
-    from campaign.dashboard.data import Reader
+    from campaign.readmodel.snapshot import Reader
     from campaign.report import build_report
 
     assert Reader(h.ctx.store).campaign("steps", now=h.clock.now()).held == 1
@@ -298,7 +294,7 @@ def test_decide_refuses_what_it_cannot_name(harness, rate, poisoned_parse, capsy
     assert code == 2 and "holds no row" in err
     assert _cli(capsys, "decide", "nosuch", "X", "approve", "--state", state)[0] == 2
     with pytest.raises(SystemExit) as exc:
-        campaign_main(["decide", "steps", "X", "pay-twice", "--state", state])
+        cli("decide", "steps", "X", "pay-twice", "--state", state)
     assert exc.value.code == 2
     code, _, err = _cli(capsys, "decide", "steps", "X", "approve", "--message", "x" * 2000, "--state", state)
     assert code == 2 and "at most 1024" in err

@@ -54,10 +54,11 @@ NO_CROWD: dict[str, Any] = {"kind": "none"}
 def campaign(name: str, *, budget: str, crowd: Mapping[str, Any] | None, task: Mapping[str, Any] | None = None,
              stages: list[Mapping[str, Any]] | None = None, propositions: Path | str | None = None,
              documents: Path | str | None = None, topic: str = TOPIC, poll_interval: float | None = 0.2,
-             **extra: Any) -> dict[str, Any]:
+             marketplace: str | None = None, quality: Mapping[str, Any] | None = None, **extra: Any) -> dict[str, Any]:
     """One campaign: its input (`propositions` or `documents`; the demo's propositions by default), a `task`
-    or `stages`, `budget`, `crowd` (None: no crowd block), and `schedule: poll_interval` (None: no schedule block). `extra` holds
-    further top-level keys (marketplace, prolific, task_site, quality ...), written after the task."""
+    or `stages`, `budget`, `crowd` (None: no crowd block), and `schedule: poll_interval` (None: no schedule
+    block); `marketplace` and `quality` where given. `extra` holds further top-level keys (prolific,
+    task_site ...), written after the task."""
     if (task is None) == (stages is None):
         raise ValueError("a campaign has a task or stages, not both")
     data: dict[str, Any] = {"name": name, "topic": topic}
@@ -67,6 +68,10 @@ def campaign(name: str, *, budget: str, crowd: Mapping[str, Any] | None, task: M
         data["task"] = dict(task)
     else:
         data["stages"] = [dict(s) for s in stages or ()]
+    if marketplace is not None:
+        data["marketplace"] = marketplace
+    if quality is not None:
+        data["quality"] = dict(quality)
     data.update(extra)
     data["budget"] = budget
     if crowd is not None:

@@ -1,6 +1,6 @@
 """A task kind defined here alone (a yes/no question per statement), registered, and run end to end
 through the daemon, the built-in marketplace and the simulated crowd: the kind interface is all a new
-kind needs, with its own stage type registered in the spec."""
+kind needs, its own stage type coming with it (`TaskKind.stage_type`)."""
 
 from __future__ import annotations
 
@@ -13,11 +13,9 @@ import numpy as np
 import pytest
 from sqlmodel import select
 
-from campaign import spec as spec_module
 from campaign import tasks
-from campaign.crowd.forms import Form
-from campaign.crowd.models import SimWorker
-from campaign.spec import Stage, register_stage_type
+from campaign.simulation import PageForm, SimulatedWorker
+from campaign.stage import Stage
 from campaign.store import AssignmentRow, CampaignRow, HitRow, Store
 from campaign.tasks.base import HitDraft, InvalidAnswer, Judgment, ShownItem, answer_fields, render_source, single
 from campaign.tasks.kind import PlanItem, TaskKind
@@ -53,6 +51,7 @@ class YesNo(TaskKind):
     """Would this statement belong in a summary? One yes/no per statement; score = share of yes."""
 
     name = "yesno"
+    stage_type = YesNoStage
 
     def plan(self, stage: Stage, items: Sequence[PlanItem], traps: Sequence[str], seed: int) -> list[HitDraft]:
         keys = [i.key for i in items]
@@ -73,7 +72,7 @@ class YesNo(TaskKind):
             out.append(Judgment(item_key=item.key, value=1.0 if value == "yes" else 0.0))
         return out
 
-    def simulate(self, worker: SimWorker, form: Form, truth_of: Callable[[str], float],
+    def simulate(self, worker: SimulatedWorker, form: PageForm, truth_of: Callable[[str], float],
                  rng: np.random.Generator) -> list[tuple[str, str]]:
         return [(s.radio_name, "yes" if truth_of(s.text) + rng.normal(0, worker.noise) > 0.5 else "no")
                 for s in form.slots if s.radio_name]
@@ -81,11 +80,9 @@ class YesNo(TaskKind):
 
 @pytest.fixture
 def yesno():
-    kind = tasks.register(YesNo())
-    register_stage_type("yesno", YesNoStage)
-    yield kind
-    tasks.unregister("yesno")
-    spec_module._STAGE_TYPES.pop("yesno", None)  # the spec has no unregister yet; other tests list the known kinds
+    with tasks.registered(YesNo()) as kind:
+        yield kind
+    assert "yesno" not in tasks.names()  # dropped again: other tests list the known kinds
 
 
 @pytest.mark.slow

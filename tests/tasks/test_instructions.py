@@ -2,6 +2,7 @@
 Markdown or HTML in them stays text."""
 
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -9,6 +10,7 @@ from campaign.spec import SpecError, load_spec
 from campaign.tasks import get as get_kind
 from campaign.tasks.base import ShownItem
 from campaign.tasks.instructions import instructions_html
+from tests.support.specs import campaign, write_spec
 
 HOSTILE = """# Read carefully
 
@@ -23,15 +25,15 @@ Rate **each** statement. See [the guide](https://example.org/guide).
 ITEMS = [ShownItem(key=f"k{i}", text=f"Statement {i} about bottled water costs.") for i in range(7)]
 
 
-def spec(tmp_path: Path, kind: str, extra: str, input_kind: str = "propositions") -> Path:
+def spec(tmp_path: Path, kind: str, extra: dict[str, Any], input_kind: str = "propositions") -> Path:
+    """A one-stage campaign of `kind` over in.tsv (10 propositions or 2 sentences), its task's further keys `extra`."""
     if input_kind == "documents":
         (tmp_path / "in.tsv").write_text("doc\tid\ttext\nd\td.0\tOne sentence here.\nd\td.1\tAnother one.\n", encoding="utf-8")
     else:
         (tmp_path / "in.tsv").write_text("id\ttext\n" + "".join(f"p{i}\tStatement {i}.\n" for i in range(10)), encoding="utf-8")
-    p = tmp_path / "c.yaml"
-    p.write_text(f"campaigns:\n  - name: c\n    topic: Water\n    input:\n      {input_kind}: in.tsv\n"
-                 f"    task:\n      kind: {kind}\n{extra}    budget: \"10.00\"\n", encoding="utf-8")
-    return p
+    source: dict[str, Any] = {input_kind: "in.tsv"}
+    return write_spec(tmp_path / "c.yaml", campaign("c", topic="Water", task={"kind": kind, **extra}, budget="10.00", crowd=None,
+                                                    poll_interval=None, **source))
 
 
 def test_hostile_markdown_stays_text():
@@ -47,14 +49,13 @@ def test_hostile_markdown_stays_text():
 
 @pytest.mark.parametrize("kind,input_kind", [("likert", "propositions"), ("ranking", "propositions"), ("nuggets", "documents")])
 def test_the_stage_instructions_replace_the_built_in_text_on_the_page(tmp_path, kind, input_kind):
-    indented = "".join(f"        {line}\n" for line in HOSTILE.splitlines())
-    stage = load_spec(spec(tmp_path, kind, f"      instructions: |\n{indented}", input_kind)).campaigns[0].stages[0]
+    stage = load_spec(spec(tmp_path, kind, {"instructions": HOSTILE}, input_kind)).campaigns[0].stages[0]
     page = get_kind(kind).page(stage, ITEMS, "Water <b>bottles</b>")
     assert '<div class="instructions"><h1>Read carefully</h1>' in page
     assert "Imagine you" not in page  # the built-in text gives way
     assert "window.__pwned = 1</script>" not in page and "onerror=\"window" not in page
     assert "Water &lt;b&gt;bottles&lt;/b&gt;" in page
-    plain = load_spec(spec(tmp_path, kind, "", input_kind)).campaigns[0].stages[0]
+    plain = load_spec(spec(tmp_path, kind, {}, input_kind)).campaigns[0].stages[0]
     assert "Imagine you" in get_kind(kind).page(plain, ITEMS, "Water")
 
 
@@ -62,8 +63,8 @@ def test_a_stage_template_is_rendered_with_autoescape(tmp_path):
     (tmp_path / "mine.html").write_text(
         "<h1>{{ title }}</h1>{{ instructions }}<form id=\"mturk_form\">{% for item in items %}"
         "<p>{{ item.text }}</p><input name=\"rating-{{ loop.index0 }}\">{% endfor %}</form>", encoding="utf-8")
-    stage = load_spec(spec(tmp_path, "likert", "      template: mine.html\n      instructions: \"*Be quick* <b>x</b>\"\n"
-                                                "      title: \"My <i>own</i> title\"\n")).campaigns[0].stages[0]
+    stage = load_spec(spec(tmp_path, "likert", {"template": "mine.html", "instructions": "*Be quick* <b>x</b>",
+                                                "title": "My <i>own</i> title"})).campaigns[0].stages[0]
     hostile = [ShownItem(key="a", text="<script>alert(1)</script> tap water")]
     page = get_kind("likert").page(stage, hostile, "Water")
     assert page.startswith("<h1>My &lt;i&gt;own&lt;/i&gt; title</h1><p><em>Be quick</em> &lt;b&gt;x&lt;/b&gt;</p>")
@@ -79,14 +80,14 @@ def test_a_bad_stage_template_is_a_spec_error(tmp_path, body, message):
     if body is not None:
         (tmp_path / "mine.html").write_text(body, encoding="utf-8")
     with pytest.raises(SpecError, match=message):
-        load_spec(spec(tmp_path, "likert", "      template: mine.html\n"))
+        load_spec(spec(tmp_path, "likert", {"template": "mine.html"}))
 
 
 def test_instructions_and_the_template_content_are_part_of_the_fingerprint(tmp_path):
     (tmp_path / "mine.html").write_text("<p>{{ title }}</p>", encoding="utf-8")
-    plain = load_spec(spec(tmp_path, "likert", "")).campaigns[0].fingerprint()
-    told = load_spec(spec(tmp_path, "likert", "      instructions: Rate them.\n")).campaigns[0].fingerprint()
-    path = spec(tmp_path, "likert", "      template: mine.html\n")
+    plain = load_spec(spec(tmp_path, "likert", {})).campaigns[0].fingerprint()
+    told = load_spec(spec(tmp_path, "likert", {"instructions": "Rate them."})).campaigns[0].fingerprint()
+    path = spec(tmp_path, "likert", {"template": "mine.html"})
     own = load_spec(path).campaigns[0].fingerprint()
     (tmp_path / "mine.html").write_text("<p>{{ title }}!</p>", encoding="utf-8")
     edited = load_spec(path).campaigns[0].fingerprint()

@@ -11,7 +11,7 @@ from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from campaign import tasks
-from campaign.spec import stage_types
+from campaign.tasks import stage_types
 from campaign.tasks.base import InvalidAnswer, Judgment, ShownItem
 from campaign.untrusted import text_problem
 

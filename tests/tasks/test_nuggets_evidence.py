@@ -4,20 +4,17 @@ from __future__ import annotations
 
 import csv
 import dataclasses
-from pathlib import Path
 
 import numpy as np
 import pytest
 
-from campaign.crowd.models import make_pool, nugget_answer
+from campaign.crowd.models import make_pool
 from campaign.quality.evidence import gather
 from campaign.quality.review import PolicyConfig, judge
-from campaign.spec import NuggetStage
 from campaign.tasks import get as get_kind
 from campaign.tasks.kind import ReviewedJudgment
-from campaign.tasks.nuggets import boundary_labels, parse
-
-WATER = Path(__file__).resolve().parents[2] / "examples" / "ukpconvarg1-water"
+from campaign.tasks.nuggets import NuggetStage, boundary_labels, nugget_answer, parse
+from tests.support.paths import WATER
 
 
 def test_parse_keeps_sentence_length_for_evidence():

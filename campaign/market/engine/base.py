@@ -20,6 +20,7 @@ from decimal import Decimal
 from typing import Any
 
 from campaign.clock import Clock, WallClock
+from campaign.ids import random_bytes
 from campaign.market.db import Database
 from campaign.market.protocol import ApiError, TurkError, request_error, validation_error
 from campaign.money import CENT, MoneyError, fmt, parse_amount
@@ -47,7 +48,7 @@ class WorkerError(Exception):
 
 def new_id(n: int = 30) -> str:
     """n characters of [A-Z0-9] from one read of the OS's random source (36**30 < 2**156 < 8 * (n + 2) bits)."""
-    value = int.from_bytes(secrets.token_bytes(n + 2), "big")
+    value = int.from_bytes(random_bytes(n + 2), "big")
     out = []
     for _ in range(n):
         value, digit = divmod(value, 36)

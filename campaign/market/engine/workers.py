@@ -9,8 +9,8 @@ import json
 import sqlite3
 from typing import Any
 
+from campaign.answer_xml import build_answer_xml
 from campaign.market import quals as Q
-from campaign.market.answers import build_answer_xml
 from campaign.market.engine.base import Conn, EngineBase, TurkError, WorkerError, dollars, new_id
 from campaign.money import fmt
 from campaign.untrusted import check_fields

@@ -1,12 +1,15 @@
 """What the Prolific emulator does: studies and their transitions, submissions, bonuses, groups, money.
 
-Follows `shared/reference/prolific-api.md`: study statuses UNPUBLISHED -> ACTIVE <-> PAUSED -> AWAITING
-REVIEW / COMPLETED with Prolific's automatic moves (all places finished -> AWAITING REVIEW; all reviewed
--> COMPLETED; a rejection or more places -> ACTIVE again), places that only grow once published,
+Follows Prolific's API description (`shared/reference/prolific/openapi.yml`, which wins over
+`shared/reference/prolific-api.md`): study statuses UNPUBLISHED -> ACTIVE <-> PAUSED, STOP -> COMPLETED
+(even with submissions still to review; more places make it ACTIVE again), Prolific's automatic moves
+(all places finished -> AWAITING REVIEW; all reviewed -> COMPLETED; a rejection -> ACTIVE again),
+places that only grow once published, `max_concurrent_submissions` as the whole study's limit,
 submission statuses and their final transitions (repeats ignored), bulk approval, bonus batches whose
-pay call is NOT idempotent (each call pays again, as on Prolific), participant groups as allow/block
-filters, and money in minor units. Fee and VAT rates are settings: the real fee percentage could not
-be confirmed.
+pay call is NOT idempotent (each call pays again, as on Prolific) and may land later (`bonus_delay`),
+filters as `catalogue` defines them (select filters by choice id), participant groups as allow/block
+filters, times as ISO 8601 strings, errors of the research operations as 400s, and money in minor
+units. Fee and VAT rates are settings: the real fee percentage could not be confirmed.
 
 Every method runs inside the server's one transaction per request; an `ApiError` rolls it back.
 """
@@ -21,8 +24,12 @@ from decimal import ROUND_HALF_UP, Decimal, InvalidOperation
 from typing import Any
 
 from campaign.clock import Clock
-from campaign.prolific.emulator.store import DocStore
+from campaign.prolific.emulator import catalogue
+from campaign.prolific.emulator.common import ApiError, iso, new_id, not_found
+from campaign.prolific.emulator.store import ROLLED_BACK, DocStore
+from campaign.prolific.emulator.tools import ResearcherTools
 
+SWEPT_KINDS = frozenset({"submission", "study", "bonus_pay"})  # documents whose writes can bring a sweep earlier
 STUDY_STATUSES = ("UNPUBLISHED", "SCHEDULED", "PUBLISHING", "ACTIVE", "PAUSED", "AWAITING REVIEW", "COMPLETED")
 REJECTION_CATEGORIES = frozenset({"TOO_QUICKLY", "TOO_SLOWLY", "FAILED_INSTRUCTIONS", "INCOMP_LONGITUDINAL", "FAILED_CHECK",
                                   "LOW_EFFORT", "MALINGERING", "NO_CODE", "BAD_CODE", "NO_DATA", "UNSUPP_DEVICE", "OTHER"})
@@ -32,33 +39,12 @@ EDITABLE_AFTER_PUBLISH = frozenset({"internal_name", "total_available_places", "
 DEVICES = frozenset({"desktop", "tablet", "mobile"})
 REQUIRED_STUDY_FIELDS = ("name", "description", "external_study_url", "prolific_id_option", "total_available_places",
                          "estimated_completion_time", "reward")
-# Filters the emulator evaluates. Country and language values are ISO codes here (Prolific's own
-# catalogue uses choice ids, which are not public); ranges are inclusive.
-RANGE_FILTERS = {"approval_rate": "approval_rate", "approval_numbers": "approvals", "age": "age"}
-SELECT_FILTERS = {"current-country-of-residence": "country", "country": "country", "first-language": "languages",
-                  "fluent-languages": "languages"}
-ID_FILTERS = ("participant_group_allowlist", "participant_group_blocklist", "previous_studies_allowlist",
-              "previous_studies_blocklist", "custom_allowlist", "custom_blocklist")
+# Filters the emulator evaluates (`catalogue`): select filters by choice id, ranges inclusive.
+RANGE_FILTERS = {fid: field for fid, (field, _lo, _hi) in catalogue.RANGE.items()}
+SELECT_FILTERS = {fid: field for fid, (field, _choices) in catalogue.SELECT.items()}
+ID_FILTERS = tuple(catalogue.ID_FILTERS)
 BULK_APPROVE_MAX = 1000
 BONUS_LINES_MAX = 200
-
-
-class ApiError(Exception):
-    """An answer in Prolific's error shape: `{"error": {"status", "error_code", "title", "detail"}}`."""
-
-    def __init__(self, status: int, detail: Any, title: str | None = None) -> None:
-        super().__init__(str(detail))
-        self.status = status
-        self.detail = detail
-        self.title = title or {400: "Bad request", 401: "Unauthorized", 403: "Forbidden", 404: "Not found",
-                               405: "Method not allowed", 429: "Too many requests"}.get(status, "Error")
-
-    def body(self) -> dict[str, Any]:
-        return {"error": {"status": self.status, "error_code": self.status * 100, "title": self.title, "detail": self.detail}}
-
-
-def new_id() -> str:
-    return secrets.token_hex(12)  # Prolific ids are 24 hex characters
 
 
 def token_hash(token: str) -> str:
@@ -78,12 +64,12 @@ def round_minor(x: Decimal) -> int:
     return int(x.quantize(Decimal(1), rounding=ROUND_HALF_UP))
 
 
-class Emulator:
+class Emulator(ResearcherTools):
     """The research API and the participant side over one `DocStore`."""
 
     def __init__(self, store: DocStore, clock: Clock, *, fee_rate: Decimal = Decimal("0.333"),
                  vat_rate: Decimal = Decimal("0"), currency: str = "GBP", balance_minor: int = 1_000_000,
-                 auto_approve_days: float = 21.0) -> None:
+                 auto_approve_days: float = 21.0, bonus_delay: float = 0.0) -> None:
         self.db = store
         self.clock = clock
         self.fee_rate = Decimal(fee_rate)
@@ -91,6 +77,14 @@ class Emulator:
         self.currency = currency
         self.initial_balance = int(balance_minor)
         self.auto_approve_seconds = auto_approve_days * 86400.0
+        # Prolific pays a bonus batch asynchronously ("in the following minutes"): seconds of this clock
+        # before a pay call's payments show on the submissions (0: at once).
+        self.bonus_delay = float(bonus_delay)
+        # `sweep` has nothing to do before this time: the earliest time-out, automatic approval or bonus
+        # landing it found; a written submission, study or bonus payment may bring one earlier, so any such
+        # write makes the next request sweep again (an idle study costs a request nothing, not a scan)
+        self._sweep_due = -math.inf
+        store.on_put = self._written
 
     # -- accounts -------------------------------------------------------------------------------------
     def add_researcher(self, name: str, token: str | None = None) -> str:
@@ -127,15 +121,35 @@ class Emulator:
     def _workspace(self, user: dict[str, Any], ws_id: str) -> dict[str, Any]:
         ws = self.db.get("workspace", ws_id)
         if ws is None or ws["owner"] != user["id"]:
-            raise ApiError(404, "Workspace not found.")
+            raise not_found("Workspace")
         return ws
 
     def workspaces(self, user: dict[str, Any]) -> list[dict[str, Any]]:
         return [self._workspace_out(w) for w in self.db.owned("workspace", user["id"])]
 
     def _workspace_out(self, ws: dict[str, Any]) -> dict[str, Any]:
+        owner = self.db.get("user", ws["owner"]) or {"id": ws["owner"], "name": "", "email": ""}
         return {k: ws[k] for k in ("id", "title", "description", "owner", "currency_code")} | {
-            "projects": [{"id": p["id"], "title": p["title"]} for p in self.db.children("project", ws["id"])]}
+            "naivety_distribution_rate": ws.get("naivety_distribution_rate"), "wallet": ws["id"],
+            "users": [{"id": owner["id"], "name": owner["name"], "email": owner["email"], "roles": ["WORKSPACE_ADMIN"]}],
+            "projects": [self.project_out(p) for p in self.db.children("project", ws["id"])]}
+
+    def update_workspace(self, user: dict[str, Any], ws_id: str, body: dict[str, Any]) -> dict[str, Any]:
+        """`PATCH /workspaces/{id}/`: title, description and naivety rate change; the currency does not
+        (a workspace's money is in one currency for its whole life)."""
+        ws = self._workspace(user, ws_id)
+        if "title" in body:
+            if not isinstance(body["title"], str) or not body["title"].strip():
+                raise ApiError(400, {"title": ["This field may not be blank."]})
+            ws["title"] = body["title"]
+        if "description" in body:
+            ws["description"] = str(body["description"] or "")
+        if "naivety_distribution_rate" in body:
+            ws["naivety_distribution_rate"] = body["naivety_distribution_rate"]
+        if body.get("currency_code") not in (None, ws["currency_code"]):
+            raise ApiError(400, {"currency_code": ["A workspace's currency cannot be changed."]})
+        self.db.put("workspace", ws)
+        return self._workspace_out(ws)
 
     def create_workspace(self, user: dict[str, Any], body: dict[str, Any]) -> dict[str, Any]:
         title = body.get("title")
@@ -170,22 +184,45 @@ class Emulator:
 
     def projects(self, user: dict[str, Any], ws_id: str) -> list[dict[str, Any]]:
         self._workspace(user, ws_id)
-        return self.db.children("project", ws_id)
+        return [self.project_out(p) for p in self.db.children("project", ws_id)]
+
+    @staticmethod
+    def project_out(project: dict[str, Any]) -> dict[str, Any]:
+        return {"id": project["id"], "title": project["title"], "description": project.get("description", ""),
+                "owner": project["owner"], "workspace": project["workspace"], "type": project.get("type") or "PRIVATE",
+                "public_details": project.get("public_details"), "users": [{"id": project["owner"]}],
+                "naivety_distribution_rate": project.get("naivety_distribution_rate")}
+
+    def update_project(self, user: dict[str, Any], project_id: str, body: dict[str, Any]) -> dict[str, Any]:
+        project = self.project(user, project_id)
+        for key in ("title", "description", "naivety_distribution_rate", "public_details"):
+            if key in body:
+                project[key] = body[key]
+        if "type" in body:
+            if body["type"] not in ("PRIVATE", "PUBLIC"):
+                raise ApiError(400, {"type": [f'"{body["type"]}" is not a valid choice.']})
+            project["type"] = body["type"]
+        if not isinstance(project["title"], str) or not project["title"].strip():
+            raise ApiError(400, {"title": ["This field may not be blank."]})
+        self.db.put("project", project)
+        return self.project_out(project)
 
     def create_project(self, user: dict[str, Any], ws_id: str, body: dict[str, Any]) -> dict[str, Any]:
         self._workspace(user, ws_id)
         title = body.get("title")
         if not isinstance(title, str) or not title.strip():
             raise ApiError(400, {"title": ["This field is required."]})
+        if body.get("type", "PRIVATE") not in ("PRIVATE", "PUBLIC"):
+            raise ApiError(400, {"type": [f'"{body["type"]}" is not a valid choice.']})
         project = {"id": new_id(), "title": title, "description": str(body.get("description") or ""),
                    "owner": user["id"], "workspace": ws_id, "type": body.get("type") or "PRIVATE"}
         self.db.put("project", project, parent=ws_id)
-        return project
+        return self.project_out(project)
 
     def project(self, user: dict[str, Any], project_id: str) -> dict[str, Any]:
         project = self.db.get("project", project_id)
         if project is None or project["owner"] != user["id"]:
-            raise ApiError(404, "Project not found.")
+            raise not_found("Project")
         return project
 
     # -- money ----------------------------------------------------------------------------------------
@@ -207,7 +244,7 @@ class Emulator:
     def study(self, user: dict[str, Any], study_id: str) -> dict[str, Any]:
         study = self.db.get("study", study_id)
         if study is None or study["owner"] != user["id"]:
-            raise ApiError(404, "Study not found.")
+            raise not_found("Study")
         return study
 
     def create_study(self, user: dict[str, Any], body: dict[str, Any]) -> dict[str, Any]:
@@ -231,6 +268,8 @@ class Emulator:
                                  "submissions_config": {"max_submissions_per_participant": 1,
                                                         "max_concurrent_submissions": -1}}
         self._apply_fields(study, body, draft=True)
+        if study.get("filter_set_id"):
+            study["filters"] = self.filter_set_filters(user, str(study["filter_set_id"]), study.get("filter_set_version"))
         self.db.put("study", study, parent=project["id"], owner=user["id"])
         return self.study_out(study)
 
@@ -285,10 +324,11 @@ class Emulator:
         elif key == "completion_codes":
             study[key] = self._check_codes(value)
         elif key == "filters":
-            study[key] = self._check_filters(value)
+            study[key] = self.check_filters(value)
         elif key == "eligibility_requirements":
+            # The legacy targeting older clients still send: not in the description, so kept and echoed but
+            # never enforced (only `filters` target a study).
             study[key] = value
-            study["filters"] = study.get("filters", []) + self._legacy_filters(value)
         elif key == "submissions_config":
             if not isinstance(value, dict):
                 raise ApiError(400, {key: ["must be an object."]})
@@ -312,46 +352,38 @@ class Emulator:
                 seen.add(c["code"])
         return codes
 
-    def _check_filters(self, filters: Any) -> list[dict[str, Any]]:
+    def check_filters(self, filters: Any) -> list[dict[str, Any]]:
+        """Filters as `GET /filters/` defines them: a select filter's values must be ids of its choices
+        (not their text, not ISO codes), a range within the filter's bounds; anything else is a 400
+        naming the filter and the values it does not know."""
         if not isinstance(filters, list):
             raise ApiError(400, {"filters": ["must be a list."]})
         for f in filters:
             fid = f.get("filter_id") if isinstance(f, dict) else None
             if fid in ("and", "or"):
-                self._check_filters(f.get("selected_filters", []))
+                self.check_filters(f.get("selected_filters", []))
             elif fid in RANGE_FILTERS:
                 rng = f.get("selected_range")
-                if not isinstance(rng, dict):
-                    raise ApiError(400, {"filters": [f"{fid} needs selected_range."]})
+                _field, lo, hi = catalogue.RANGE[fid]
+                bounds = [rng.get(k) for k in ("lower", "upper")] if isinstance(rng, dict) else []
+                if not bounds or all(b is None for b in bounds):
+                    raise ApiError(400, {"filters": [f"{fid} needs selected_range with lower or upper."]})
+                if any(b is not None and (isinstance(b, bool) or not isinstance(b, int | float) or not lo <= b <= hi)
+                       for b in bounds):
+                    raise ApiError(400, {"filters": [f"{fid}: the range must lie within {lo}..{hi}."]})
             elif fid in SELECT_FILTERS or fid in ID_FILTERS:
-                if not isinstance(f.get("selected_values"), list):
+                values = f.get("selected_values")
+                if not isinstance(values, list) or not values:
                     raise ApiError(400, {"filters": [f"{fid} needs selected_values."]})
+                if fid in SELECT_FILTERS:
+                    choices = catalogue.SELECT[fid][1]
+                    unknown = [str(v) for v in values if not isinstance(v, str) or v not in choices]
+                    if unknown:
+                        raise ApiError(400, {"filters": [f"{fid}: {', '.join(unknown)} are not ids of this filter's choices "
+                                                         "(GET /filters/ lists them)."]})
             else:
                 raise ApiError(400, {"filters": [f"unknown filter_id {fid!r}."]})
         return filters
-
-    def _legacy_filters(self, reqs: Any) -> list[dict[str, Any]]:
-        """Translate the legacy `eligibility_requirements` forms older clients send into filters."""
-        out: list[dict[str, Any]] = []
-        for r in reqs if isinstance(reqs, list) else []:
-            cls = str(r.get("_cls", "")).rsplit(".", 1)[-1]
-            attrs = {a.get("name"): a.get("value") for a in r.get("attributes", []) if isinstance(a, dict)}
-            if cls.startswith("ApprovalRate"):
-                out.append({"filter_id": "approval_rate", "selected_range": {
-                    "lower": attrs.get("minimum_approval_rate", 0), "upper": attrs.get("maximum_approval_rate", 100)}})
-            elif cls.startswith("ApprovalNumbers"):
-                out.append({"filter_id": "approval_numbers", "selected_range": {
-                    "lower": attrs.get("minimum_approvals", 0), "upper": attrs.get("maximum_approvals", 10**9)}})
-            elif cls.startswith("CustomBlacklist"):
-                out.append({"filter_id": "custom_blocklist", "selected_values": list(attrs.get("black_list") or [])})
-            elif cls.startswith("CustomWhitelist"):
-                out.append({"filter_id": "custom_allowlist", "selected_values": list(attrs.get("white_list") or [])})
-            elif cls.startswith("ParticipantGroup"):
-                ids = [a.get("id") for a in r.get("attributes", []) if a.get("value")]
-                out.append({"filter_id": "participant_group_allowlist", "selected_values": ids})
-            else:
-                raise ApiError(400, {"eligibility_requirements": [f"unknown requirement {cls!r}."]})
-        return out
 
     def update_study(self, user: dict[str, Any], study_id: str, body: dict[str, Any]) -> dict[str, Any]:
         study = self.study(user, study_id)
@@ -364,11 +396,13 @@ class Emulator:
         self.db.put("study", study)
         return self.study_out(study)
 
-    def delete_study(self, user: dict[str, Any], study_id: str) -> None:
+    def delete_study(self, user: dict[str, Any], study_id: str) -> dict[str, Any]:
+        """Drafts only; the description answers `DELETE /studies/{id}/` with 200 and an empty object."""
         study = self.study(user, study_id)
         if study["status"] != "UNPUBLISHED":
             raise ApiError(400, "Only draft studies can be deleted.")
         self.db.delete("study", study_id)
+        return {}
 
     def list_studies(self, user: dict[str, Any], query: dict[str, str]) -> list[dict[str, Any]]:
         state = query.get("state") or next((s for s in STUDY_STATUSES if query.get(s) == "1"), None)
@@ -393,10 +427,11 @@ class Emulator:
             study["status"] = "PAUSED"
         elif action == "START" and status == "PAUSED":
             study["status"] = "ACTIVE"
-        elif action == "STOP" and status in ("ACTIVE", "PAUSED", "AWAITING REVIEW"):
+        elif action == "STOP" and status in ("ACTIVE", "PAUSED"):
+            # COMPLETED at once, as the description's table has it, even with submissions still to review
+            # (they are reviewed on the completed study); only more places make it ACTIVE again.
             study["stopped"] = True
-            study["status"] = "AWAITING REVIEW"
-            self._settle(study)
+            study["status"] = "COMPLETED"
         elif action == "SCHEDULE_PUBLISH" and status == "UNPUBLISHED":
             raise ApiError(400, "Scheduled publishing is not supported by the emulator.")
         else:
@@ -427,7 +462,9 @@ class Emulator:
         finished = sum(1 for s in subs if s["status"] in FINISHED)
         waiting = sum(1 for s in subs if s["status"] == "AWAITING REVIEW")
         in_progress = sum(1 for s in subs if s["status"] in ("RESERVED", "ACTIVE"))
-        if study["stopped"] or finished >= int(study["total_available_places"]):
+        if study["stopped"]:
+            study["status"] = "COMPLETED"
+        elif finished >= int(study["total_available_places"]):
             study["status"] = "AWAITING REVIEW" if waiting or in_progress else "COMPLETED"
         else:
             study["status"] = "ACTIVE"
@@ -437,6 +474,7 @@ class Emulator:
         reward = int(study.get("reward") or 0)
         _, fee, vat = self.split(reward)
         out = {k: v for k, v in study.items() if k not in ("owner", "stopped")}
+        out["date_created"], out["published_at"] = iso(study.get("date_created")), iso(study.get("published_at"))
         est = study.get("estimated_completion_time") or 0
         out.update({"places_taken": sum(1 for s in subs if s["status"] in TAKES_PLACE),
                     "number_of_submissions": len(subs),
@@ -451,21 +489,21 @@ class Emulator:
     def submission(self, user: dict[str, Any], sub_id: str) -> dict[str, Any]:
         sub = self.db.get("submission", sub_id)
         if sub is None or sub["owner"] != user["id"]:
-            raise ApiError(404, "Submission not found.")
+            raise not_found("Submission")
         return sub
 
     @staticmethod
     def submission_out(sub: dict[str, Any]) -> dict[str, Any]:
         return {"id": sub["id"], "study_id": sub["study_id"], "participant": sub["participant_id"],
-                "status": sub["status"], "started_at": sub["started_at"], "completed_at": sub["completed_at"],
+                "status": sub["status"], "started_at": iso(sub["started_at"]), "completed_at": iso(sub["completed_at"]),
                 "entered_code": sub["entered_code"], "parent_study_id": None, "bonus_payments": list(sub["bonus_payments"]),
-                "return_requested": sub["return_requested"]}
+                "return_requested": iso(sub["return_requested"])}
 
     @staticmethod
     def submission_list_item(sub: dict[str, Any]) -> dict[str, Any]:
         return {"id": sub["id"], "participant_id": sub["participant_id"], "status": sub["status"],
-                "started_at": sub["started_at"], "completed_at": sub["completed_at"], "has_siblings": False,
-                "study_code": sub["entered_code"], "return_requested": sub["return_requested"]}
+                "started_at": iso(sub["started_at"]), "completed_at": iso(sub["completed_at"]), "has_siblings": False,
+                "study_code": sub["entered_code"], "return_requested": iso(sub["return_requested"])}
 
     def list_submissions(self, user: dict[str, Any], study_id: str | None, query: dict[str, str]) -> list[dict[str, Any]]:
         if not study_id:
@@ -512,8 +550,6 @@ class Emulator:
                 return self.submission_out(sub)  # final; a repeat is ignored
             message = body.get("message")
             category = body.get("rejection_category")
-            if isinstance(category, list) and len(category) == 1:
-                category = category[0]  # one client sends a one-element list
             if not isinstance(message, str) or len(message) < 100:
                 raise ApiError(400, {"message": ["A rejection message of at least 100 characters is required."]})
             if category not in REJECTION_CATEGORIES:
@@ -604,7 +640,7 @@ class Emulator:
     def pay_bonus(self, user: dict[str, Any], batch_id: str) -> str:
         batch = self.db.get("bonus", batch_id)
         if batch is None or batch["owner"] != user["id"]:
-            raise ApiError(404, "Bonus payment not found.")
+            raise not_found("Bonus payment")
         study = self.db.get("study", batch["study"])
         assert study is not None
         ws = self.db.get("workspace", study["workspace"])
@@ -613,22 +649,32 @@ class Emulator:
         if batch["total_amount"] > total:
             raise ApiError(400, "Insufficient funds for these bonuses.")
         batch["times_paid"] += 1  # Prolific pays again on every call: no idempotency here, on purpose
+        self.db.put("bonus", batch)
+        if self.bonus_delay > 0:  # paid "in the following minutes": the sweep lands it
+            self.db.put("bonus_pay", {"id": f"{batch_id}:{batch['times_paid']}", "batch": batch_id, "time": batch["times_paid"],
+                                      "due": self.clock.now() + self.bonus_delay})
+        else:
+            self._land_bonus(batch, batch["times_paid"])
+        return "The bonus payments are being processed."
+
+    def _land_bonus(self, batch: dict[str, Any], time: int) -> None:
+        """One pay call's payments reach the submissions (`bonus_payments`) and the workspace is charged."""
+        study = self.db.get("study", batch["study"])
+        assert study is not None
         for n, line in enumerate(batch["lines"]):
             sub = self.db.get("submission", line["submission_id"])
             assert sub is not None
             sub["bonus_payments"].append(line["amount"])
             self.db.put("submission", sub)
             reward, fee, vat = self.split(line["amount"])
-            self.db.charge(study["workspace"], study["id"], f"{batch_id}:{batch['times_paid']}:{n}", "bonus", reward, fee, vat,
+            self.db.charge(study["workspace"], study["id"], f"{batch['id']}:{time}:{n}", "bonus", reward, fee, vat,
                            self.clock.now())
-        self.db.put("bonus", batch)
-        return "The bonus payments are being processed."
 
     # -- participant groups -------------------------------------------------------------------------------
     def group(self, user: dict[str, Any], group_id: str) -> dict[str, Any]:
         g = self.db.get("group", group_id)
         if g is None or g["owner"] != user["id"] or g["is_deleted"]:
-            raise ApiError(404, "Participant group not found.")
+            raise not_found("Participant group")
         return g
 
     @staticmethod
@@ -654,8 +700,19 @@ class Emulator:
         self.db.put("group", g, owner=user["id"])
         return self.group_out(g)
 
-    def list_groups(self, user: dict[str, Any]) -> list[dict[str, Any]]:
-        return [self.group_out(g) for g in self.db.owned("group", user["id"]) if not g["is_deleted"]]
+    def list_groups(self, user: dict[str, Any], query: dict[str, str]) -> list[dict[str, Any]]:
+        """The groups of a workspace (`workspace_id=`) or of a project (`project_id=`: its own and its
+        workspace's); the description requires one of them. `active=false` lists the deleted ones."""
+        if query.get("workspace_id"):
+            ws_id, project_id = self._workspace(user, query["workspace_id"])["id"], None
+        elif query.get("project_id"):
+            project = self.project(user, query["project_id"])
+            ws_id, project_id = project["workspace"], project["id"]
+        else:
+            raise ApiError(400, {"filter": ["Give workspace_id or project_id."]})
+        deleted = query.get("active") == "false"
+        return [self.group_out(g) for g in self.db.owned("group", user["id"])
+                if g["workspace_id"] == ws_id and g.get("project_id") in (None, project_id) and g["is_deleted"] == deleted]
 
     def update_group(self, user: dict[str, Any], group_id: str, body: dict[str, Any]) -> dict[str, Any]:
         g = self.group(user, group_id)
@@ -681,22 +738,34 @@ class Emulator:
                 g["members"].pop(pid, None)
         if ids:
             self.db.put("group", g)
-        return [{"participant_id": p, "datetime_created": t} for p, t in g["members"].items()]
+        return [{"participant_id": p, "datetime_created": iso(t)} for p, t in g["members"].items()]
 
     # -- participants (the emulator's side channel) ------------------------------------------------------
     def add_participant(self, *, country: str = "US", approval_rate: float = 99.0, approvals: int = 100,
-                        languages: tuple[str, ...] = ("en",), age: int = 30, external_id: str | None = None) -> tuple[str, str]:
+                        languages: tuple[str, ...] = ("English",), age: int = 30,
+                        external_id: str | None = None) -> tuple[str, str]:
         """A participant and the secret their simulated browser authenticates with.
+
+        The profile is kept as Prolific keeps screener answers, as choice ids of the catalogue's filters:
+        the country (ISO code or name) and the languages (names; the first is the first language) must be
+        among its choices, or the sign-up is refused (400) naming what it does not know.
 
         With an `external_id` (the operator's own name for a simulated person) the same person is found
         again on later calls, e.g. after a restart of the crowd: same participant id, the profile updated,
         and a fresh secret, since only the secret's hash is kept and the caller lost the old one.
         """
+        country_id = catalogue.country_choice(str(country))
+        language_ids = [catalogue.language_choice(str(lang)) for lang in languages]
+        unknown = ([f"country {country!r}"] if country_id is None else []) + [
+            f"language {lang!r}" for lang, lid in zip(languages, language_ids, strict=True) if lid is None]
+        if unknown or not language_ids:
+            raise ApiError(400, {"profile": [f"no choice for {', '.join(unknown) or 'an empty language list'} "
+                                             "in the emulator's filters (GET /api/v1/filters/)."]})
         ref = self.db.get("participant_ref", external_id) if external_id else None
         pid, secret = (ref["participant"] if ref else new_id()), secrets.token_urlsafe(24)
-        self.db.put("participant", {"id": pid, "country": country, "approval_rate": approval_rate, "approvals": approvals,
-                                    "languages": list(languages), "age": age, "secret_hash": token_hash(secret),
-                                    **({"external_id": external_id} if external_id else {})})
+        self.db.put("participant", {"id": pid, "country": country_id, "approval_rate": approval_rate, "approvals": approvals,
+                                    "languages": language_ids, "first_language": language_ids[0], "age": age,
+                                    "secret_hash": token_hash(secret), **({"external_id": external_id} if external_id else {})})
         if external_id and ref is None:
             self.db.put("participant_ref", {"id": external_id, "participant": pid})
         return pid, secret
@@ -749,13 +818,12 @@ class Emulator:
             return False
         mine = [s for s in subs if s["participant_id"] == p["id"]]
         cfg = study.get("submissions_config") or {}
-        most = int(cfg.get("max_submissions_per_participant", 1))
-        concurrent = int(cfg.get("max_concurrent_submissions", -1))
+        most = int(cfg.get("max_submissions_per_participant") or 1)
+        concurrent = int(cfg.get("max_concurrent_submissions") or -1)
         if most != -1 and len(mine) >= most:
             return False
-        if concurrent != -1 and sum(1 for s in mine if s["status"] in ("RESERVED", "ACTIVE")) >= concurrent:
-            return False
-        return True
+        # the whole study's active/reserved submissions, everyone's (the description's limit)
+        return concurrent == -1 or sum(1 for s in subs if s["status"] in ("RESERVED", "ACTIVE")) < concurrent
 
     def start(self, p: dict[str, Any], study_id: str) -> dict[str, Any]:
         """Reserve a place and start: the participant lands on the study URL with placeholders filled in."""
@@ -823,12 +891,26 @@ class Emulator:
         return [self.submission_out(s) for s in self.db.owned("submission", p["id"])]
 
     # -- time -------------------------------------------------------------------------------------------
+    def _written(self, kind: str) -> None:
+        if kind in SWEPT_KINDS or kind == ROLLED_BACK:
+            self._sweep_due = -math.inf
+
     def sweep(self) -> None:
         """Time-outs past `maximum_allowed_time` and Prolific's automatic approval of unreviewed work."""
         now = self.clock.now()
+        if now < self._sweep_due:
+            return
+        due = math.inf
+        for pay in self.db.all("bonus_pay"):
+            due = min(due, float(pay["due"])) if now < pay["due"] else due
+            if now >= pay["due"]:
+                batch = self.db.get("bonus", pay["batch"])
+                assert batch is not None
+                self._land_bonus(batch, int(pay["time"]))
+                self.db.delete("bonus_pay", pay["id"])
         for study in self.db.all("study"):
-            if study["status"] in ("UNPUBLISHED", "COMPLETED"):
-                continue
+            if study["status"] == "UNPUBLISHED":
+                continue  # a COMPLETED (stopped) study's submissions still time out and are approved automatically
             limit = 60.0 * int(study.get("maximum_allowed_time") or 0)
             changed = False
             for sub in self._subs(study["id"]):
@@ -838,12 +920,17 @@ class Emulator:
                     self._log_transition(sub, "APPROVE", "prolific")
                     self._approve(sub)
                 else:
+                    if sub["status"] == "ACTIVE" and limit:
+                        due = min(due, sub["started_at"] + limit)
+                    elif sub["status"] == "AWAITING REVIEW":
+                        due = min(due, (sub["completed_at"] or now) + self.auto_approve_seconds)
                     continue
                 self.db.put("submission", sub)
                 changed = True
             if changed:
                 self._settle(study)
                 self.db.put("study", study)
+        self._sweep_due = due  # the writes above reset it; what they changed is settled now
 
 
 Handler = Callable[..., Any]

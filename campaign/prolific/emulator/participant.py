@@ -11,6 +11,8 @@ import urllib.parse
 import urllib.request
 from typing import Any
 
+from campaign.web.loopback import open_url
+
 
 class ParticipantError(Exception):
     def __init__(self, status: int, detail: Any) -> None:
@@ -21,20 +23,17 @@ class ParticipantError(Exception):
 
 def _call(url: str, method: str, auth: str, body: Any = None) -> Any:
     data = None if body is None else json.dumps(body).encode("utf-8")
-    req = urllib.request.Request(url, data=data, method=method)
-    req.add_header("Authorization", auth)
+    headers = {"Authorization": auth}
     if data is not None:
-        req.add_header("Content-Type", "application/json")
-    try:
-        with urllib.request.urlopen(req, timeout=30) as resp:
-            raw = resp.read()
-            return json.loads(raw) if raw.strip() else None
-    except urllib.error.HTTPError as exc:
+        headers["Content-Type"] = "application/json"
+    status, _, raw = open_url(method, url, headers, data, 30)
+    if status >= 400:
         try:
-            detail = json.loads(exc.read()).get("error", {}).get("detail")
-        except ValueError:
+            detail = json.loads(raw).get("error", {}).get("detail")
+        except (ValueError, AttributeError):
             detail = None
-        raise ParticipantError(exc.code, detail) from None
+        raise ParticipantError(status, detail)
+    return json.loads(raw) if raw.strip() else None
 
 
 def add_participant(root_url: str, token: str, **profile: Any) -> Participant:
@@ -70,6 +69,10 @@ class Participant:
         """Follow the site's final redirect (`...submissions/complete?cc=CODE`) back to Prolific."""
         code = urllib.parse.parse_qs(urllib.parse.urlsplit(redirect_url).query).get("cc", [None])[0]
         return self.complete(submission_id, code)
+
+    def message(self, study_id: str, body: str) -> None:
+        """Write to the researcher of a study this participant took part in."""
+        _call(f"{self.root}/emulator/messages", "POST", self._auth, {"study_id": study_id, "body": body})
 
     def give_back(self, submission_id: str) -> str:
         return str(_call(f"{self.root}/emulator/submissions/{submission_id}/return", "POST", self._auth, {})["status"])

@@ -3,26 +3,26 @@ participant side channel under `/emulator/` that the simulated crowd uses the wa
 Prolific's web app (find a study, start it, land on the study URL, come back with a completion code).
 
 Transport as the reference describes it: `Authorization: Token ...` on every research call (401 without),
-trailing slash optional, JSON bodies on any verb, every error wrapped in `{"error": {...}}`, 204 with an
-empty body for deletions, list envelopes with `results`, `_links` and `meta.count`, both `page`/`page_size`
-and `limit`/`offset` honoured. Tokens are stored hashed and never logged.
+trailing slash optional, JSON bodies on any verb, every error wrapped in `{"error": {...}}`, each
+operation's status as the description lists it (a study's DELETE: 200 and `{}`; a group's, a filter
+set's, a draft's within its project, and the messages: 204 with an empty body), list envelopes with
+`results`, `_links` and `meta.count`, both `page`/`page_size` and `limit`/`offset` honoured. The
+participant side channel may also write to a study's researcher (`POST /emulator/messages`). Tokens
+are stored hashed and never logged.
 """
 
 from __future__ import annotations
 
-import argparse
 import json
 import re
-import signal
-import threading
 from collections.abc import Callable
 from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
-from campaign.clock import Clock, ScaledClock, WallClock
+from campaign.clock import Clock, WallClock
 from campaign.filemodes import private_dir
-from campaign.prolific.emulator.engine import RANGE_FILTERS, SELECT_FILTERS, ApiError, Emulator
+from campaign.prolific.emulator.engine import ApiError, Emulator
 from campaign.prolific.emulator.store import DocStore
 from campaign.untrusted import Refused, loads_json
 from campaign.web.request import Refusal, Response
@@ -61,7 +61,7 @@ def _page(rows: list[Any], query: dict[str, str], base: str) -> dict[str, Any]:
             "meta": {"count": total}}
 
 
-def _gone(delete: Callable[[dict[str, Any], str], None], user: dict[str, Any], doc_id: str) -> tuple[int, None]:
+def _gone(delete: Callable[[dict[str, Any], str], object], user: dict[str, Any], doc_id: str) -> tuple[int, None]:
     delete(user, doc_id)
     return 204, None
 
@@ -78,10 +78,12 @@ def build_routes(em: Emulator) -> list[Route]:
     add("GET", "workspaces", lambda q, u: _page(em.workspaces(u), q.query, q.path))
     add("POST", "workspaces", lambda q, u: (201, em.create_workspace(u, q.body)))
     add("GET", f"workspaces/{hx}", lambda q, u, w: em.get_workspace(u, w))
+    add("PATCH", f"workspaces/{hx}", lambda q, u, w: em.update_workspace(u, w, q.body))
     add("GET", f"workspaces/{hx}/balance", lambda q, u, w: em.balance(u, w))
     add("GET", f"workspaces/{hx}/projects", lambda q, u, w: _page(em.projects(u, w), q.query, q.path))
     add("POST", f"workspaces/{hx}/projects", lambda q, u, w: (201, em.create_project(u, w, q.body)))
-    add("GET", f"projects/{hx}", lambda q, u, p: em.project(u, p))
+    add("GET", f"projects/{hx}", lambda q, u, p: em.project_out(em.project(u, p)))
+    add("PATCH", f"projects/{hx}", lambda q, u, p: em.update_project(u, p, q.body))
     add("GET", f"projects/{hx}/studies",
         lambda q, u, p: _page([s for s in em.list_studies(u, q.query) if s["project"] == em.project(u, p)["id"]], q.query, q.path))
     add("DELETE", f"projects/{hx}/studies/{hx}", lambda q, u, p, s: _gone(em.delete_study, u, s))
@@ -89,7 +91,7 @@ def build_routes(em: Emulator) -> list[Route]:
     add("POST", "studies", lambda q, u: (201, em.create_study(u, q.body)))
     add("GET", f"studies/{hx}", lambda q, u, s: em.study_out(em.study(u, s)))
     add("PATCH", f"studies/{hx}", lambda q, u, s: em.update_study(u, s, q.body))
-    add("DELETE", f"studies/{hx}", lambda q, u, s: _gone(em.delete_study, u, s))
+    add("DELETE", f"studies/{hx}", lambda q, u, s: em.delete_study(u, s))  # 200 and {}, as described
     add("POST", f"studies/{hx}/transition", lambda q, u, s: em.transition_study(u, s, q.body))
     add("GET", f"studies/{hx}/submissions", lambda q, u, s: _page(em.list_submissions(u, s, q.query), q.query, q.path))
     add("GET", f"studies/{hx}/submissions/counts", lambda q, u, s: em.counts(u, s))
@@ -101,7 +103,7 @@ def build_routes(em: Emulator) -> list[Route]:
     add("GET", f"submissions/{hx}", lambda q, u, s: em.submission_out(em.submission(u, s)))
     add("POST", f"submissions/{hx}/transition", lambda q, u, s: em.transition_submission(u, s, q.body))
     add("POST", f"bulk-bonus-payments/{hx}/pay", lambda q, u, b: (202, em.pay_bonus(u, b)))
-    add("GET", "participant-groups", lambda q, u: _page(em.list_groups(u), q.query, q.path))
+    add("GET", "participant-groups", lambda q, u: _page(em.list_groups(u, q.query), q.query, q.path))
     add("POST", "participant-groups", lambda q, u: (201, em.create_group(u, q.body)))
     add("GET", f"participant-groups/{hx}", lambda q, u, g: em.group_out(em.group(u, g)))
     add("PATCH", f"participant-groups/{hx}", lambda q, u, g: em.update_group(u, g, q.body))
@@ -109,12 +111,28 @@ def build_routes(em: Emulator) -> list[Route]:
     for verb in ("GET", "POST", "DELETE"):
         add(verb, f"participant-groups/{hx}/participants",
             lambda q, u, g: _page(em.group_members(u, g, q.method, q.body), q.query, q.path))
-    add("GET", "filters", lambda q, u: _page(
-        [{"filter_id": f, "type": "range"} for f in RANGE_FILTERS] + [{"filter_id": f, "type": "select"} for f in SELECT_FILTERS],
-        q.query, q.path))
-    add("POST", "eligibility-count", lambda q, u: {"count": sum(
-        1 for p in em.db.all("participant") if em.eligible(p, {"filters": em._check_filters((q.body or {}).get("filters", []))}))})
+    add("GET", "filters", lambda q, u: _page(em.filter_listing(u, q.query), q.query, q.path))
+    add("POST", "eligibility-count", lambda q, u: em.eligibility_count(u, q.body))
+    add("GET", "filter-sets", lambda q, u: {"results": em.list_filter_sets(u, q.query)})
+    add("POST", "filter-sets", lambda q, u: (201, em.create_filter_set(u, q.body)))
+    add("GET", f"filter-sets/{hx}", lambda q, u, f: em.get_filter_set(u, f, q.query))
+    add("PATCH", f"filter-sets/{hx}", lambda q, u, f: em.update_filter_set(u, f, q.body))
+    add("DELETE", f"filter-sets/{hx}", lambda q, u, f: _gone(em.delete_filter_set, u, f))
+    add("POST", f"filter-sets/{hx}/clone", lambda q, u, f: (201, em.clone_filter_set(u, f, q.body)))
+    add("POST", f"filter-sets/{hx}/lock", lambda q, u, f: em.lock_filter_set(u, f, True))
+    add("POST", f"filter-sets/{hx}/unlock", lambda q, u, f: em.lock_filter_set(u, f, False))
+    add("POST", "messages", lambda q, u: _none(em.send_messages, u, q.body))
+    add("POST", "messages/bulk", lambda q, u: _none(em.send_bulk_messages, u, q.body))
+    add("POST", "messages/participant-group", lambda q, u: _none(em.send_group_message, u, q.body))
+    add("GET", "messages", lambda q, u: {"results": em.list_messages(u, q.query)})
+    add("GET", "messages/unread", lambda q, u: {"results": em.list_messages(u, q.query, unread=True)})
+    add("POST", "invitations", lambda q, u: (201, em.invite(u, q.body)))
     return r
+
+
+def _none(send: Callable[[dict[str, Any], dict[str, Any]], None], user: dict[str, Any], body: dict[str, Any]) -> tuple[int, None]:
+    send(user, body)
+    return 204, None
 
 
 class EmulatorApp:
@@ -125,6 +143,9 @@ class EmulatorApp:
     def __init__(self, emulator: Emulator) -> None:
         self.emulator = emulator
         self.routes = build_routes(emulator)
+        # Called with every request and its answer (the contract tests check them against Prolific's
+        # description); an observer must not raise.
+        self.observers: list[Callable[[WebRequest, Response], None]] = []
 
     def refuse(self, method: str, path: str, refusal: Refusal) -> Response:
         """Requests refused at the door get Prolific's error envelope, like every other error."""
@@ -141,7 +162,10 @@ class EmulatorApp:
             status, payload = exc.status, exc.body()
         except (ValueError, TypeError, KeyError, AttributeError, OverflowError) as exc:  # OverflowError: float(10**4000)
             status, payload = 400, ApiError(400, f"Malformed request ({type(exc).__name__}).").body()
-        return _json(status, payload)
+        response = _json(status, payload)
+        for observe in self.observers:
+            observe(request, response)
+        return response
 
     def _route(self, req: Request) -> tuple[int, Any]:
         em = self.emulator
@@ -201,7 +225,7 @@ def _participant_side(em: Emulator, req: Request) -> tuple[int, Any]:
             raise ApiError(400, {"external_id": ["external_id must be a string of 1 to 200 characters."]})
         known = ext is not None and em.db.get("participant_ref", ext) is not None
         pid, secret = em.add_participant(country=str(b.get("country", "US")), approval_rate=float(b.get("approval_rate", 99)),
-                                         approvals=int(b.get("approvals", 100)), languages=tuple(b.get("languages", ["en"])),
+                                         approvals=int(b.get("approvals", 100)), languages=tuple(b.get("languages", ["English"])),
                                          age=int(b.get("age", 30)), external_id=ext)
         return (200 if known else 201), {"id": pid, "secret": secret, "external_id": ext, "created": not known}
     auth = req.headers.get("Authorization") or ""
@@ -209,6 +233,9 @@ def _participant_side(em: Emulator, req: Request) -> tuple[int, Any]:
     p = em.participant(pid, secret)
     if parts == ["studies"] and req.method == "GET":
         return 200, {"results": em.open_studies(p)}
+    if parts == ["messages"] and req.method == "POST":
+        em.participant_message(p, req.body if isinstance(req.body, dict) else {})
+        return 204, None
     if len(parts) == 3 and parts[0] == "studies" and parts[2] == "start" and req.method == "POST":
         return 201, em.start(p, parts[1])
     if parts == ["submissions"] and req.method == "GET":
@@ -258,7 +285,8 @@ class RunningEmulator:
 
 def start_emulator(state_dir: Path, clock: Clock | None = None, *, fee_rate: Decimal = Decimal("0.333"),
                    vat_rate: Decimal = Decimal("0"), balance_minor: int = 1_000_000, currency: str = "GBP",
-                   host: str = "127.0.0.1", port: int = 0, limits: Limits | None = None) -> RunningEmulator:
+                   host: str = "127.0.0.1", port: int = 0, limits: Limits | None = None,
+                   bonus_delay: float = 0.0) -> RunningEmulator:
     """Start (or resume) an emulator whose state lives in `state_dir/prolific.db`.
 
     The researcher token is made on first start and kept in `state_dir/token` (mode 0600), the
@@ -267,7 +295,7 @@ def start_emulator(state_dir: Path, clock: Clock | None = None, *, fee_rate: Dec
     state_dir = private_dir(state_dir)
     store = DocStore(state_dir / "prolific.db")
     em = Emulator(store, clock or WallClock(), fee_rate=fee_rate, vat_rate=vat_rate, currency=currency,
-                  balance_minor=balance_minor)
+                  balance_minor=balance_minor, bonus_delay=bonus_delay)
     token_file = state_dir / "token"
     if token_file.is_file():
         token = token_file.read_text(encoding="utf-8").strip()
@@ -291,26 +319,9 @@ def start_emulator(state_dir: Path, clock: Clock | None = None, *, fee_rate: Dec
     return RunningEmulator(server, app, store, token)
 
 
-def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(prog="campaign prolific serve", description="Run the Prolific API emulator.")
-    ap.add_argument("--host", default="127.0.0.1", help="address to bind")
-    ap.add_argument("--port", type=int, default=8766, help="port to bind")
-    ap.add_argument("--state", type=Path, default=Path("state/prolific"), help="state directory")
-    ap.add_argument("--fee-rate", type=Decimal, default=Decimal("0.333"), help="service fee as a share of rewards and bonuses")
-    ap.add_argument("--vat-rate", type=Decimal, default=Decimal("0"), help="VAT as a share of the fee")
-    ap.add_argument("--balance", type=int, default=1_000_000, help="workspace balance in minor units")
-    ap.add_argument("--speed", type=float, default=1.0, help="clock speed-up (1.0 = wall clock)")
-    args = ap.parse_args(argv)
-    clock: Clock = WallClock() if args.speed == 1.0 else ScaledClock(args.speed)
-    em = start_emulator(args.state, clock, fee_rate=args.fee_rate, vat_rate=args.vat_rate, balance_minor=args.balance,
-                        host=args.host, port=args.port)
-    done = threading.Event()
-    for sig in (signal.SIGINT, signal.SIGTERM):
-        signal.signal(sig, lambda *_: done.set())
-    print(f"{em.base_url} (token in {args.state / 'token'})", flush=True)
-    try:
-        while not done.wait(0.5):
-            pass
-    finally:
-        em.stop()
-    return 0
+if __name__ == "__main__":  # the server knows nothing of the command line above it: say where the command is
+    import sys
+
+    print("start the emulator with `campaign prolific serve [--port P] [--state DIR]` (python -m campaign prolific serve)",
+          file=sys.stderr)
+    raise SystemExit(2)

@@ -12,7 +12,7 @@ from __future__ import annotations
 import json
 import sqlite3
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
@@ -34,6 +34,9 @@ CREATE INDEX IF NOT EXISTS charges_study ON charges (study, what);
 """
 
 
+ROLLED_BACK = "*rolled back*"  # told to `on_put` when a transaction's writes are undone
+
+
 class NewerSchema(RuntimeError):
     """The file was written by a newer version of the emulator; opening it could lose data."""
 
@@ -44,6 +47,7 @@ class DocStore:
         self._conn.execute("PRAGMA journal_mode=WAL")
         self._conn.execute("PRAGMA synchronous=NORMAL")
         self._lock = threading.RLock()
+        self.on_put: Callable[[str], None] | None = None  # told the kind of every document written
         self._conn.executescript(SCHEMA)
         row = self._conn.execute("SELECT value FROM meta WHERE key='schema_version'").fetchone()
         if row is None:
@@ -59,6 +63,8 @@ class DocStore:
                 yield self
             except BaseException:
                 self._conn.execute("ROLLBACK")
+                if self.on_put is not None:  # what was written is gone: whoever keeps track must look again
+                    self.on_put(ROLLED_BACK)
                 raise
             self._conn.execute("COMMIT")
 
@@ -67,6 +73,8 @@ class DocStore:
         return json.loads(row[0]) if row else None
 
     def put(self, kind: str, doc: dict[str, Any], parent: str = "", owner: str = "") -> None:
+        if self.on_put is not None:
+            self.on_put(kind)
         body = json.dumps(doc, sort_keys=True)
         cur = self._conn.execute("UPDATE docs SET body=? WHERE kind=? AND id=?", (body, kind, doc["id"]))
         if cur.rowcount == 0:

@@ -20,10 +20,12 @@ from sqlalchemy import func, select
 from sqlalchemy.engine import Result
 from sqlmodel import Session, col
 
-from campaign.dashboard import heartbeat
-from campaign.dashboard.alerts import Alert, AlertInput, compute_alerts
-from campaign.dashboard.definitions import HOUR, last_hour, trap_pass_rate, weighted_agreement
-from campaign.dashboard.series import (
+from campaign.held import held_counts
+from campaign.ledger import totals
+from campaign.readmodel import heartbeat
+from campaign.readmodel.alerts import Alert, AlertInput, compute_alerts
+from campaign.readmodel.definitions import HOUR, last_hour, trap_pass_rate, weighted_agreement
+from campaign.readmodel.series import (
     Buckets,
     ClockFix,
     Liveness,
@@ -32,17 +34,16 @@ from campaign.dashboard.series import (
     recent_rate,
     weighted_series_np,
 )
-from campaign.held import held_counts
-from campaign.ledger import totals
 from campaign.spec import currency_of
+from campaign.state import ACTIVE, DONE, AssignmentStatus, CampaignStatus, HeldStatus, HitStatus, Keys, LedgerKind
 from campaign.store import AssignmentRow, CampaignRow, EventRow, HitRow, JudgmentRow, KVRow, LedgerRow, Store, WorkerRow
 
 N_BUCKETS = 48
-PENDING = ("submitted", "approving", "rejecting")
-REVIEWED = ("approved", "rejected")
+PENDING = (AssignmentStatus.SUBMITTED, AssignmentStatus.APPROVING, AssignmentStatus.REJECTING)
+REVIEWED = (AssignmentStatus.APPROVED, AssignmentStatus.REJECTED)
 USER_EVENT_KINDS = ("pause", "resume", "cancel", "extend", "budget", "decide")  # written by commands, not by the daemon
 ERROR_KINDS = ("marketplace_error", "throttled", "review_error", "post_failed", "cancel_error", "extend_error",
-               "block_error", "bonus_error", "step_error", "held", "row_error")
+               "block_error", "bonus_error", "step_error", HeldStatus.HELD, "row_error")
 
 
 @dataclass
@@ -209,7 +210,7 @@ class Reader:
                 raise KeyError(name)
             spec = json.loads(camp.spec_json or "{}")
             kv = {k: v for k, v in _rows(s, select(col(KVRow.key), col(KVRow.value)).where(
-                col(KVRow.campaign) == name, (col(KVRow.key) == heartbeat.KEY) | col(KVRow.key).startswith("pairs_planned:")))}
+                col(KVRow.campaign) == name, (col(KVRow.key) == Keys.HEARTBEAT) | col(KVRow.key).startswith(Keys.BATCH_STATE)))}
             t = totals(s, name, Decimal(camp.budget))
             last_event = _q(s, select(func.max(col(EventRow.ts))).where(col(EventRow.campaign) == name,
                                                                     col(EventRow.kind).notin_(USER_EVENT_KINDS))).scalar()
@@ -217,17 +218,17 @@ class Reader:
                                   .where(col(LedgerRow.campaign) == name).order_by(col(LedgerRow.id).desc()).limit(200))
             last_ledger = recent_ledger[0][1] if recent_ledger else None
             fix_row = None
-            charge = next((r for r in recent_ledger if r[0] == "charge" and r[2]), None)
+            charge = next((r for r in recent_ledger if r[0] == LedgerKind.CHARGE and r[2]), None)
             if charge is not None:
                 decided = _q(s, select(col(AssignmentRow.decided_at)).where(col(AssignmentRow.assignment_id) == charge[2])).scalar()
                 fix_row = (charge[1], decided)
-        beat = heartbeat.parse(kv.get(heartbeat.KEY))
+        beat = heartbeat.parse(kv.get(Keys.HEARTBEAT))
         spec_stages = {str(st.get("name")): st for st in spec.get("stages", []) if isinstance(st, dict)}
         poll = float(spec.get("poll_interval") or 1.0)
         clock_file = self._clock_file()
         # the heartbeat, when the daemon writes one, is the only sign needed; otherwise its newest write
         signs = [beat["wall"]] if beat else [last_event, last_ledger, clock_file[0] if clock_file else None]
-        live = liveness(now, signs, threshold=max(10.0, 20 * poll), finished=camp.status in ("finished", "cancelled"))
+        live = liveness(now, signs, threshold=max(10.0, 20 * poll), finished=camp.status in DONE)
         fix = self._clock_fix(spec, beat, clock_file, fix_row)
         clock_now = fix.at(now, running=live.live) if fix else now
         if live.last_seen is not None and fix is not None and not live.live:
@@ -287,13 +288,13 @@ class Reader:
                     func.max(col(HitRow.batch))).where(col(HitRow.campaign) == name).group_by(col(HitRow.stage), col(HitRow.status))):
                 v = stage(st)
                 v.hits_planned += count
-                if hstatus in ("posted", "closed"):
+                if hstatus in (HitStatus.POSTED, HitStatus.CLOSED):
                     v.hits_posted += count
-                if hstatus == "closed":
+                if hstatus == HitStatus.CLOSED:
                     v.hits_closed += count
-                if hstatus not in ("failed", "cancelled"):
+                if hstatus not in (HitStatus.FAILED, HitStatus.CANCELLED):
                     v.slots += int(slots)
-                if f"pairs_planned:{st}" in kv:
+                if Keys.batch_state(st) in kv:
                     v.batch = max(v.batch or 0, int(batch or 0))
             by_status = dict(_rows(s, select(col(AssignmentRow.status), func.count())
                                    .where(col(AssignmentRow.campaign) == name).group_by(col(AssignmentRow.status))))
@@ -323,7 +324,7 @@ class Reader:
         evidence = {w: self._evidence(e) for w, _, _, e in workers}
         excluded_w = {w for w, x, _, _ in workers if x}
         t_arr, s_arr, w_arr = arrivals.arrays()
-        if len(t_arr) and status in ("finished", "cancelled"):
+        if len(t_arr) and status in DONE:
             end = float(t_arr.max())
         else:
             end = clock_now
@@ -351,15 +352,17 @@ class Reader:
         for stage_name, (n_stage, x_stage) in self._stage_labels(name).items():
             stage(stage_name).labels, stage(stage_name).labels_excluded = n_stage, x_stage
         for st, v in stages.items():
-            raw = kv.get(f"pairs_planned:{st}")
+            raw = kv.get(Keys.batch_state(st))
             if raw is not None:
-                v.pairs = len(json.loads(raw))
+                from campaign.tasks.ranking import batch_state
+
+                v.pairs = len(batch_state(json.loads(raw)).get("pairs") or [])
                 keep = spec_stages.get(st, {}).get("keep")
                 v.keep = int(keep) if keep is not None else None
                 if v.batch is None:
                     v.batch = 0
                 v.precision = self._ranking_precision(name, st, v.keep, v.reviewed)
-        rate = recent_rate(total_answers, buckets.width, last=max(2, N_BUCKETS // 8)) if status in ("running", "paused", "cancelling") else 0.0
+        rate = recent_rate(total_answers, buckets.width, last=max(2, N_BUCKETS // 8)) if status in ACTIVE else 0.0
         slots = sum(v.slots for v in stages.values())
         collected = sum(v.collected for v in stages.values())
         approved_like = sum(v.reviewed for v in stages.values())
@@ -367,13 +370,13 @@ class Reader:
         # cost per decided answer so far, times the answers still to come; before the first decision,
         # the reserved worst case (reward and fee of every assignment posted)
         projected = t.spent + charged_each * max(slots - approved_like, 0) if approved_like else t.spent + t.reserved
-        if status in ("finished", "cancelled"):  # no answer is still to come: slots never answered cost nothing
+        if status in DONE:  # no answer is still to come: slots never answered cost nothing
             projected = t.spent + t.reserved
         return CampaignView(
             name=name, status=status, budget=t.budget, spent=t.spent, reserved=t.reserved, fees=t.fees,
             projected_cost=projected.quantize(Decimal("0.01")), answers_per_hour=float(answers_last_hour),
             spend_per_hour=(charged_each * answers_last_hour).quantize(Decimal("0.01")),
-            finish_at=projection(slots - collected, rate, clock_now) if status in ("running", "paused") else None,
+            finish_at=projection(slots - collected, rate, clock_now) if status in (CampaignStatus.RUNNING, CampaignStatus.PAUSED) else None,
             clock_now=clock_now, clock_speed=speed, bucket_seconds=buckets.width, stages=list(stages.values()),
             workers=len(workers), workers_active=active, workers_excluded=len(excluded_w),
             workers_blocked=sum(1 for w in workers if w[2]), labels=n_labels, labels_excluded=n_excluded,
@@ -409,15 +412,15 @@ class Reader:
         if key in self._precision:
             return self._precision[key]
         from campaign.plan.pairs import expected_topk_precision
-        from campaign.steps.batches import online_model
         from campaign.tasks.base import TRAP_PREFIX
+        from campaign.tasks.ranking import online_model
 
         with self.store.session() as s:
             hit_items = _q(s, select(col(HitRow.item_keys)).where(col(HitRow.campaign) == name, col(HitRow.stage) == stage)).scalars().all()
             rows = _rows(s, select(col(JudgmentRow.assignment_id), col(JudgmentRow.item_key), col(JudgmentRow.value))
                           .join(AssignmentRow, col(AssignmentRow.assignment_id) == col(JudgmentRow.assignment_id))
                           .where(col(JudgmentRow.campaign) == name, col(JudgmentRow.stage) == stage, col(JudgmentRow.excluded) == False,  # noqa: E712
-                                 col(AssignmentRow.status) == "approved"))
+                                 col(AssignmentRow.status) == AssignmentStatus.APPROVED))
         items = sorted({k for raw in hit_items for k in json.loads(raw) if not k.startswith(TRAP_PREFIX)})
         by_assignment: dict[str, list[tuple[float, str]]] = {}
         for aid, item, value in rows:

@@ -11,10 +11,10 @@ import re
 
 from rich.console import Console
 
-from campaign.dashboard.data import Reader
-from campaign.dashboard.definitions import excluded_text, last_hour, trap_pass_rate, weighted_agreement
-from campaign.dashboard.figures import campaign_figures
 from campaign.dashboard.screen import UIState, build
+from campaign.readmodel.definitions import excluded_text, last_hour, trap_pass_rate, weighted_agreement
+from campaign.readmodel.figures import campaign_figures
+from campaign.readmodel.snapshot import Reader
 from campaign.store import AssignmentRow, CampaignRow, HitRow, JudgmentRow, Store, WorkerRow
 
 NOW = 1_000_000.0

@@ -1,5 +1,5 @@
-"""The campaign's only way to talk to a marketplace: a boto3 `mturk` client with retries, a client-side
-rate limit and paginators at 100 per page.
+"""The campaign's way to talk to an MTurk-API marketplace (the built-in one, the sandbox, MTurk): a boto3 `mturk`
+client with retries, a client-side rate limit and paginators at 100 per page.
 
 The built-in marketplace, the MTurk sandbox and production differ only in endpoint and credentials here;
 production must be asked for explicitly, because a mistake there spends real money. For the built-in
@@ -20,7 +20,7 @@ from typing import Any
 import boto3  # type: ignore[import-untyped]
 from botocore.config import Config  # type: ignore[import-untyped]
 
-from campaign.market.accounts import Credentials, read_credentials_file
+from campaign.credentials import Credentials, read_credentials_file
 
 SANDBOX_ENDPOINT = "https://mturk-requester-sandbox.us-east-1.amazonaws.com"
 PRODUCTION_ENDPOINT = "https://mturk-requester.us-east-1.amazonaws.com"

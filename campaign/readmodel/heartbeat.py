@@ -15,9 +15,9 @@ import os
 import time
 from typing import Any
 
+from campaign.state import Keys
 from campaign.store import Store
 
-KEY = "daemon_heartbeat"
 ACK_KIND = "acknowledged"
 
 ACK_TEXT = {
@@ -54,11 +54,11 @@ def record_heartbeat(store: Store, campaign: str, status: str, clock_now: float,
     wall = time.time() if wall is None else wall
     value = heartbeat_value(status, wall, clock_now, speed, os.getpid())
     with store.session() as s:
-        row = s.exec(select(KVRow).where(KVRow.campaign == campaign, KVRow.key == KEY)).first()
+        row = s.exec(select(KVRow).where(KVRow.campaign == campaign, KVRow.key == Keys.HEARTBEAT)).first()
         before = parse(row.value) if row is not None else None
         changed = before is not None and before.get("status") != status
         if row is None:
-            s.add(KVRow(campaign=campaign, key=KEY, value=value))
+            s.add(KVRow(campaign=campaign, key=Keys.HEARTBEAT, value=value))
         else:
             row.value = value
             s.add(row)

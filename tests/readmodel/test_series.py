@@ -4,7 +4,7 @@ liveness, and the key decoder."""
 from __future__ import annotations
 
 from campaign.dashboard.app import split_keys
-from campaign.dashboard.series import (
+from campaign.readmodel.series import (
     Buckets,
     ClockFix,
     human_seconds,

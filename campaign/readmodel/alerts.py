@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 from decimal import Decimal
 
 from campaign.money import shown
+from campaign.state import ACTIVE, DONE
 
 DROP = 0.25
 RECENT = 6
@@ -53,13 +54,13 @@ class AlertInput:
 
 def compute_alerts(x: AlertInput) -> list[Alert]:
     out: list[Alert] = []
-    if x.budget > 0 and x.status not in ("finished", "cancelled"):
+    if x.budget > 0 and x.status not in DONE:
         share = x.committed / x.budget
         if share >= 1:
             out.append(Alert("budget100", "error", f"budget fully committed: {shown(x.committed, x.currency)} of {shown(x.budget, x.currency)} spent or reserved"))
         elif share >= Decimal("0.8"):
             out.append(Alert("budget80", "warning", f"{share:.0%} of the budget committed ({shown(x.committed, x.currency)} of {shown(x.budget, x.currency)})"))
-    if x.status in ("running", "paused", "cancelling"):
+    if x.status in ACTIVE:
         for stage, due, delay in x.review_deadlines:
             if due is None or delay <= 0:
                 continue
@@ -110,6 +111,6 @@ def error_burst(times: Sequence[float], now: float) -> int:
 
 
 def _dur(s: float) -> str:
-    from campaign.dashboard.series import human_seconds
+    from campaign.readmodel.series import human_seconds
 
     return human_seconds(s)

@@ -10,8 +10,8 @@ from decimal import Decimal
 from sqlmodel import select
 
 from campaign import ledger
-from campaign.dashboard.alerts import AlertInput, agreement_drop, compute_alerts, error_burst
-from campaign.dashboard.heartbeat import ACK_KIND, record_heartbeat
+from campaign.readmodel.alerts import AlertInput, agreement_drop, compute_alerts, error_burst
+from campaign.readmodel.heartbeat import ACK_KIND, record_heartbeat
 from campaign.steps.alerts import EVENT_KIND, raise_alerts
 from campaign.store import AssignmentRow, CampaignRow, EventRow, HitRow, Store, WorkerRow
 
@@ -156,7 +156,7 @@ def test_heartbeat_acknowledges_each_change_of_status_once(tmp_path):
 
 
 def test_liveness_follows_the_heartbeat(tmp_path):
-    from campaign.dashboard.data import Reader
+    from campaign.readmodel.snapshot import Reader
 
     store = make_store(tmp_path)
     now = time.time()

@@ -12,7 +12,7 @@ import pytest
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
-from campaign.market.answers import (
+from campaign.answer_xml import (
     RESERVED_FIELDS,
     MalformedAnswer,
     UnwritableAnswer,

@@ -11,8 +11,9 @@ from decimal import Decimal
 import numpy as np
 from sqlmodel import select
 
-from campaign.dashboard.data import Reader
-from campaign.dashboard.series import weighted_series, weighted_series_np
+from campaign.readmodel.series import weighted_series, weighted_series_np
+from campaign.readmodel.snapshot import Reader
+from campaign.state import Keys
 from campaign.store import AssignmentRow, CampaignRow, HitRow, JudgmentRow, KVRow, Store, WorkerRow
 from tests.dashboard.test_status import make_store
 
@@ -76,7 +77,9 @@ def test_ranking_stage_found_from_its_planned_pairs(tmp_path):
         for b in range(2):
             s.add(HitRow(campaign="r", stage="rank", hit_key=f"rank-b{b:03d}-0000", batch=b, item_keys=json.dumps(items),
                          annotation=f"a{b}", token=f"t{b}", status="closed", reward="0.05", assignments=3))
-        s.add(KVRow(campaign="r", key="pairs_planned:rank", value=json.dumps([["a", "b"], ["a", "c"], ["b", "c"], ["d", "e"]])))
+        # the ranking stage's batch state, as steps.batches keeps it
+        s.add(KVRow(campaign="r", key=Keys.batch_state("rank"),
+                    value=json.dumps({"pairs": [["a", "b"], ["a", "c"], ["b", "c"], ["d", "e"]], "model": None})))
         for k in range(6):  # everyone ranks a > b > c > d > e
             aid = f"R{k}"
             s.add(AssignmentRow(assignment_id=aid, campaign="r", stage="rank", hit_key=f"rank-b{k % 2:03d}-0000", hit_id="H",

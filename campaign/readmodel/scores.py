@@ -19,6 +19,7 @@ from sqlmodel import col, select
 from campaign import tasks
 from campaign.metrics.reliability import REPEAT_PREFIX
 from campaign.spec import Campaign
+from campaign.state import AssignmentStatus, Keys
 from campaign.store import AssignmentRow, ItemRow, JudgmentRow, Store
 from campaign.tasks.base import TRAP_PREFIX
 from campaign.tasks.kind import EXPORT_COLUMNS, CountedJudgment
@@ -33,7 +34,7 @@ def counted_judgments(store: Store, campaign: str, stage: str) -> list[CountedJu
                    col(JudgmentRow.assignment_id), col(JudgmentRow.worker_id), col(AssignmentRow.hit_key))
             .join(AssignmentRow, col(AssignmentRow.assignment_id) == col(JudgmentRow.assignment_id))
             .where(JudgmentRow.campaign == campaign, JudgmentRow.stage == stage, col(JudgmentRow.excluded) == False,  # noqa: E712
-                   AssignmentRow.status == "approved", ~col(AssignmentRow.hit_key).startswith(REPEAT_PREFIX))
+                   AssignmentRow.status == AssignmentStatus.APPROVED, ~col(AssignmentRow.hit_key).startswith(REPEAT_PREFIX))
             .order_by(col(JudgmentRow.item_key), col(JudgmentRow.assignment_id))
         ).all()
         return [CountedJudgment(item_key=item, value=value, extra=json.loads(extra) if extra else {},
@@ -91,12 +92,8 @@ class StoreStageData:
         return compute_scores(self.store, self._campaign.name, stage, self._campaign.stage(stage).kind)
 
     def candidates(self, stage: str) -> list[str]:
-        saved = self.store.get_kv(self._campaign.name, candidates_key(stage))
+        saved = self.store.get_kv(self._campaign.name, Keys.shortlist(stage))
         return list(json.loads(saved)) if saved is not None else []
-
-
-def candidates_key(stage: str) -> str:
-    return f"shortlist:{stage}"
 
 
 def _cell(value: object) -> str:

@@ -14,16 +14,17 @@ from typing import Any
 from sqlalchemy import func
 from sqlmodel import col, select
 
-from campaign.dashboard.definitions import cancel_waiting, excluded_text, trap_pass_rate, weighted_agreement
 from campaign.held import held_counts, held_rows
 from campaign.ledger import totals
 from campaign.money import fmt
 from campaign.pay import read_stage_pay
+from campaign.readmodel.definitions import cancel_waiting, excluded_text, trap_pass_rate, weighted_agreement
+from campaign.readmodel.retest import retest_figures
 from campaign.spec import currency_of
-from campaign.steps.repeat import retest_figures
+from campaign.state import DONE, AssignmentStatus, CampaignStatus, HitStatus
 from campaign.store import AssignmentRow, CampaignRow, EventRow, HitRow, JudgmentRow, Store, WorkerRow
 
-HIT_OPEN = ("posted",)
+HIT_OPEN = (HitStatus.POSTED,)
 HELD_SHOWN = 20  # held rows listed in a campaign's figures (all of them: `campaign held`)
 
 
@@ -36,7 +37,7 @@ def campaign_figures(store: Store, name: str, now: float | None = None) -> dict[
         stage_rows = s.exec(select(HitRow.stage, HitRow.status, func.count()).where(HitRow.campaign == name)
                             .group_by(HitRow.stage, HitRow.status)).all()
         slots = s.exec(select(func.coalesce(func.sum(HitRow.assignments), 0)).where(
-            HitRow.campaign == name, col(HitRow.status).notin_(("failed", "cancelled")))).one()
+            HitRow.campaign == name, col(HitRow.status).notin_((HitStatus.FAILED, HitStatus.CANCELLED)))).one()
         hit_counts: dict[str, int] = {}
         for _stage, status, n in stage_rows:
             hit_counts[status] = hit_counts.get(status, 0) + n
@@ -64,12 +65,12 @@ def campaign_figures(store: Store, name: str, now: float | None = None) -> dict[
         pay = read_stage_pay(s, name)
     traps = trap_pass_rate(evidence)
     agreement = weighted_agreement(evidence)
-    posted = sum(v for k, v in hit_counts.items() if k in ("posted", "closed"))
+    posted = sum(v for k, v in hit_counts.items() if k in (HitStatus.POSTED, HitStatus.CLOSED))
     submitted = sum(a_counts.values())
     stages: dict[str, dict[str, int]] = {}
     for stage, status, n in stage_rows:
         stages.setdefault(stage, {})[status] = n
-    approved, rejected = a_counts.get("approved", 0), a_counts.get("rejected", 0)
+    approved, rejected = a_counts.get(AssignmentStatus.APPROVED, 0), a_counts.get(AssignmentStatus.REJECTED, 0)
     retest = retest_figures(store, name, camp.spec_json)  # test-retest per stage with `repeat:` (steps.repeat)
     done_fraction = (submitted / slots) if slots else 0.0
     charged_each = (t.spent / approved) if approved else Decimal("0")
@@ -77,16 +78,16 @@ def campaign_figures(store: Store, name: str, now: float | None = None) -> dict[
         "name": name,
         "status": camp.status,
         # while cancelling: what the cancel still waits for (None otherwise)
-        "waiting_for": (cancel_waiting(hit_counts.get("posted", 0), submitted - approved - rejected)
-                        if camp.status == "cancelling" else None),
+        "waiting_for": (cancel_waiting(hit_counts.get(HitStatus.POSTED, 0), submitted - approved - rejected)
+                        if camp.status == CampaignStatus.CANCELLING else None),
         # per stage: the median accept-to-submit time of approved work and the reward per hour at it (campaign.pay)
         "stages": [{"name": k, "hits": v, **({"repeat": retest[k]} if k in retest else {}),
                     "median_work_seconds": pay.get(k, {}).get("median_work_seconds"),
                     "hourly_pay": None if pay.get(k, {}).get("hourly_pay") is None else fmt(pay[k]["hourly_pay"])}
                    for k, v in sorted(stages.items())],
-        "hits": {"planned": sum(hit_counts.values()), "posted": posted, "assignable": hit_counts.get("posted", 0),
-                 "completed": hit_counts.get("closed", 0), "failed": hit_counts.get("failed", 0),
-                 "draft": hit_counts.get("draft", 0) + hit_counts.get("posting", 0)},
+        "hits": {"planned": sum(hit_counts.values()), "posted": posted, "assignable": hit_counts.get(HitStatus.POSTED, 0),
+                 "completed": hit_counts.get(HitStatus.CLOSED, 0), "failed": hit_counts.get(HitStatus.FAILED, 0),
+                 "draft": hit_counts.get(HitStatus.DRAFT, 0) + hit_counts.get(HitStatus.POSTING, 0)},
         "assignments": {"expected": int(slots), "submitted": submitted, "approved": approved, "rejected": rejected,
                         "pending_review": submitted - approved - rejected, "invalid": int(invalid)},
         "progress": {"fraction": round(min(done_fraction, 1.0), 4), "recent_per_minute": round(recent / 10.0, 2),
@@ -94,7 +95,7 @@ def campaign_figures(store: Store, name: str, now: float | None = None) -> dict[
         "currency": currency_of(json.loads(camp.spec_json or "{}")),  # what "money" is in (its values stay decimal strings)
         "money": {"spent": fmt(t.spent), "reserved": fmt(t.reserved), "fees": fmt(t.fees), "budget": fmt(t.budget),
                   "remaining": fmt(t.remaining),
-                  "projected": fmt(t.spent + t.reserved if camp.status in ("finished", "cancelled")  # nothing more to come
+                  "projected": fmt(t.spent + t.reserved if camp.status in DONE  # nothing more to come
                                    else t.spent + charged_each * max(int(slots) - approved - rejected, 0))},
         "quality": {"agreement": None if agreement is None else round(agreement, 4),
                     "trap_pass_rate": None if traps is None else round(traps, 4),

@@ -1,0 +1,80 @@
+"""Where the built-in marketplace and the Prolific emulator take their new ids from.
+
+Facing people, an id comes from the OS's random source. In a simulated run on virtual time it comes
+from the run's seed instead: ids decide orders (who is listed first, which row sorts first), so random
+ids would let two runs of one seed differ. A simulation installs a `SeededIds` for its process while it
+runs (`simulated_ids`); it is the process's only run then, and every id is drawn on the timeline's
+one thread in the timeline's order, so the sequence is the seed's.
+
+The stream is keyed by the seed and by how many times this state folder has started a run (`epoch`), so
+a resumed run never draws an id an earlier run of the same folder drew.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import secrets
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+_lock = threading.Lock()
+_source: SeededIds | None = None
+
+
+class SeededIds:
+    def __init__(self, seed: int, epoch: int) -> None:
+        self.key = f"{seed}:{epoch}"
+        self.n = 0
+
+    def draw(self, nbytes: int) -> bytes:
+        self.n += 1
+        out = b""
+        block = 0
+        while len(out) < nbytes:
+            out += hashlib.sha256(f"{self.key}:{self.n}:{block}".encode()).digest()
+            block += 1
+        return out[:nbytes]
+
+
+def random_bytes(nbytes: int) -> bytes:
+    """`nbytes` bytes for a new id: the installed simulation's, else the OS's random source."""
+    with _lock:
+        if _source is not None:
+            return _source.draw(nbytes)
+    return secrets.token_bytes(nbytes)
+
+
+def next_epoch(state_dir: Path) -> int:
+    """How many runs this state folder has started before (and count this one)."""
+    f = state_dir / "id-epoch.json"
+    epoch = int(json.loads(f.read_text()).get("epoch", 0)) + 1 if f.is_file() else 0
+    state_dir.mkdir(parents=True, exist_ok=True)
+    tmp = f.with_name(f"id-epoch.{os.getpid()}.tmp")
+    tmp.write_text(json.dumps({"epoch": epoch}))
+    os.replace(tmp, f)
+    return epoch
+
+
+def install(seed: int, epoch: int) -> None:
+    global _source
+    with _lock:
+        _source = SeededIds(seed, epoch)
+
+
+def uninstall() -> None:
+    global _source
+    with _lock:
+        _source = None
+
+
+@contextmanager
+def simulated_ids(seed: int, state_dir: Path) -> Iterator[None]:
+    install(seed, next_epoch(state_dir))
+    try:
+        yield
+    finally:
+        uninstall()

@@ -1,0 +1,113 @@
+"""The run's built-in marketplace (`campaign.market`), started once for every provider that asked for it:
+the whole marketplace for `local` campaigns, the task site for Prolific's.
+
+In the daemon's process when a provider mounts routes on its worker site or the run is on virtual time
+(then every request must be answered on the clock's instant, by the process that moves the clock, and
+is handed over without a socket: `campaign.web.loopback`); otherwise in a child process on its own core
+(`campaign.market.child`).
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from campaign.clock import ScaledClock
+from campaign.credentials import Credentials
+from campaign.providers.base import RunServices, SiteNeeds, StartError
+
+if TYPE_CHECKING:
+    from campaign.market.child import MarketProcess
+    from campaign.market.server import RunningMarket
+    from campaign.marketplaces.base import Marketplace
+    from campaign.steps.context import Context
+
+
+class BuiltInSite:
+    """The running built-in marketplace. `server` is the in-process `RunningMarket` (None when it runs in a
+    child process): what a provider mounts its routes on."""
+
+    def __init__(self, running: RunningMarket | MarketProcess, state_dir: Path, in_process: RunningMarket | None) -> None:
+        self.running = running
+        self.state_dir = state_dir
+        self.server = in_process
+        self.endpoint_url: str = running.endpoint_url
+        self.content_url: str = running.content_url
+        self.credentials: Credentials = running.credentials  # its own account: AWS keys in the environment are not for it
+
+    def stop(self) -> None:
+        self.running.stop()
+
+    def loopback(self, marketplace: Marketplace) -> None:
+        """On virtual time: hand the marketplace client's requests to the application in this process."""
+        from campaign.marketplaces.mturk import MTurkMarketplace
+        from campaign.web.loopback import attach_to_boto3
+
+        if isinstance(marketplace, MTurkMarketplace) and self.server is not None and self.server.app is not None:
+            attach_to_boto3(marketplace.client.raw, self.server.app, self.endpoint_url)
+
+    def check_knows_store(self, ctx: Context, sample: int = 5) -> None:
+        """Refuse to run when the store holds HITs the built-in marketplace does not know.
+
+        That happens when the marketplace's database was deleted or replaced while the store was kept:
+        every tick would then fail on every HIT, forever. A few of the newest open HITs are asked for
+        (closed ones may have been disposed of); any unknown one means the two no longer describe the
+        same campaign.
+        """
+        from sqlmodel import col, select
+
+        from campaign.marketplaces.base import MarketError, TransientError
+        from campaign.state import HitStatus
+        from campaign.store import HitRow
+
+        with ctx.store.session() as s:
+            open_hits = select(HitRow).where(HitRow.campaign == ctx.name, HitRow.status == HitStatus.POSTED,
+                                             col(HitRow.hit_id).is_not(None))
+            hits = s.exec(open_hits.order_by(col(HitRow.id).desc()).limit(sample)).all()
+            n_remote = len(s.exec(open_hits).all())
+        unknown = []
+        for hit in hits:
+            assert hit.hit_id is not None
+            try:
+                ctx.market.get_hit(hit.hit_id)
+            except TransientError:
+                continue
+            except MarketError:
+                unknown.append(hit.hit_id)
+        if unknown:
+            raise StartError(
+                f"campaign {ctx.name!r}: the store holds {n_remote} open HITs that the built-in marketplace at {self.state_dir} "
+                f"does not know (unknown HIT ids: {', '.join(unknown[:3])}{', ...' if len(unknown) > 3 else ''}); its "
+                "database was deleted or replaced. Restore the marketplace's folder, or start afresh with another --state."
+            )
+
+
+def start_site(services: RunServices, needs: SiteNeeds) -> BuiltInSite:
+    """Start the built-in marketplace under `<state>/market` as `needs` asks."""
+    from campaign.market.child import MarketConfig, MarketProcess, MarketStartError
+    from campaign.market.server import start_market
+
+    state_dir = services.state_dir / "market"
+    clock = services.clock
+    try:
+        if needs.in_process or services.virtual:
+            server = start_market(state_dir, clock=clock, mode="prod", balance=services.market_balance, port=services.market_port,
+                                  public_url=needs.public_url, content_port=needs.content_port)
+            site = BuiltInSite(server, state_dir, server)
+        else:
+            child = MarketProcess(MarketConfig(
+                state_dir=state_dir, clock=clock.shared() if isinstance(clock, ScaledClock) else None,
+                balance=services.market_balance, port=services.market_port, content_port=needs.content_port,
+                public_url=needs.public_url, parent=os.getpid()))
+            site = BuiltInSite(child, state_dir, None)
+    except (OSError, MarketStartError) as exc:
+        reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
+        raise StartError(f"the built-in marketplace cannot start on 127.0.0.1:{services.market_port}: {reason}; "
+                         "choose another --market-port") from exc
+    if services.virtual and site.server is not None and site.server.app is not None:  # no socket on virtual time
+        from campaign.web.loopback import add_route
+
+        add_route(site.endpoint_url, site.server.app)
+    services.site = site
+    return site

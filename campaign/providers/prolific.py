@@ -1,0 +1,240 @@
+"""The Prolific marketplaces: `prolific-local` (the Prolific emulator, in-process, on the run's clock, with
+the campaign's fee and VAT rates; with `crowd: simulated`, simulated participants,
+`campaign.crowd.participants.ParticipantCrowd`, who find the studies on the emulator and do the work on
+the task site) and `prolific` (the real API, with the token from `PROLIFIC_TOKEN` only, read by the
+client from the environment: never passed around, stored, logged or written into the spec, the store,
+events or exports, and the base URL from `PROLIFIC_BASE_URL` if set).
+
+Either way the task site is the run's built-in marketplace (its worker site, started in the daemon's
+process), with the Prolific door (`campaign.market.prolific_site.ProlificDoor`) mounted on it under
+`/prolific/`; participants reach it at `task_site.public_url` (for prolific-local the built-in
+marketplace's own address when that is omitted or names port 0). Each campaign's marketplace is a
+`ProlificMarketplace` over the built-in marketplace, with its own journal under `state/<campaign>/prolific/`.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import re
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from campaign.clock import Clock
+from campaign.marketplaces.base import Marketplace
+from campaign.providers.base import ProviderRun, RunServices, SiteNeeds, StartError, Stoppable
+from campaign.spec import Campaign
+from campaign.store import Store
+
+if TYPE_CHECKING:
+    from campaign.crowd.participants import ParticipantCrowd
+    from campaign.market.prolific_site import ProlificDoor
+    from campaign.market.server import RunningMarket
+    from campaign.marketplaces.prolific import ProlificMarketplace
+    from campaign.prolific.client import ProlificClient
+    from campaign.prolific.emulator.server import RunningEmulator
+    from campaign.providers.builtin import BuiltInSite
+    from campaign.steps.context import Context
+
+TOKEN_ENV = "PROLIFIC_TOKEN"
+DOOR_PREFIX = "/prolific/"
+
+
+@dataclass
+class ProlificPieces:
+    """The running Prolific side of a run; `stop` ends what was started, in reverse order."""
+
+    api: ProlificClient
+    door: ProlificDoor
+    emulator: RunningEmulator | None = None  # prolific-local
+    markets: list[ProlificMarketplace] = field(default_factory=list)
+    crowds: list[Stoppable] = field(default_factory=list)
+
+    def stop(self) -> None:
+        for crowd in self.crowds:
+            crowd.stop()
+        for market in reversed(self.markets):
+            market.close()
+            market.studies.close()
+        self.door.close()
+        if self.emulator is not None:
+            self.emulator.stop()
+
+
+def store_items_of(store: Store) -> Callable[[str], frozenset[str]]:
+    """HIT id -> the items it shows, from the store (trap items left out: every participant sees those
+    again on purpose); empty while the store has not recorded the HIT yet."""
+    from sqlmodel import select
+
+    from campaign.store import HitRow
+    from campaign.tasks.base import TRAP_PREFIX
+
+    def items_of(hit_id: str) -> frozenset[str]:
+        with store.session() as s:
+            row = s.exec(select(HitRow).where(HitRow.hit_id == hit_id)).first()
+        return frozenset(k for k in row.keys() if not k.startswith(TRAP_PREFIX)) if row is not None else frozenset()
+    return items_of
+
+
+class ProlificProvider:
+    """`prolific` (`emulated=False`) or `prolific-local` (`emulated=True`)."""
+
+    def __init__(self, name: str, *, emulated: bool) -> None:
+        self.name = name
+        self.emulated = emulated
+
+    def preflight(self, campaigns: Sequence[Campaign], *, production: bool) -> str | None:
+        """A real Prolific campaign without a token is refused before anything is started."""
+        if campaigns and not self.emulated and not os.environ.get(TOKEN_ENV):
+            return (f"campaign {campaigns[0].name!r} recruits on Prolific: set the environment variable {TOKEN_ENV} to "
+                    "your API token (Prolific > Settings > API tokens); it is read from the environment only, "
+                    "never stored or printed")
+        return None
+
+    def simulates(self, campaign: Campaign) -> bool:
+        return self.emulated and campaign.crowd.kind == "simulated" and not campaign.endpoint_url
+
+    def public_url(self, c: Campaign, market_endpoint: str) -> str:
+        """Where participants reach the task site."""
+        given = c.public_url
+        if self.emulated and (not given or re.search(r":0(/|$)", given)):
+            return market_endpoint
+        assert given, "the spec requires task_site.public_url for marketplace: prolific"
+        return given.rstrip("/")
+
+    def site_needs(self, campaigns: Sequence[Campaign], *, market_port: int, virtual: bool) -> SiteNeeds | None:
+        """The door mounts on the worker site: in this process. Real Prolific participants come through
+        `task_site.public_url`; the HIT frames come from the content origin, the same host name at its
+        own port, which an https public URL fixes at `--market-port` + 1 so that a reverse proxy can
+        forward both (docs/prolific.md). Otherwise: the bound addresses, any free content port."""
+        if not campaigns:
+            return None
+        real = [] if self.emulated else [c.public_url.rstrip("/") for c in campaigns if c.public_url]
+        if not real:
+            return SiteNeeds(in_process=True)
+        return SiteNeeds(True, real[0], market_port + 1 if market_port and real[0].startswith("https://") else 0)
+
+    def start(self, campaigns: Sequence[Campaign], services: RunServices) -> ProviderRun:
+        site = services.need_site()
+        if site.server is None:
+            raise StartError("Prolific cannot start: the task site is not in this process")
+        try:
+            pieces = start_pieces(self, campaigns, services.state_dir, services.clock, site.server,
+                                  items_of=store_items_of(services.store))
+        except Exception as exc:
+            raise StartError(f"Prolific cannot start: {exc}") from exc
+        if services.virtual and pieces.emulator is not None:
+            from campaign.web.loopback import add_route
+
+            add_route(pieces.emulator.root_url, pieces.emulator.app)
+        if services.say is not None:
+            for c in campaigns:
+                services.say(f"task site for {c.name} (Prolific participants): {self.public_url(c, site.endpoint_url)}/prolific/start "
+                             f"(served here at {site.endpoint_url}; HIT frames from {site.content_url})")
+        return ProlificRun(self, services, site, pieces)
+
+
+def start_pieces(provider: ProlificProvider, campaigns: Sequence[Campaign], state_dir: Path, clock: Clock,
+                 server: RunningMarket, items_of: Callable[[str], frozenset[str]] | None = None) -> ProlificPieces:
+    """The emulator (prolific-local) or the real API client, and the door mounted on the task site;
+    `items_of` (`store_items_of`) lets the door keep a participant from seeing an item twice in a stage."""
+    from campaign.market.prolific_site import ProlificDoor
+    from campaign.prolific.client import ProlificClient
+
+    emulator = None
+    if provider.emulated:
+        from campaign.prolific.emulator.server import start_emulator
+
+        cfg = campaigns[0].prolific
+        assert cfg is not None
+        emulator = start_emulator(state_dir / "prolific", clock, fee_rate=cfg.fee_rate, vat_rate=cfg.vat_rate)
+        api = ProlificClient(emulator.base_url, emulator.token, max_retries=2, timeout=30.0)
+    else:
+        api = ProlificClient(max_retries=3, timeout=30.0)  # PROLIFIC_TOKEN / PROLIFIC_BASE_URL from the environment
+    door = ProlificDoor(server.engine, server.site_config, state_dir / "prolific-site", api, items_of=items_of)
+    try:
+        server.mount(DOOR_PREFIX, door)
+    except ValueError:
+        door.close()
+        if emulator is not None:
+            emulator.stop()
+        raise ValueError("one run serves one Prolific: run the prolific and prolific-local campaigns separately") from None
+    return ProlificPieces(api=api, door=door, emulator=emulator)
+
+
+class ProlificRun:
+    def __init__(self, provider: ProlificProvider, services: RunServices, site: BuiltInSite, pieces: ProlificPieces) -> None:
+        self.provider = provider
+        self.services = services
+        self.site = site
+        self.pieces = pieces
+        self.opened: dict[str, ProlificMarketplace] = {}
+
+    def open(self, campaign: Campaign) -> Marketplace:
+        """The campaign's `ProlificMarketplace` over the built-in marketplace."""
+        from campaign.marketplaces.mturk import open_mturk
+        from campaign.marketplaces.prolific import ProlificMarketplace
+        from campaign.prolific.studies import ProlificStudies
+
+        options: dict[str, Any] = {"max_rps": campaign.max_rps} if campaign.max_rps else {}
+        inner = open_mturk("local", self.site.endpoint_url, production_ok=self.services.production,
+                           credentials=self.site.credentials, **options)
+        if self.services.virtual:
+            self.site.loopback(inner)
+        assert campaign.prolific is not None
+        state_dir = self.services.state_dir
+        cfg = dataclasses.replace(campaign.prolific, public_url=self.provider.public_url(campaign, self.site.endpoint_url))
+        emulator = self.pieces.emulator
+        studies = ProlificStudies(self.pieces.api, state_dir / campaign.name / "prolific",  # bonus reconciliation on the service's clock
+                                  now=emulator.emulator.clock.now if emulator is not None else time.time)
+        market = ProlificMarketplace(inner, studies, self.pieces.door, cfg, state_dir / campaign.name / "prolific",
+                                     name=self.provider.name)
+        self.pieces.markets.append(market)
+        self.opened[campaign.name] = market
+        return market
+
+    def check(self, ctx: Context) -> None:
+        self.site.check_knows_store(ctx)
+
+    def start_crowds(self, contexts: Sequence[Context]) -> None:
+        for ctx in contexts:
+            if self.provider.simulates(ctx.campaign):
+                crowd = self._participants(ctx.campaign, self.opened[ctx.name], ctx.seed, ctx.clock)
+                if self.services.virtual:
+                    self.services.sim_crowds.append(crowd)
+
+    def _participants(self, c: Campaign, market: ProlificMarketplace, seed: int, clock: Clock) -> ParticipantCrowd:
+        """Simulated participants for a prolific-local campaign with `crowd: simulated`: the campaign's own
+        `crowd.workers`, registered on the emulator under the campaign's name (the same people again after
+        a restart), taking only this campaign's studies, working through the task site's door. On virtual
+        time they only sign up: the run's timeline steps them."""
+        from campaign.crowd.adversaries import assign
+        from campaign.crowd.models import make_pool
+        from campaign.crowd.participants import ParticipantCrowd
+        from campaign.inputs import load_items, load_truth
+
+        emulator = self.pieces.emulator
+        assert emulator is not None
+        truth = load_truth(c.crowd.truth) if c.crowd.truth else {}
+        by_text = {it.text: truth.get(it.key, 0.5) for it in load_items(c.input_kind, c.input_path)}
+        workers = make_pool(c.crowd.workers, seed, dict(c.crowd.mix), arrival_span=c.crowd.arrival_span)
+        studies = market.studies
+
+        def wants(row: dict[str, Any]) -> bool:
+            return any(row.get("id") == sid for _, sid in studies.study_ids())
+
+        crowd = ParticipantCrowd(emulator.root_url, emulator.token, self.site.endpoint_url, workers, by_text, seed=seed,
+                                 clock=clock, poll=0.05, namespace=c.name, wants=wants,
+                                 adversaries=assign(workers, c.crowd.adversaries, seed))
+        if self.services.virtual:
+            crowd.prepare()
+        else:
+            crowd.start()
+        self.pieces.crowds.append(crowd)
+        return crowd
+
+    def stop(self) -> None:
+        self.pieces.stop()
