@@ -5,7 +5,10 @@ with a message saying which field and character), nothing of it is stored, and t
 with every stored answer valid, approved and scored.
 
 On the old code each of these answers was stored, its answer XML could not be read back, and every
-later pass died at collect: the run never finished (here: it gives up after `max_seconds`)."""
+later pass died at collect: the run never finished (here: it gives up after `max_seconds`).
+
+The hostile actors are outside threads on sockets, acting in wall time, so the run is `live` (scaled clock):
+on virtual time the campaign can finish, and its servers close, before they have tried anything."""
 
 from __future__ import annotations
 
@@ -125,7 +128,7 @@ def test_control_character_answers_are_refused_at_every_door_and_the_campaign_fi
         stages=[{"name": "likert", "kind": "likert", "assignments": 3, "auto_approval_delay": "1d"}]))
     state = tmp_path / "state"
     hostile = Hostile()
-    rc = run(load_spec(cfg), RunOptions(state_dir=state, seed=1, max_seconds=240), progress=hostile.progress)
+    rc = run(load_spec(cfg), RunOptions(state_dir=state, seed=1, max_seconds=240, live=True), progress=hostile.progress)
     assert hostile.thread is not None
     hostile.thread.join(timeout=30)
     assert not hostile.errors, hostile.errors
