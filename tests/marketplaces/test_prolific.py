@@ -3,7 +3,6 @@ participants doing bundles through the door, per-HIT decisions turned into one d
 
 from __future__ import annotations
 
-import json
 import urllib.parse
 import urllib.request
 from collections.abc import Callable
@@ -19,16 +18,10 @@ from campaign.prolific.emulator.participant import Participant, add_participant
 from campaign.prolific.study import ProlificConfig
 from campaign.spec import Qualifications
 from tests.prolific.support import adapter_stack
+from tests.support.http import call_json
 from tests.support.market import FORM_PAGE
 
 pytestmark = pytest.mark.prolific
-
-def _call(url: str, body: dict[str, Any] | None = None) -> dict[str, Any]:
-    data = None if body is None else json.dumps(body).encode()
-    req = urllib.request.Request(url, data=data, method="POST" if data else "GET",
-                                 headers={"Content-Type": "application/json"} if data else {})
-    with urllib.request.urlopen(req, timeout=30) as resp:
-        return dict(json.loads(resp.read()))
 
 
 def _config(bundle: int, **more: Any) -> Callable[[str, ProlificClient], ProlificConfig]:
@@ -40,11 +33,11 @@ def _config(bundle: int, **more: Any) -> Callable[[str, ProlificClient], Prolifi
 def _do_bundle(site: str, p: Participant, study_id: str, answer: str) -> tuple[str, list[str]]:
     sub, _ = p.start(study_id)
     session = {"PROLIFIC_PID": p.id, "STUDY_ID": study_id, "SESSION_ID": sub}
-    step = _call(f"{site}/prolific/api/next?" + urllib.parse.urlencode(session))
+    step = call_json(f"{site}/prolific/api/next?" + urllib.parse.urlencode(session))
     aids = []
     while step["status"] == "task":
         aids.append(step["AssignmentId"])
-        step = _call(f"{site}/prolific/api/submit", {**session, "assignmentId": step["AssignmentId"], "fields": [["answer", answer]]})
+        step = call_json(f"{site}/prolific/api/submit", {**session, "assignmentId": step["AssignmentId"], "fields": [["answer", answer]]})
     assert step["status"] == "done"
     assert p.complete_from_redirect(sub, step["redirect"]) == "AWAITING REVIEW"
     return sub, aids
@@ -123,7 +116,6 @@ def test_a_blocked_participant_joins_the_block_list_group_and_no_longer_sees_the
         assert api.group_members(group) == [mallory.id]
         assert sid not in {s["id"] for s in mallory.studies()}  # Prolific no longer offers it to them
         assert sid in {s["id"] for s in bob.studies()}
-
 
 
 @pytest.mark.slow

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import hashlib
-import json
 import sqlite3
 import urllib.parse
 import urllib.request
@@ -29,6 +28,7 @@ from campaign.prolific.studies import ProlificStudies
 from campaign.prolific.verdict import bundle_verdict
 from campaign.spec import Qualifications
 from campaign.store import HitRow, LedgerRow, Store
+from tests.support.http import call_json
 
 pytestmark = pytest.mark.prolific
 
@@ -95,22 +95,14 @@ PAGE = """<!DOCTYPE html><html><body><form method="post" action="https://www.mtu
 <input type="hidden" name="assignmentId" value=""><input type="text" name="answer"></form></body></html>"""
 
 
-def _call(url: str, body: dict[str, Any] | None = None) -> dict[str, Any]:
-    data = None if body is None else json.dumps(body).encode()
-    req = urllib.request.Request(url, data=data, method="POST" if data else "GET",
-                                 headers={"Content-Type": "application/json"} if data else {})
-    with urllib.request.urlopen(req, timeout=30) as resp:
-        return dict(json.loads(resp.read()))
-
-
 def _bundle(site: str, p: Participant, study_id: str) -> tuple[str, list[str]]:
     sub, _ = p.start(study_id)
     session = {"PROLIFIC_PID": p.id, "STUDY_ID": study_id, "SESSION_ID": sub}
-    step = _call(f"{site}/prolific/api/next?" + urllib.parse.urlencode(session))
+    step = call_json(f"{site}/prolific/api/next?" + urllib.parse.urlencode(session))
     aids = []
     while step["status"] == "task":
         aids.append(step["AssignmentId"])
-        step = _call(f"{site}/prolific/api/submit", {**session, "assignmentId": step["AssignmentId"], "fields": [["answer", "x"]]})
+        step = call_json(f"{site}/prolific/api/submit", {**session, "assignmentId": step["AssignmentId"], "fields": [["answer", "x"]]})
     p.complete_from_redirect(sub, step["redirect"])
     return sub, aids
 
