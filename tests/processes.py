@@ -20,14 +20,14 @@ def alive(pid: int) -> bool:
         return False
 
 
-def child_dies_with(daemon: subprocess.Popen, seconds: float = 5.0) -> bool:
+def child_dies_with(daemon: subprocess.Popen, seconds: float = 30.0) -> bool:
     """SIGKILL `daemon`, whose first stdout line is its child's pid; whether the child is gone within
     `seconds` (it must not outlive the daemon)."""
     assert daemon.stdout is not None
     pid = int(daemon.stdout.readline())
     assert alive(pid)
     daemon.send_signal(signal.SIGKILL)
-    daemon.wait(timeout=10)
+    daemon.wait(timeout=60)
     deadline = time.monotonic() + seconds
     while alive(pid) and time.monotonic() < deadline:
         time.sleep(0.05)

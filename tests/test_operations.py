@@ -46,7 +46,7 @@ def wait_for(pred, timeout: float = 60.0, step: float = 0.2):
 def stop(p: subprocess.Popen) -> None:
     p.send_signal(signal.SIGTERM)
     try:
-        p.wait(timeout=30)
+        p.wait(timeout=120)
     except subprocess.TimeoutExpired:
         p.kill()
         raise

@@ -232,7 +232,7 @@ def test_serve_writes_the_default_profile_and_the_aws_cli_uses_it(tmp_path):
             assert out.returncode == 0 and json.loads(out.stdout)["AvailableBalance"] == "10000.00", out.stderr
     finally:
         proc.terminate()
-        proc.wait(timeout=10)
+        proc.wait(timeout=60)
 
 
 # -- requester API: bad requests ----------------------------------------------------------------------------

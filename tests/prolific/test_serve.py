@@ -40,7 +40,7 @@ def _start(state: Path) -> tuple[subprocess.Popen[str], dict[str, str]]:
 def _stop(proc: subprocess.Popen[str]) -> int:
     proc.send_signal(signal.SIGTERM)
     try:
-        return proc.wait(timeout=20)
+        return proc.wait(timeout=120)
     except subprocess.TimeoutExpired:
         proc.kill()
         raise
