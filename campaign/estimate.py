@@ -330,9 +330,9 @@ def estimate_campaign(campaign: Campaign, items: Sequence[PlanItem], seed: int =
 
 def spammer_share(campaign: Campaign) -> float:
     """The share of a simulated crowd's workers who are spammers: `crowd.mix` allotted to its
-    `crowd.workers` as the crowd allots it (`campaign.crowd.models.allot`), so 30 workers at 25% are 7
+    `crowd.workers` as the crowd allots it (`campaign.simulation.allot`), so 30 workers at 25% are 7
     spammers, 23%, not 7.5."""
-    from campaign.crowd.models import SPAMMER_KINDS, allot
+    from campaign.simulation import SPAMMER_KINDS, allot
 
     workers = campaign.crowd.workers
     if workers <= 0:

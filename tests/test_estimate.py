@@ -150,8 +150,9 @@ def test_tie_distribution_of_a_likert_cut():
 def test_expected_spammers_are_the_crowds_own_count():
     """30 workers at 15% + 10% spammers are 7 (largest remainder gives the odd worker to `noisy`), not
     7.5: the estimate counts them as the crowd allots them."""
-    from campaign.crowd.models import SPAMMER_KINDS, allot, make_pool
+    from campaign.crowd.models import SPAMMER_KINDS, make_pool
     from campaign.estimate import spammer_share
+    from campaign.simulation import allot
 
     c = load_spec(ROOT / "examples" / "prolific.yaml").campaigns[0]
     pool = make_pool(c.crowd.workers, 3, dict(c.crowd.mix))

@@ -16,9 +16,11 @@ from dataclasses import dataclass
 # re-exported: the crowd and the benchmarks seed from here as well
 from campaign.rng import rng_for as rng_for
 from campaign.rng import stable_seed as stable_seed
+from campaign.simulation import SPAMMER_KINDS as SPAMMER_KINDS
+from campaign.simulation import allot
 
 KINDS = ("diligent", "noisy", "biased", "constant_spammer", "random_spammer")
-SPAMMER_KINDS = ("constant_spammer", "random_spammer")
+DEFAULT_MIX = {"diligent": 0.6, "noisy": 0.2, "biased": 0.1, "random_spammer": 0.05, "constant_spammer": 0.05}
 
 # Noise (in units of the 0..1 truth scale) of each kind when judging importance.
 DEFAULT_NOISE = {"diligent": 0.12, "noisy": 0.30, "biased": 0.15}
@@ -54,30 +56,6 @@ def make_worker_id(seed: int, index: int) -> str:
     return "A" + "".join(chars)
 
 
-DEFAULT_MIX = {"diligent": 0.6, "noisy": 0.2, "biased": 0.1, "random_spammer": 0.05, "constant_spammer": 0.05}
-
-
-def allot(n: int, mix: dict[str, float] | None = None) -> dict[str, int]:
-    """How many of `n` workers are of each kind of `mix` (kind -> share; shares are normalised): by
-    largest remainder, so the shares are met exactly where possible (a benchmark with 25% spammers
-    really has 25%), and where they cannot be, which kind gets the odd worker is fixed (ties by kind
-    name). Pure: the cost estimate counts a simulated crowd's spammers with it (30 workers at 15% + 10%
-    spammers are 7, not 7.5)."""
-    mix = mix or DEFAULT_MIX
-    for k in mix:
-        if k not in KINDS:
-            raise ValueError(f"unknown worker kind {k!r}; expected one of {', '.join(KINDS)}")
-    total = sum(mix.values())
-    if total <= 0:
-        raise ValueError("worker mix shares must add up to more than 0")
-    quotas = {k: n * v / total for k, v in mix.items()}
-    counts = {k: int(q) for k, q in quotas.items()}
-    rest = n - sum(counts.values())
-    for k in sorted(quotas, key=lambda k: (counts[k] - quotas[k], k))[:rest]:
-        counts[k] += 1
-    return counts
-
-
 def make_pool(
     n: int,
     seed: int,
@@ -87,8 +65,13 @@ def make_pool(
 ) -> list[SimWorker]:
     """A seeded pool of `n` workers drawn from `mix` (kind -> share; shares are normalised).
 
-    Kinds are allotted by largest remainder (`allot`), then shuffled with the seed.
+    Kinds are allotted by largest remainder so the shares are met exactly where possible (a benchmark
+    with 25% spammers really has 25%; `campaign.simulation.allot`), then shuffled with the seed.
     """
+    mix = mix or DEFAULT_MIX
+    for k in mix:
+        if k not in KINDS:
+            raise ValueError(f"unknown worker kind {k!r}; expected one of {', '.join(KINDS)}")
     noise = {**DEFAULT_NOISE, **(noise or {})}
     counts = allot(n, mix)
     kinds = [k for k in sorted(counts) for _ in range(counts[k])]
