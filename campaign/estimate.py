@@ -161,7 +161,10 @@ def stage_groups(campaign: Campaign, stage: Stage, items: Sequence[PlanItem], se
 
 TIE_MASS = 0.9999  # the share of the ties' distribution planned (the rest is too unlikely to price)
 TIE_UPPER = 0.99  # the ties the everyone-paid total allows for: exceeded in about 1 run in 100
-TIE_POINTS = 24  # at most this many tie counts are planned (large stages: neighbouring counts share a plan)
+TIE_POINTS = 24  # at most this many tie counts are planned (neighbouring counts share a plan beyond)
+# a stage of more HITs than this (with its ties at TIE_UPPER) is planned once more, at the ties' mean: a
+# replay of a 500-item shortlist takes seconds, and a HIT more or less is nothing to its cost
+TIE_EXACT_HITS = 300
 
 
 def tie_distribution(n_items: int, cut: int, levels: int) -> list[float]:
@@ -199,17 +202,17 @@ def tie_distribution(n_items: int, cut: int, levels: int) -> list[float]:
     return probs
 
 
-def tie_points(dist: Sequence[float]) -> list[tuple[int, float]]:
+def tie_points(dist: Sequence[float], most: int = TIE_POINTS) -> list[tuple[int, float]]:
     """The tie counts to plan and the probability each stands for: every count, or for a wide
-    distribution TIE_POINTS groups of neighbouring counts of about equal mass, each at its mean."""
+    distribution `most` groups of neighbouring counts of about equal mass, each at its mean."""
     support = [(k, p) for k, p in enumerate(dist) if p > 0]
-    if len(support) <= TIE_POINTS:
+    if len(support) <= most:
         return support
     mass = sum(p for _, p in support)
     groups: list[list[tuple[int, float]]] = [[]]
     acc = 0.0
     for k, p in support:
-        if groups[-1] and acc >= mass * len(groups) / TIE_POINTS:
+        if groups[-1] and acc >= mass * len(groups) / most:
             groups.append([])
         groups[-1].append((k, p))
         acc += p
@@ -295,13 +298,13 @@ def estimate_campaign(campaign: Campaign, items: Sequence[PlanItem], seed: int =
         est = _priced(campaign, stage, *stage_batches(campaign, stage, items, seed, upper))
         if len(ties) > 1:  # its size follows the ties at its cut: the expected cost over their distribution
             points = [(k, p, est if k == upper else _priced(campaign, stage, *stage_batches(campaign, stage, items, seed, k)))
-                      for k, p in tie_points(ties)]
+                      for k, p in tie_points(ties, TIE_POINTS if est.hits <= TIE_EXACT_HITS else 1)]
             mass = sum(p for _, p, _ in points)
             expected_hits = sum(p * e.hits for _, p, e in points) / mass
             expected_total = sum((Decimal(repr(p / mass)) * e.total for _, p, e in points), Decimal("0"))
             est = replace(est, tied=upper, expected_hits=Decimal(repr(expected_hits)).quantize(Decimal("0.1")),
                           expected_total=expected_total.quantize(CENT, rounding=ROUND_HALF_UP),
-                          fewest_hits=min(e.hits for _, _, e in points))
+                          fewest_hits=min(e.hits for _, _, e in points) if points[0][0] == 0 else None)
         stages.append(est)
         if est.hits - est.repeats == 0:
             notes.append(f"stage {stage.name} plans no HIT from these items")
@@ -393,8 +396,9 @@ def describe(est: CampaignEstimate) -> list[str]:
             extra.append(f"{s.repeats} of them repeats")
         if s.pairs is not None:
             extra.append(f"pair budget {s.pairs} pairs")
-        if s.expected_hits is not None and s.fewest_hits is not None and s.fewest_hits < s.hits:
-            extra.append(f"{s.fewest_hits}-{s.hits} HITs as up to {s.tied} more items tie at the cut, about "
+        if s.expected_hits is not None and s.tied:
+            span = f"{s.fewest_hits}-{s.hits} HITs as up" if s.fewest_hits is not None else "up"
+            extra.append(f"{span} to {s.tied} more items tie at the cut, about "
                          f"{s.expected_hits} HITs and {shown(s.expected_total or s.total, cur)} to expect")
         if s.places is not None:
             extra.append(f"{s.places} places")

@@ -145,6 +145,8 @@ def test_tie_distribution_of_a_likert_cut():
     wide = tie_distribution(5000, 500, 21)
     points = tie_points(wide)
     assert len(points) <= 24 and abs(sum(p for _, p in points) - sum(wide)) < 1e-9
+    ((k, p),) = tie_points(wide, 1)  # a large stage is planned once more, at the ties' mean
+    assert k == round(sum(k * p for k, p in enumerate(wide)) / sum(wide)) and p == pytest.approx(sum(wide))
 
 
 def test_expected_spammers_are_the_crowds_own_count():
