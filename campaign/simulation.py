@@ -11,6 +11,25 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Protocol
 
+SPAMMER_KINDS = ("constant_spammer", "random_spammer")
+
+
+def allot(n: int, mix: Mapping[str, float]) -> dict[str, int]:
+    """How many of a simulated crowd's `n` workers are of each kind of `mix` (kind -> share; shares are
+    normalised): by largest remainder, so the shares are met exactly where possible, and where they
+    cannot be, which kind gets the odd worker is fixed (ties by kind name). Here, below the crowd, so
+    the cost estimate counts a crowd's spammers as the crowd does (30 workers at 15% + 10% spammers are
+    7, not 7.5) without importing it."""
+    total = sum(mix.values())
+    if total <= 0:
+        raise ValueError("worker mix shares must add up to more than 0")
+    quotas = {k: n * v / total for k, v in mix.items()}
+    counts = {k: int(q) for k, q in quotas.items()}
+    rest = n - sum(counts.values())
+    for k in sorted(quotas, key=lambda k: (counts[k] - quotas[k], k))[:rest]:
+        counts[k] += 1
+    return counts
+
 
 class SimulatedWorker(Protocol):
     """A simulated worker's hidden traits: its type (`kind`: diligent, noisy, biased or a spammer), how

@@ -64,7 +64,8 @@ def test_prolific_is_priced_per_place_and_reports_hourly_pay():
     assert est.currency == "GBP"
     likert, ranking = est.stages
     assert likert.places == 12  # 60 assignments in bundles of 5
-    assert ranking.pairs is not None and ranking.places == places_for([4, 4, 1], 5, 5) == 15
+    # the everyone-paid figure allows for up to 6 items tied at the shortlist's cut (36 candidates: 130 pairs)
+    assert ranking.tied == 6 and ranking.pairs == 130 and ranking.places == places_for([4, 4, 4, 1], 5, 5) == 20
     assert likert.total == Decimal("1.05") * 12  # a place: 0.75 + fee 0.25 + VAT 0.05
     assert est.hourly == Decimal("9.00") and est.hourly_minimum == Decimal("6.00")
     text = "\n".join(describe(est))
@@ -92,3 +93,71 @@ def test_run_prints_the_estimate_and_warns_of_a_short_budget_before_it_starts(tm
     assert "cost estimate for small" in out.stdout
     assert out.stdout.index("cost estimate for small") < out.stdout.index("worker site for small")
     assert "covers about 48% of the campaign" in out.stderr
+
+
+def test_ties_at_a_shortlists_cut_are_priced_as_the_run_plans_them():
+    """A ranking stage ranks its source's top `shortlist` items and every item tied with the last (seed
+    000 §5.4); its pair budget is a share of the candidates' pairs, so ties make it post more HITs. The
+    examples' runs (seeds 0-9) shortlisted 30-35 of 60 and posted 9-12 ranking HITs where the estimate
+    planned 9 for every run. Now: the estimate's plan for k ties is the run's plan from scores with k
+    ties, and its expected cost is over the ties' distribution."""
+    from campaign.estimate import stage_batches
+    from campaign.tasks import get as get_kind
+
+    c = load_spec(ROOT / "examples" / "prolific.yaml").campaigns[0]
+    likert, ranking = c.stages
+    items = plan_items(c)
+
+    class Scores:  # the run's StageData as far as `candidates` reads it: Likert means with 5 ties at the cut
+        campaign = c
+
+        def items(self) -> list[str]:
+            return [it.key for it in items]
+
+        def scores(self, stage: str) -> list[dict]:
+            values = [5.0 - 0.1 * i for i in range(29)] + [2.0] * 6 + [1.8 - 0.01 * i for i in range(25)]
+            return [{"item": it.key, "score": v} for it, v in zip(items, values, strict=True)]
+
+    candidates = get_kind("ranking").candidates(ranking, Scores())
+    assert len(candidates) == 35  # 29 above, the 30th and its 5 ties
+    batches, pairs = stage_batches(c, ranking, items, 0, tied=5)
+    assert ([len(b) for b in batches], pairs) == ([4, 4, 3, 1], 120)  # what seed 1's run posted (35 shortlisted)
+    assert [len(b) for b in stage_batches(c, ranking, items, 0)[0]] == [4, 4, 1]  # no tie: 87-pair budget
+
+    (est,) = estimate_spec(load_spec(ROOT / "examples" / "prolific.yaml"))
+    r = est.stages[1]
+    assert r.fewest_hits == 9 and r.hits == 13 and r.expected_hits == Decimal("10.0")
+    # 10 HITs to expect at £0.21 a HIT assignment (a place's £1.05 over its 5 HITs), to the penny
+    assert r.expected_total is not None and abs(r.expected_total - Decimal("0.21") * 5 * 10) <= Decimal("0.10")
+    assert "9-13 HITs as up to 6 more items tie at the cut" in "\n".join(describe(est))
+
+
+def test_tie_distribution_of_a_likert_cut():
+    from campaign.estimate import tie_distribution, tie_points, tie_quantile
+
+    dist = tie_distribution(60, 30, 21)  # 60 items, 5 ratings on a 5-point scale, cut at 30
+    assert abs(sum(dist) - 1) < 1e-3
+    mean = sum(k * p for k, p in enumerate(dist))
+    assert 1.3 < mean < 1.6  # runs of the examples: 1.2 (two-stage, 12 seeds) and 1.6 (Prolific, 10 seeds)
+    assert dist[0] < 0.5 and tie_quantile(dist, 0.99) == 6
+    assert tie_distribution(60, 30, 1) == [1.0] and tie_distribution(60, 60, 21) == [1.0]
+    assert tie_distribution(60, 30, 1000)[0] > 0.9  # a fine grid: ties are rare
+    wide = tie_distribution(5000, 500, 21)
+    points = tie_points(wide)
+    assert len(points) <= 24 and abs(sum(p for _, p in points) - sum(wide)) < 1e-9
+    ((k, p),) = tie_points(wide, 1)  # a large stage is planned once more, at the ties' mean
+    assert k == round(sum(k * p for k, p in enumerate(wide)) / sum(wide)) and p == pytest.approx(sum(wide))
+
+
+def test_expected_spammers_are_the_crowds_own_count():
+    """30 workers at 15% + 10% spammers are 7 (largest remainder gives the odd worker to `noisy`), not
+    7.5: the estimate counts them as the crowd allots them."""
+    from campaign.crowd.models import SPAMMER_KINDS, make_pool
+    from campaign.estimate import spammer_share
+    from campaign.simulation import allot
+
+    c = load_spec(ROOT / "examples" / "prolific.yaml").campaigns[0]
+    pool = make_pool(c.crowd.workers, 3, dict(c.crowd.mix))
+    spammers = sum(1 for w in pool if w.kind in SPAMMER_KINDS)
+    assert spammers == 7 == sum(n for k, n in allot(30, dict(c.crowd.mix)).items() if k in SPAMMER_KINDS)
+    assert spammer_share(c) == pytest.approx(7 / 30)

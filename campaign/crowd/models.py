@@ -16,9 +16,11 @@ from dataclasses import dataclass
 # re-exported: the crowd and the benchmarks seed from here as well
 from campaign.rng import rng_for as rng_for
 from campaign.rng import stable_seed as stable_seed
+from campaign.simulation import SPAMMER_KINDS as SPAMMER_KINDS
+from campaign.simulation import allot
 
 KINDS = ("diligent", "noisy", "biased", "constant_spammer", "random_spammer")
-SPAMMER_KINDS = ("constant_spammer", "random_spammer")
+DEFAULT_MIX = {"diligent": 0.6, "noisy": 0.2, "biased": 0.1, "random_spammer": 0.05, "constant_spammer": 0.05}
 
 # Noise (in units of the 0..1 truth scale) of each kind when judging importance.
 DEFAULT_NOISE = {"diligent": 0.12, "noisy": 0.30, "biased": 0.15}
@@ -64,21 +66,14 @@ def make_pool(
     """A seeded pool of `n` workers drawn from `mix` (kind -> share; shares are normalised).
 
     Kinds are allotted by largest remainder so the shares are met exactly where possible (a benchmark
-    with 25% spammers really has 25%), then shuffled with the seed.
+    with 25% spammers really has 25%; `campaign.simulation.allot`), then shuffled with the seed.
     """
-    mix = mix or {"diligent": 0.6, "noisy": 0.2, "biased": 0.1, "random_spammer": 0.05, "constant_spammer": 0.05}
+    mix = mix or DEFAULT_MIX
     for k in mix:
         if k not in KINDS:
             raise ValueError(f"unknown worker kind {k!r}; expected one of {', '.join(KINDS)}")
-    total = sum(mix.values())
-    if total <= 0:
-        raise ValueError("worker mix shares must add up to more than 0")
     noise = {**DEFAULT_NOISE, **(noise or {})}
-    quotas = {k: n * v / total for k, v in mix.items()}
-    counts = {k: int(q) for k, q in quotas.items()}
-    rest = n - sum(counts.values())
-    for k in sorted(quotas, key=lambda k: (counts[k] - quotas[k], k))[:rest]:
-        counts[k] += 1
+    counts = allot(n, mix)
     kinds = [k for k in sorted(counts) for _ in range(counts[k])]
     rng = rng_for("pool", seed)
     rng.shuffle(kinds)

@@ -188,6 +188,18 @@ class TaskKind(ABC):
         """Batch-planned kinds: the next batch from every counted answer so far."""
         raise NotImplementedError(f"task kind {self.name!r} is not batch-planned")
 
+    def cut(self, stage: Stage, campaign_stages: Sequence[Stage]) -> tuple[Stage, int] | None:
+        """Batch-planned kinds whose candidates are the top of an earlier stage's scores: that stage and
+        the rank the candidates are cut at (items tied with that rank join them, so the stage's size,
+        and with it its cost, follows the scores); None when the kind takes no cut. The cost estimate
+        reads it to price the ties it cannot see (`campaign.estimate.tie_distribution`)."""
+        return None
+
+    def score_levels(self, stage: Stage) -> int | None:
+        """How many distinct scores an item of this stage can get (a mean of `assignments` ratings on a
+        fixed scale takes few: ties are common); None when scores are practically continuous."""
+        return None
+
     # -- the HIT ---------------------------------------------------------------------------------------
     @abstractmethod
     def page(self, stage: Stage, items: Sequence[ShownItem], topic: str) -> str:

@@ -140,6 +140,12 @@ class LikertKind(TaskKind):
     def aggregate(self, values_by_item: Mapping[str, Sequence[float]]) -> list[dict]:
         return aggregate(values_by_item)
 
+    def score_levels(self, stage: Stage) -> int | None:
+        """A mean of `assignments` ratings on the 5-point scale: (5 - 1) x assignments + 1 values (21 for
+        5 ratings), so items tie often; fewer ratings (work left out) give a coarser grid of their own."""
+        points = [v for v, _ in SCALE]
+        return (max(points) - min(points)) * stage.assignments + 1
+
     def answer_labels(self, value: float, extra: Mapping[str, Any]) -> list[dict[str, Any]]:
         """The rating, 5 (extremely important) to 1 (not at all), as an integer."""
         return [{"label": int(value)}]

@@ -242,6 +242,13 @@ class RankingKind(TaskKind):
             return [r["item"] for r in scores if r["score"] >= cut]
         return [r["item"] for r in scores]
 
+    def cut(self, stage: Stage, campaign_stages: Sequence[Stage]) -> tuple[Stage, int] | None:
+        """The source stage and `shortlist`: `candidates` takes its top `shortlist` items and every item
+        tied with the last of them, so the pair budget (a share of the candidates' pairs) grows with
+        the ties (seed 000 §5.4: the top 100 and their ties were 112 items on average)."""
+        source = self._source(stage, campaign_stages)
+        return None if source is None else (source, _ranking(stage).shortlist)
+
     def plan_batch(self, stage: Stage, inp: BatchInput) -> BatchPlan:
         stage = _ranking(stage)
         items = list(inp.items)
