@@ -12,7 +12,16 @@ from alembic.runtime.migration import MigrationContext
 from sqlalchemy import create_engine, inspect, text
 from sqlmodel import SQLModel
 
-from campaign.store import BASELINE, PROLIFIC_TABLES, STORE_TABLES, CampaignRow, EventRow, Store, StoreError, schema_head
+from campaign.store import (
+    BASELINE,
+    PROLIFIC_TABLES,
+    STORE_TABLES,
+    CampaignRow,
+    EventRow,
+    Store,
+    StoreError,
+    schema_head,
+)
 from tests.support.cli import cli
 from tests.support.paths import ROOT
 
