@@ -118,6 +118,34 @@ class BonusState(StrEnum):
     PAID = "paid"
 
 
+class ProlificStudyState(StrEnum):
+    """`ProlificStudyRow.state`: what the adapter has done to a study; each is written before the next call."""
+
+    INTENT = "intent"  # about to be created (its internal name finds it again on Prolific)
+    CREATED = "created"  # created, not yet published
+    PUBLISHED = "published"
+    STOPPING = "stopping"  # no more places from here; stopped once Prolific lets it
+    STOPPED = "stopped"
+
+
+class ProlificDecisionState(StrEnum):
+    """`ProlificDecisionRow.state`: a decision on a submission is sent while it is `intent`."""
+
+    INTENT = "intent"
+    DONE = "done"  # final on Prolific
+
+
+class ProlificBonusState(StrEnum):
+    """`ProlificBonusRow.state`: a bonus batch is created, then paid once; a `paying` bonus (the pay call
+    may have gone through) is reconciled with Prolific and never paid again."""
+
+    INTENT = "intent"
+    CREATED = "created"  # the batch exists: creating one pays nothing
+    PAYING = "paying"
+    PAID = "paid"
+    UNCERTAIN = "uncertain"  # maybe paid, not visible on Prolific in time: the researcher decides
+
+
 class RepeatState(StrEnum):
     """The value under `Keys.repeat(stage)`: whether the stage's repeated HITs are planned."""
 
@@ -167,6 +195,8 @@ class Keys:
     ALERTS_ACTIVE = "alerts:active"
     HEARTBEAT = "daemon_heartbeat"
     PSEUDONYM_SECRET = "pseudonym_secret"
+    # "1" once the campaign's Prolific journal files of a release before schema 0004 were read into the store
+    PROLIFIC_FILES_IMPORTED = "prolific_files_imported"
 
     STAGE_COMPLETE = "stage_complete:"
     BATCH_STATE = "batch_state:"

@@ -26,6 +26,7 @@ from sqlmodel import Field, Session, SQLModel, create_engine, select
 
 from campaign.filemodes import private_db, private_dir
 from campaign.leases import LeaseRow  # noqa: F401  (its table is one of the store's: registered in the metadata here)
+from campaign.migrations.prolific_files import LegacyFileError
 from campaign.state import AssignmentStatus, CampaignStatus, HeldStatus, HitStatus
 
 if TYPE_CHECKING:
@@ -42,7 +43,7 @@ BASELINE = "0001"
 # The newest revision in campaign/migrations/versions (a test checks they agree). Known here so that
 # opening a store that is already at it needs no Alembic import, which costs a second of start-up on a
 # busy machine for every `campaign status`.
-SCHEMA_HEAD = "0003"
+SCHEMA_HEAD = "0004"
 
 
 class StoreError(Exception):
@@ -231,6 +232,92 @@ class KVRow(SQLModel, table=True):
     value: str
 
 
+class ProlificStudyRow(SQLModel, table=True):
+    """The Prolific adapter's journal of a study (`campaign.prolific.studies`): one per HIT type of a
+    campaign (`key`), found again on Prolific by its unique `internal_name` after a crash. `state` is a
+    `ProlificStudyState`, written before each call that changes the study; `places` as last set on Prolific."""
+
+    __tablename__ = "prolific_studies"
+    __table_args__ = (UniqueConstraint("campaign", "key"),)
+    id: int | None = Field(default=None, primary_key=True)
+    campaign: str = Field(index=True)
+    key: str
+    internal_name: str = Field(unique=True)
+    completion_code: str
+    study_id: str | None = None
+    state: str
+    places: int
+
+
+class ProlificDecisionRow(SQLModel, table=True):
+    """The journal of a decision sent to Prolific on a submission; `state` is a `ProlificDecisionState`."""
+
+    __tablename__ = "prolific_decisions"
+    __table_args__ = (UniqueConstraint("campaign", "submission_id"),)
+    id: int | None = Field(default=None, primary_key=True)
+    campaign: str = Field(index=True)
+    submission_id: str
+    action: str  # approve | reject
+    state: str
+
+
+class ProlificBonusRow(SQLModel, table=True):
+    """The journal of one bonus to a submission (paying is not idempotent on Prolific): `state` is a
+    `ProlificBonusState`, "paying" written before the pay call; `checking_since` is when reconciling a
+    "paying" bonus started (wall time of the service), to give up on it after a bounded time."""
+
+    __tablename__ = "prolific_bonuses"
+    __table_args__ = (UniqueConstraint("campaign", "key"), Index("ix_prolific_bonuses_campaign_submission", "campaign", "submission_id"))
+    id: int | None = Field(default=None, primary_key=True)
+    campaign: str = Field(index=True)
+    key: str
+    study_id: str
+    submission_id: str
+    cents: int
+    batch_id: str | None = None
+    state: str
+    checking_since: float | None = None
+
+
+class ProlificPostedRow(SQLModel, table=True):
+    """A HIT the Prolific adapter posted on the task site, with the HIT type (study) whose places cover it."""
+
+    __tablename__ = "prolific_posted"
+    __table_args__ = (UniqueConstraint("campaign", "hit_id"), Index("ix_prolific_posted_campaign_type", "campaign", "type_id"))
+    id: int | None = Field(default=None, primary_key=True)
+    campaign: str = Field(index=True)
+    hit_id: str
+    type_id: str
+    assignments: int
+
+
+class ProlificHitTypeRow(SQLModel, table=True):
+    """A HIT type's title and description as the spec gave them: the study's name and description."""
+
+    __tablename__ = "prolific_hit_types"
+    __table_args__ = (UniqueConstraint("campaign", "type_id"),)
+    id: int | None = Field(default=None, primary_key=True)
+    campaign: str = Field(index=True)
+    type_id: str
+    title: str
+    description: str
+
+
+class ProlificVerdictRow(SQLModel, table=True):
+    """A HIT's decision on the task site as the Prolific adapter noted it, for its submission's verdict."""
+
+    __tablename__ = "prolific_verdicts"
+    __table_args__ = (UniqueConstraint("campaign", "assignment_id"),)
+    id: int | None = Field(default=None, primary_key=True)
+    campaign: str = Field(index=True)
+    assignment_id: str
+    decision: str  # approve | reject
+    reason: str
+
+
+PROLIFIC_TABLES = (ProlificStudyRow, ProlificDecisionRow, ProlificBonusRow, ProlificPostedRow, ProlificHitTypeRow, ProlificVerdictRow)
+
+
 def _sqlite_pragmas(dbapi_conn: Any, _record: Any) -> None:
     cur = dbapi_conn.cursor()
     cur.execute("PRAGMA journal_mode=WAL")
@@ -241,7 +328,7 @@ def _sqlite_pragmas(dbapi_conn: Any, _record: Any) -> None:
 
 
 STORE_TABLES = frozenset(str(row.__tablename__) for row in (CampaignRow, ItemRow, HitRow, AssignmentRow, JudgmentRow, WorkerRow,
-                                                            LedgerRow, EventRow, KVRow, LeaseRow, HeldRow))
+                                                            LedgerRow, EventRow, KVRow, LeaseRow, HeldRow, *PROLIFIC_TABLES))
 
 
 def metadata() -> MetaData:
@@ -249,8 +336,9 @@ def metadata() -> MetaData:
     return SQLModel.metadata
 
 
-def alembic_config(url: str | None = None, connection: Connection | None = None) -> Config:
-    """Alembic's configuration for the store, without an alembic.ini: the scripts ship in the package."""
+def alembic_config(url: str | None = None, connection: Connection | None = None, state_dir: Path | None = None) -> Config:
+    """Alembic's configuration for the store, without an alembic.ini: the scripts ship in the package.
+    `state_dir` is where a revision finds files of earlier releases to read in (revision 0004)."""
     from alembic.config import Config
 
     cfg = Config()
@@ -258,6 +346,7 @@ def alembic_config(url: str | None = None, connection: Connection | None = None)
     if url is not None:
         cfg.set_main_option("sqlalchemy.url", url.replace("%", "%%"))
     cfg.attributes["connection"] = connection
+    cfg.attributes["state_dir"] = state_dir
     return cfg
 
 
@@ -278,17 +367,22 @@ class Store:
 
     Opening migrates the schema to this version's head: an empty database gets every table, a store
     written before stores carried a version (by `create_all`) is stamped as the baseline first, and a
-    store from a newer `campaign` is refused rather than misread.
+    store from a newer `campaign` is refused rather than misread. `state_dir` is the state folder the
+    store serves (a SQLite store's own folder unless given): an upgrade reads into the store what
+    earlier releases kept in files there (`campaign.migrations.prolific_files`).
     """
 
-    def __init__(self, url: str) -> None:
+    def __init__(self, url: str, state_dir: Path | None = None) -> None:
         self.url = url
+        self.state_dir = state_dir
         kwargs: dict[str, Any] = {}
         if url.startswith("sqlite"):
             kwargs["connect_args"] = {"check_same_thread": False, "timeout": 30}
             u = make_url(url)
             if u.database not in (None, "", ":memory:") and not str(u.database).startswith("file:"):
                 private_db(u.database)  # answers and worker ids: readable by the owner only
+                if self.state_dir is None:
+                    self.state_dir = Path(u.database).parent
         self.engine: Engine = create_engine(url, **kwargs)
         if url.startswith("sqlite"):
             event.listen(self.engine, "connect", _sqlite_pragmas)
@@ -297,6 +391,9 @@ class Store:
         except StoreError:
             self.engine.dispose()
             raise
+        except LegacyFileError as exc:
+            self.engine.dispose()
+            raise StoreError(str(exc)) from None
         except DatabaseError as exc:
             self.engine.dispose()
             raise StoreError(self._damaged(str(getattr(exc, "orig", None) or exc))) from None
@@ -359,7 +456,7 @@ class Store:
                 raise StoreError(
                     f"{self.where}: the store's schema version {version!r} is newer than this campaign knows "
                     f"(it knows up to {SCHEMA_HEAD!r}); upgrade campaign, or use another --state/--db")
-        cfg = alembic_config(self.url, conn)
+        cfg = alembic_config(self.url, conn, self.state_dir)
         if not current and has_tables:
             log.info("store %s has no schema version: stamping it as the baseline %s", self.where, BASELINE)
             command.stamp(cfg, BASELINE)
@@ -385,7 +482,7 @@ class Store:
                 if u.drivername.startswith("sqlite") and u.database not in (None, "", ":memory:") \
                         and not Path(u.database).is_file():
                     raise StoreError(f"no store at {u.database}; `campaign run` creates it")
-            return cls(db)
+            return cls(db, Path(state_dir))
         p = Path(state_dir)
         f = p / "campaign.db"
         if not create:
@@ -393,7 +490,7 @@ class Store:
                 raise StoreError(f"no store at {f}; `campaign run` creates it (or give --state/--db)")
         else:
             private_dir(p)
-        return cls(f"sqlite:///{f}")
+        return cls(f"sqlite:///{f}", p)
 
     @contextmanager
     def session(self) -> Iterator[Session]:

@@ -19,7 +19,6 @@ from campaign.market.engine import Engine
 from campaign.market.prolific_site import ProlificDoor
 from campaign.market.worker_site import SiteConfig
 from campaign.prolific.emulator.store import DocStore
-from campaign.prolific.studies import ProlificStudies
 from campaign.store import Store
 
 
@@ -47,14 +46,13 @@ def test_every_state_folder_and_database_is_owner_only(tmp_path):
     accounts.ensure_account("default")
     engine = Engine(db)
     door = ProlificDoor(engine, SiteConfig(), state / "prolific-site", gate_api=None)
-    studies = ProlificStudies(None, state / "camp" / "prolific")
     emulator = DocStore(state / "prolific" / "prolific.db")
     with db.transaction() as c:  # writes make the WAL and shared-memory files
         c.execute("SELECT 1")
     try:
         files = _sqlite_files(state)
         names = {p.name for p in files}
-        assert {"campaign.db", "market.db", "auth.db", "prolific-site.sqlite", "prolific-journal.sqlite", "prolific.db"} <= names
+        assert {"campaign.db", "market.db", "auth.db", "prolific-site.sqlite", "prolific.db"} <= names
         assert any(n.endswith("-wal") for n in names) and any(n.endswith("-shm") for n in names)
         assert {p.name: oct(_mode(p)) for p in files if _mode(p) != 0o600} == {}
         folders = [state, *[p for p in state.rglob("*") if p.is_dir()]]
@@ -62,7 +60,6 @@ def test_every_state_folder_and_database_is_owner_only(tmp_path):
     finally:
         store.close()
         door.close()
-        studies.close()
         emulator.close()
         accounts.close()
         db.close()

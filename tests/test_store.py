@@ -12,7 +12,16 @@ from alembic.runtime.migration import MigrationContext
 from sqlalchemy import create_engine, inspect, text
 from sqlmodel import SQLModel
 
-from campaign.store import BASELINE, STORE_TABLES, CampaignRow, EventRow, Store, StoreError, schema_head
+from campaign.store import (
+    BASELINE,
+    PROLIFIC_TABLES,
+    STORE_TABLES,
+    CampaignRow,
+    EventRow,
+    Store,
+    StoreError,
+    schema_head,
+)
 from tests.support.cli import cli
 from tests.support.paths import ROOT
 
@@ -28,7 +37,8 @@ def schema_diff(store: Store) -> list:
 def legacy_store(url: str) -> None:
     """A store as the previous version left it: `create_all`, no version table, some rows."""
     engine = create_engine(url)
-    SQLModel.metadata.create_all(engine, tables=[t for n, t in SQLModel.metadata.tables.items() if n in STORE_TABLES - {"leases", "held"}])  # leases and held came after
+    later = {"leases", "held", *(str(t.__tablename__) for t in PROLIFIC_TABLES)}  # tables of the revisions after the baseline
+    SQLModel.metadata.create_all(engine, tables=[t for n, t in SQLModel.metadata.tables.items() if n in STORE_TABLES - later])
     with engine.begin() as conn:
         conn.execute(CampaignRow.__table__.insert(), [{"name": "old", "fingerprint": "f", "spec_json": "{}", "status": "finished",  # type: ignore[attr-defined]
                                                          "seed": 1, "budget": "5.00", "created_at": 1.0}])
@@ -66,7 +76,7 @@ def test_a_store_from_the_previous_version_is_stamped_and_kept(tmp_path):
 def test_a_newer_store_is_refused_and_commands_exit_2(tmp_path, capsys):
     Store.open(tmp_path).close()
     set_version(f"sqlite:///{tmp_path / 'campaign.db'}", "9999_future")
-    with pytest.raises(StoreError, match=r"schema version '9999_future' is newer than this campaign knows \(it knows up to '0003'\)"):
+    with pytest.raises(StoreError, match=r"schema version '9999_future' is newer than this campaign knows \(it knows up to '0004'\)"):
         Store.open(tmp_path)
     assert cli("status", "--state", str(tmp_path)) == 2
     assert "newer than this campaign knows" in capsys.readouterr().err
@@ -200,14 +210,14 @@ def test_an_old_store_is_migrated_through_a_later_revision(tmp_path, monkeypatch
     (scripts / "versions" / "0099_kv_note.py").write_text(
         '"""Add kv.note."""\n'
         "import sqlalchemy as sa\nfrom alembic import op\n\n"
-        "revision = '0099'\ndown_revision = '0003'\nbranch_labels = None\ndepends_on = None\n\n\n"
+        "revision = '0099'\ndown_revision = '0004'\nbranch_labels = None\ndepends_on = None\n\n\n"
         "def upgrade():\n    with op.batch_alter_table('kv') as b:\n        b.add_column(sa.Column('note', sa.String(), nullable=True))\n\n\n"
         "def downgrade():\n    with op.batch_alter_table('kv') as b:\n        b.drop_column('note')\n",
         encoding="utf-8")
     real_config = store_module.alembic_config
 
-    def config(url=None, connection=None):
-        cfg = real_config(url, connection)
+    def config(url=None, connection=None, state_dir=None):
+        cfg = real_config(url, connection, state_dir)
         cfg.set_main_option("script_location", str(scripts))
         return cfg
 

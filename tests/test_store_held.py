@@ -22,7 +22,7 @@ def test_a_store_of_the_previous_release_migrates_to_held_rows(tmp_path):
     engine.dispose()
     store = Store.open(tmp_path)
     try:
-        assert store.schema_version() == SCHEMA_HEAD == "0003"
+        assert store.schema_version() == SCHEMA_HEAD >= "0003"  # through held rows and on
         with store.session() as s:
             assert s.exec(text("SELECT name, status FROM campaigns")).all() == [("old", "running")]  # type: ignore[call-overload]
             assert s.exec(text("SELECT ref, amount FROM ledger")).all() == [("reserve:h1", "0.72")]  # type: ignore[call-overload]

@@ -122,8 +122,8 @@ class Capabilities:
 class Marketplace(Protocol):
     """The requester side of a marketplace. Every method is one remote action (or a short series) and
     raises only `MarketError`s. What an implementation must remember between calls belongs in the
-    campaign store, so that a campaign resumes from the store alone (Prolific's journal does not, yet:
-    it keeps its own SQLite file beside the store)."""
+    campaign store, so that a campaign resumes from the store alone (Prolific's journal is in its
+    `prolific_*` tables)."""
 
     name: str  # "local", "mturk-sandbox", "mturk", "prolific", ...
     capabilities: Capabilities

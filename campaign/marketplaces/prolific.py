@@ -17,16 +17,15 @@ intent before the call.
 from __future__ import annotations
 
 import logging
-import sqlite3
 import threading
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import replace
 from decimal import Decimal
-from pathlib import Path
+
+from sqlmodel import col, func, select
 
 from campaign.crash import crash_point
-from campaign.filemodes import private_db, private_dir
 from campaign.market.prolific_site import ProlificDoor
 from campaign.marketplaces.base import (
     Capabilities,
@@ -55,12 +54,8 @@ from campaign.prolific.study import (
 )
 from campaign.prolific.verdict import bundle_verdict, no_work_verdict, places_needed
 from campaign.state import SubmissionStatus
+from campaign.store import ProlificHitTypeRow, ProlificPostedRow, ProlificVerdictRow, Store
 
-SCHEMA = """
-CREATE TABLE IF NOT EXISTS posted (hit_id TEXT PRIMARY KEY, type_id TEXT NOT NULL, assignments INTEGER NOT NULL);
-CREATE TABLE IF NOT EXISTS hit_types (type_id TEXT PRIMARY KEY, title TEXT NOT NULL, description TEXT NOT NULL);
-CREATE TABLE IF NOT EXISTS verdicts (assignment_id TEXT PRIMARY KEY, decision TEXT NOT NULL, reason TEXT NOT NULL);
-"""
 TAKES_PLACE = ("RESERVED", "ACTIVE", "AWAITING REVIEW", "APPROVED", "PARTIALLY APPROVED", "SCREENED OUT")
 WORKING = ("RESERVED", "ACTIVE")
 GONE = ("RETURNED", "TIMED-OUT")  # left without finishing: what they held goes back to others
@@ -114,23 +109,24 @@ class ProlificFees:
 
 class ProlificMarketplace:
     def __init__(self, inner: Marketplace, studies: ProlificStudies, door: ProlificDoor, cfg: ProlificConfig,
-                 state_dir: Path, *, name: str = "prolific-local") -> None:
+                 store: Store, campaign: str, *, name: str = "prolific-local") -> None:
+        """What the adapter remembers (HITs posted per study, HIT types, decisions noted) is `campaign`'s,
+        in `store`, beside its journal (`studies`)."""
         self.inner = inner
         self.studies = studies
         self.door = door
         self.cfg = cfg
+        self.store = store
+        self.campaign = campaign
         self.name = name
         self.capabilities: Capabilities = inner.capabilities
         self.fees = ProlificFees(cfg)
-        private_dir(state_dir)
-        self._db = sqlite3.connect(private_db(state_dir / "prolific-market.sqlite"), check_same_thread=False, isolation_level=None)
-        self._db.executescript(SCHEMA)
         self._lock = threading.RLock()
         self._filters: list[dict[str, object]] | None = None
         self._eligible: dict[str, int | None] = {}
 
     def close(self) -> None:
-        self._db.close()
+        """Nothing to release: the store is its opener's."""
 
     # -- posting: HITs on the task site, places on Prolific ------------------------------------------------------
     def create_hit_type(self, hit_type: HitType, *, sandbox: bool) -> str:
@@ -140,14 +136,20 @@ class ProlificMarketplace:
         # whoever the door admits.
         open_type = replace(hit_type, reward=Decimal("0.00"), qualifications=Qualifications(locales=()))
         type_id = self.inner.create_hit_type(open_type, sandbox=sandbox)
-        with self._lock:
-            self._db.execute("INSERT OR IGNORE INTO hit_types VALUES (?,?,?)", (type_id, hit_type.title, hit_type.description))
+        with self._lock, self.store.session() as s:
+            if s.exec(select(ProlificHitTypeRow.id).where(ProlificHitTypeRow.campaign == self.campaign,
+                                                          ProlificHitTypeRow.type_id == type_id)).first() is None:
+                s.add(ProlificHitTypeRow(campaign=self.campaign, type_id=type_id, title=hit_type.title,
+                                         description=hit_type.description))
         return type_id
 
     def create_hit(self, type_id: str, request: HitRequest) -> RemoteHit:
         hit = self.inner.create_hit(type_id, request)
-        with self._lock:
-            self._db.execute("INSERT OR IGNORE INTO posted VALUES (?,?,?)", (hit.hit_id, type_id, request.max_assignments))
+        with self._lock, self.store.session() as s:
+            if s.exec(select(ProlificPostedRow.id).where(ProlificPostedRow.campaign == self.campaign,
+                                                         ProlificPostedRow.hit_id == hit.hit_id)).first() is None:
+                s.add(ProlificPostedRow(campaign=self.campaign, hit_id=hit.hit_id, type_id=type_id,
+                                        assignments=request.max_assignments))
         return hit
 
     # -- studies: places, decisions, stopping (`campaign.marketplaces.base.Studies`) -------------------------------
@@ -160,21 +162,23 @@ class ProlificMarketplace:
         Work is held by a submission that submitted or holds an assignment (unless it left), or that is
         still working and has room left in its bundle; the rest needs ceil(rest / bundle) new places. A
         stopped study (its stage complete) gets none: raising its places would make it active again."""
-        with self._lock:
-            totals = dict(self._db.execute("SELECT type_id, SUM(assignments) FROM posted GROUP BY type_id").fetchall())
+        with self.store.session() as s:
+            totals = {str(t): int(n) for t, n in s.exec(
+                select(ProlificPostedRow.type_id, func.sum(ProlificPostedRow.assignments))
+                .where(ProlificPostedRow.campaign == self.campaign).group_by(col(ProlificPostedRow.type_id))).all()}
         out: dict[str, int] = {}
         bundle = self.cfg.bundle
         for type_id, total in totals.items():
             row = self.studies.study(type_id)
-            if row is None or row["study_id"] is None:
+            if row is None or row.study_id is None:
                 out[type_id] = places_needed(int(total), bundle)
                 continue
             if self.studies.stopping(type_id):  # its stage is complete: more places would only reopen it on Prolific
-                out[type_id] = int(row["places"])
+                out[type_id] = int(row.places)
                 continue
-            raw = self.studies.api.submissions(row["study_id"])
+            raw = self.studies.api.submissions(row.study_id)
             subs = {s["id"]: str(s.get("status")) for s in raw}
-            served = self.door.served_counts(row["study_id"])
+            served = self.door.served_counts(row.study_id)
             taking = sum(1 for st in subs.values() if st in TAKES_PLACE)
             held = 0
             for sub, st in subs.items():
@@ -183,9 +187,9 @@ class ProlificMarketplace:
                 if st in WORKING:
                     held += max(0, bundle - done - open_)
             want = taking + places_needed(max(0, int(total) - held), bundle)
-            if want > int(row["places"]) and not self._servable(row["study_id"], {str(s.get("participant_id", "")) for s in raw}):
-                want = int(row["places"])  # work nobody who may come could take: a new place would only be returned
-            out[type_id] = max(int(row["places"]), want)
+            if want > int(row.places) and not self._servable(row.study_id, {str(s.get("participant_id", "")) for s in raw}):
+                want = int(row.places)  # work nobody who may come could take: a new place would only be returned
+            out[type_id] = max(int(row.places), want)
         return out
 
     def _servable(self, study_id: str, participants: set[str]) -> bool:
@@ -205,9 +209,10 @@ class ProlificMarketplace:
         return self.door.could_serve(study_id, participants)
 
     def _refill(self, key: str, places: int) -> int:
-        with self._lock:
-            title, description = self._db.execute("SELECT title, description FROM hit_types WHERE type_id=?",
-                                                  (key,)).fetchone() or ("Annotation", "Annotation task")
+        with self.store.session() as s:
+            known = s.exec(select(ProlificHitTypeRow).where(ProlificHitTypeRow.campaign == self.campaign,
+                                                            ProlificHitTypeRow.type_id == key)).first()
+        title, description = (known.title, known.description) if known is not None else ("Annotation", "Annotation task")
 
         def body(internal_name: str, code: str, n: int) -> dict[str, object]:
             return study_body(self.cfg, name=title, description=description, internal_name=internal_name, places=n,
@@ -216,7 +221,7 @@ class ProlificMarketplace:
         study_id = self.studies.ensure_study(key, places, body)
         row = self.studies.study(key)
         assert row is not None
-        self.door.add_seat(StudySeat(study_id, key, self.cfg.bundle, row["completion_code"], self.cfg.completion_url),
+        self.door.add_seat(StudySeat(study_id, key, self.cfg.bundle, row.completion_code, self.cfg.completion_url),
                            stage=key)
         return self.studies.raise_places(key, places)
 
@@ -231,9 +236,9 @@ class ProlificMarketplace:
     def _stop(self, key: str) -> bool:
         self.studies.stop(key)
         row = self.studies.study(key)
-        if row is None or row["study_id"] is None:
+        if row is None or row.study_id is None:
             return True
-        subs = self.studies.api.submissions(row["study_id"])
+        subs = self.studies.api.submissions(row.study_id)
         return not any(s.get("status") in PENDING or (s.get("status") in GONE and not self._work_settled(str(s["id"])))
                        for s in subs)
 
@@ -251,9 +256,23 @@ class ProlificMarketplace:
 
     def _decisions(self, aids: Sequence[str]) -> dict[str, str]:
         """assignment -> "approve" | "reject", for those of `aids` the quality policy decided."""
-        with self._lock:
-            return dict(self._db.execute(
-                f"SELECT assignment_id, decision FROM verdicts WHERE assignment_id IN ({','.join('?' * len(aids))})", aids).fetchall())
+        return {a: decision for a, (decision, _) in self._verdicts(aids).items()}
+
+    def _verdicts(self, aids: Sequence[str]) -> dict[str, tuple[str, str]]:
+        """assignment -> (decision, reason) noted for those of `aids` decided on the task site."""
+        if not aids:
+            return {}
+        with self.store.session() as s:
+            rows = s.exec(select(ProlificVerdictRow).where(ProlificVerdictRow.campaign == self.campaign,
+                                                           col(ProlificVerdictRow.assignment_id).in_(list(aids)))).all()
+        return {r.assignment_id: (r.decision, r.reason) for r in rows}
+
+    def _note_verdict(self, assignment_id: str, decision: str, reason: str) -> None:
+        """Note a HIT's decision once (a first note stands)."""
+        with self._lock, self.store.session() as s:
+            if s.exec(select(ProlificVerdictRow.id).where(ProlificVerdictRow.campaign == self.campaign,
+                                                          ProlificVerdictRow.assignment_id == assignment_id)).first() is None:
+                s.add(ProlificVerdictRow(campaign=self.campaign, assignment_id=assignment_id, decision=decision, reason=reason))
 
     def work_owed(self, submission_id: str) -> Decimal | None:
         """What a submission that was not completed (returned, timed out) is owed for its HITs the quality
@@ -271,11 +290,11 @@ class ProlificMarketplace:
     def pay_work(self, key: str, submission_id: str, amount: Decimal) -> Cost:
         """A bonus to the submission, journaled under its id so it is paid once."""
         row = self.studies.study(key)
-        if row is None or row["study_id"] is None:
+        if row is None or row.study_id is None:
             raise MarketError(f"no study for {key}", "NoStudy")
         with _as_market_errors():
             try:
-                self.studies.bonus(f"work:{submission_id}", str(row["study_id"]), submission_id, amount)
+                self.studies.bonus(f"work:{submission_id}", str(row.study_id), submission_id, amount)
             except BonusPending as exc:
                 raise TransientError(str(exc), "ProlificBonusPending") from None
         return self.fees.bonus(amount)
@@ -328,8 +347,7 @@ class ProlificMarketplace:
         self._decided(assignment_id, "reject", feedback)
 
     def _decided(self, assignment_id: str, decision: str, reason: str) -> None:
-        with self._lock:
-            self._db.execute("INSERT OR IGNORE INTO verdicts VALUES (?,?,?)", (assignment_id, decision, reason))
+        self._note_verdict(assignment_id, decision, reason)
         found = self.door.submission_of(assignment_id)
         if found is not None:
             crash_point("prolific.before_verdict")  # decided on the task site, not yet on Prolific: the sweep repairs it
@@ -373,18 +391,14 @@ class ProlificMarketplace:
         subs = [submission_id] if submission_id else [s for s, _ in self.door.submissions() if s not in done]
         for sub in subs:
             aids = self.door.assignments_of(sub)
-            with self._lock:
-                rows = {r[0]: (r[1], r[2]) for r in self._db.execute(
-                    f"SELECT assignment_id, decision, reason FROM verdicts WHERE assignment_id IN ({','.join('?' * len(aids))})",
-                    aids)} if aids else {}
+            rows = self._verdicts(aids)
             for a in aids:
                 if a not in rows:  # decided on the task site but killed before noted here: its status says
                     status = self.inner.get_assignment(a).status
                     if status in (SubmissionStatus.APPROVED, SubmissionStatus.REJECTED):
                         rows[a] = ("approve" if status == SubmissionStatus.APPROVED else "reject", "" if status == SubmissionStatus.APPROVED
                                    else "rejected by the quality policy on the task site")
-                        with self._lock:
-                            self._db.execute("INSERT OR IGNORE INTO verdicts VALUES (?,?,?)", (a, *rows[a]))
+                        self._note_verdict(a, *rows[a])
             verdict = bundle_verdict([rows[a][0] if a in rows else None for a in aids], [rows[a][1] for a in aids if a in rows])
             if verdict.action != "wait":
                 out[sub] = self.studies.decide(sub, verdict)

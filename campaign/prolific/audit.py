@@ -1,8 +1,8 @@
 """After a Prolific campaign (or a crash and restart of one): did anything happen twice, or go unbooked?
 
 Prolific gives no request tokens and pays a bonus batch again on every call, so "exactly once" rests on
-the adapter's journal; this audit checks it from the other side, against what the service and the task
-site actually hold:
+the adapter's journal (in the store); this audit checks it from the other side, against what the service
+and the task site actually hold:
 
 - `decided_twice`: a submission that received more than one decision (the emulator's transition log,
   which keeps repeats Prolific would silently ignore), or whose reward was charged more than once;
@@ -16,8 +16,8 @@ site actually hold:
   the service charged for the campaign's studies;
 - `unknown_hit`: a HIT in the campaign's store that the task site's marketplace does not have.
 
-`gather` only reads (SQLite files opened read-only, one store session); `check` is a pure function of
-what was gathered, so each finding is tested on a crafted state.
+`gather` only reads (the servers' SQLite files opened read-only, one store session); `check` is a pure
+function of what was gathered, so each finding is tested on a crafted state.
 """
 
 from __future__ import annotations
@@ -34,7 +34,7 @@ from pathlib import Path
 from sqlmodel import col, select
 
 from campaign.state import LedgerKind
-from campaign.store import HitRow, LedgerRow, Store
+from campaign.store import HitRow, LedgerRow, ProlificBonusRow, ProlificStudyRow, Store
 
 WORKER_PREFIX = "AP"  # task-site worker ids of Prolific participants (`Admission.worker_id`)
 
@@ -50,7 +50,7 @@ class Finding:
 class AuditState:
     """What the audit reads, reduced to plain data. Money in minor units (pence/cents)."""
 
-    studies: set[str] = field(default_factory=set)  # the campaign's study ids (journal)
+    studies: set[str] = field(default_factory=set)  # the campaign's study ids (the journal)
     decisions: list[tuple[str, str, str]] = field(default_factory=list)  # (submission, action, actor) as received
     reward_charges: list[str] = field(default_factory=list)  # submission id of each reward charge
     charged_minor: int = 0  # everything charged on the campaign's studies: rewards, bonuses, fees, VAT
@@ -114,15 +114,17 @@ def _ro(path: Path) -> Iterator[sqlite3.Connection]:
         yield conn
 
 
-def gather(*, emulator_db: Path, journal_db: Path, door_db: Path, market_db: Path, store: Store | None = None,
-           campaign: str | None = None) -> AuditState:
-    """Read the campaign's state. `journal_db` (`prolific-journal.sqlite`) names the campaign's studies;
-    the emulator's file (`prolific.db`) is read for those studies only; `store` + `campaign` give the
-    ledger and the HITs (left empty without a store)."""
+def gather(*, emulator_db: Path, door_db: Path, market_db: Path, store: Store, campaign: str) -> AuditState:
+    """Read the campaign's state. Its journal in `store` names the campaign's studies and the bonuses it
+    meant to pay; the emulator's file (`prolific.db`) is read for those studies only; the store also gives
+    the ledger and the HITs."""
     st = AuditState()
-    with _ro(journal_db) as j:
-        st.studies = {str(r[0]) for r in j.execute("SELECT study_id FROM studies WHERE study_id IS NOT NULL")}
-        st.bonus_intents = [(str(r[0]), int(r[1])) for r in j.execute("SELECT submission_id, cents FROM bonuses")]
+    with store.session() as s:
+        st.studies = {str(sid) for sid in s.exec(select(ProlificStudyRow.study_id).where(
+            ProlificStudyRow.campaign == campaign, col(ProlificStudyRow.study_id).is_not(None))).all()}
+        st.bonus_intents = [(str(sub), int(cents)) for sub, cents in s.exec(
+            select(ProlificBonusRow.submission_id, ProlificBonusRow.cents).where(ProlificBonusRow.campaign == campaign)
+            .order_by(col(ProlificBonusRow.id))).all()]
     with _ro(emulator_db) as e:
         subs = [json.loads(r[0]) for r in e.execute("SELECT body FROM docs WHERE kind='submission' ORDER BY seq")]
         mine = {s["id"] for s in subs if s.get("study_id") in st.studies}
@@ -148,21 +150,19 @@ def gather(*, emulator_db: Path, journal_db: Path, door_db: Path, market_db: Pat
         st.market_hits = {str(r[0]) for r in m.execute("SELECT id FROM hits")}
         st.market_assignments = [(str(r[0]), str(r[1])) for r in m.execute(
             "SELECT worker_id, hit_id FROM assignments WHERE status NOT IN ('Abandoned', 'Returned')")]
-    if store is not None and campaign is not None:
-        with store.session() as s:
-            st.store_hits = {h.hit_key: h.hit_id for h in s.exec(select(HitRow).where(HitRow.campaign == campaign)).all()
-                             if h.hit_id}
-            spent = s.exec(select(LedgerRow.amount).where(LedgerRow.campaign == campaign,
-                                                          col(LedgerRow.kind).in_((LedgerKind.CHARGE, LedgerKind.BONUS_CHARGE)))).all()
-            st.ledger_spent = sum((Decimal(a) for a in spent), Decimal("0.00"))
+    with store.session() as s:
+        st.store_hits = {h.hit_key: h.hit_id for h in s.exec(select(HitRow).where(HitRow.campaign == campaign)).all()
+                         if h.hit_id}
+        spent = s.exec(select(LedgerRow.amount).where(LedgerRow.campaign == campaign,
+                                                      col(LedgerRow.kind).in_((LedgerKind.CHARGE, LedgerKind.BONUS_CHARGE)))).all()
+        st.ledger_spent = sum((Decimal(a) for a in spent), Decimal("0.00"))
     return st
 
 
 def audit_run(state_dir: Path, campaign: str, store: Store) -> list[Finding]:
     """The audit of a `campaign run` state directory laid out as `campaign.providers.prolific` lays it out
-    (emulator in `prolific/`, the door in `prolific-site/`, the journal in `<campaign>/prolific/`, the
-    built-in marketplace in `market/`)."""
+    (emulator in `prolific/`, the door in `prolific-site/`, the built-in marketplace in `market/`; the
+    journal in the store)."""
     return check(gather(emulator_db=state_dir / "prolific" / "prolific.db",
-                        journal_db=state_dir / campaign / "prolific" / "prolific-journal.sqlite",
                         door_db=state_dir / "prolific-site" / "prolific-site.sqlite",
                         market_db=state_dir / "market" / "market.db", store=store, campaign=campaign))

@@ -9,7 +9,10 @@ Either way the task site is the run's built-in marketplace (its worker site, sta
 process), with the Prolific door (`campaign.market.prolific_site.ProlificDoor`) mounted on it under
 `/prolific/`; participants reach it at `task_site.public_url` (for prolific-local the built-in
 marketplace's own address when that is omitted or names port 0). Each campaign's marketplace is a
-`ProlificMarketplace` over the built-in marketplace, with its own journal under `state/<campaign>/prolific/`.
+`ProlificMarketplace` over the built-in marketplace, with its journal in the store (a campaign resumes
+from the store alone). The emulator's state (`state/prolific/`, Prolific's side) and the door's
+(`state/prolific-site/`, the task site's, beside the built-in marketplace's `state/market/`) are the
+servers' own.
 """
 
 from __future__ import annotations
@@ -177,6 +180,7 @@ class ProlificRun:
         """The campaign's `ProlificMarketplace` over the built-in marketplace."""
         from campaign.marketplaces.mturk import open_mturk
         from campaign.marketplaces.prolific import ProlificMarketplace
+        from campaign.migrations.prolific_files import import_campaign
         from campaign.prolific.studies import ProlificStudies
 
         options: dict[str, Any] = {"max_rps": campaign.max_rps} if campaign.max_rps else {}
@@ -185,13 +189,15 @@ class ProlificRun:
         if self.services.virtual:
             self.site.loopback(inner)
         assert campaign.prolific is not None
-        state_dir = self.services.state_dir
+        store = self.services.store
+        # A journal an earlier release left in files that the store's upgrade did not read (a PostgreSQL store
+        # migrated from another state folder): read in now, before any call to Prolific.
+        import_campaign(store.engine, self.services.state_dir, campaign.name)
         cfg = dataclasses.replace(campaign.prolific, public_url=self.provider.public_url(campaign, self.site.endpoint_url))
         emulator = self.pieces.emulator
-        studies = ProlificStudies(self.pieces.api, state_dir / campaign.name / "prolific",  # bonus reconciliation on the service's clock
+        studies = ProlificStudies(self.pieces.api, store, campaign.name,  # bonus reconciliation on the service's clock
                                   now=emulator.emulator.clock.now if emulator is not None else time.time)
-        market = ProlificMarketplace(inner, studies, self.pieces.door, cfg, state_dir / campaign.name / "prolific",
-                                     name=self.provider.name)
+        market = ProlificMarketplace(inner, studies, self.pieces.door, cfg, store, campaign.name, name=self.provider.name)
         self.pieces.markets.append(market)
         self.opened[campaign.name] = market
         return market

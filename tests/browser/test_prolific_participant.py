@@ -37,7 +37,7 @@ def test_a_participant_does_a_bundle_and_goes_back_with_the_code(driver, tmp_pat
             page = likert.page(items, "Should bottled water be banned?", "Rate how important each statement is")
             st.market.create_hit(t, HitRequest(html=page, max_assignments=1, lifetime=86400, annotation=f"b{i}", token=f"b{i}"))
         st.market.refill(t, st.market.places_wanted()[t])
-        study_id = st.studies.study(t)["study_id"]  # type: ignore[index]
+        study_id = st.studies.study(t).study_id  # type: ignore[union-attr]
         alice, mallory = add_participant(st.em.root_url, st.em.token), add_participant(st.em.root_url, st.em.token)
         sub, url = alice.start(study_id)
 
@@ -74,7 +74,7 @@ def test_a_participant_does_a_bundle_and_goes_back_with_the_code(driver, tmp_pat
         # the bundle is done: back to Prolific with the study's code
         _wait(driver, lambda d: d.current_url.startswith(COMPLETE))
         code = urllib.parse.parse_qs(urllib.parse.urlsplit(driver.current_url).query)["cc"][0]
-        assert code == st.studies.study(t)["completion_code"]  # type: ignore[index]
+        assert code == st.studies.study(t).completion_code  # type: ignore[union-attr]
         assert alice.complete(sub, code) == "AWAITING REVIEW"
         for aid in answered:
             got = st.market.get_assignment(aid)

@@ -27,7 +27,7 @@ TEXTS = {f"Statement number {i} about water quality in the region.": i / (N_HITS
 def world(tmp_path: Path) -> Iterator[dict]:
     with likert_study(tmp_path, list(TEXTS), N_HITS, PER_HIT, ASSIGNMENTS, BUNDLE) as (st, t, hits):
         yield {"clock": st.clock, "em": st.em, "server": st.server, "api": st.api, "door": st.door, "market": st.market,
-               "hits": hits, "study": st.studies.study(t)["study_id"]}  # type: ignore[index]
+               "hits": hits, "study": st.studies.study(t).study_id}  # type: ignore[union-attr]
 
 
 def test_adversarial_participants_go_through_the_door(world: dict) -> None:

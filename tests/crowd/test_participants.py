@@ -52,7 +52,7 @@ class World:
 @pytest.fixture
 def world(tmp_path: Path) -> Iterator[World]:
     with likert_study(tmp_path, list(STATEMENTS), N_HITS, PER_HIT, ASSIGNMENTS, BUNDLE) as (st, t, hits):
-        sid = st.studies.study(t)["study_id"]  # type: ignore[index]
+        sid = st.studies.study(t).study_id  # type: ignore[union-attr]
         world = World(tmp_path, st.clock, st.em, st.server, st.api, st.door, st.market, st.studies, t, sid, hits)
         try:
             yield world

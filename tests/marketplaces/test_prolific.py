@@ -17,6 +17,7 @@ from campaign.prolific.client import ProlificClient
 from campaign.prolific.emulator.participant import Participant, add_participant
 from campaign.prolific.study import ProlificConfig
 from campaign.spec import Qualifications
+from campaign.store import Store
 from tests.prolific.support import adapter_stack
 from tests.support.http import call_json
 from tests.support.market import FORM_PAGE
@@ -55,7 +56,7 @@ def test_studies_places_and_bundle_verdicts(tmp_path: Path) -> None:
         assert studies.study(t) is None  # posting HITs opens nothing on Prolific: places come after the ledger's reservation
         assert m.places_wanted() == {t: 2}  # 4 assignments / bundle of 2
         assert m.refill(t, 2) == 2
-        sid = studies.study(t)["study_id"]  # type: ignore[index]
+        sid = studies.study(t).study_id  # type: ignore[union-attr]
         study = api.study(sid)
         assert study["status"] == "ACTIVE" and study["total_available_places"] == 2  # 4 assignments / bundle of 2
         assert study["reward"] == 150 and "/prolific/start?" in study["external_study_url"]
@@ -107,7 +108,7 @@ def test_a_blocked_participant_joins_the_block_list_group_and_no_longer_sees_the
         for i in range(3):
             m.create_hit(t, HitRequest(html=FORM_PAGE, max_assignments=1, lifetime=86400, annotation=f"b{i}", token=f"u{i}"))
         m.refill(t, 3)
-        sid = studies.study(t)["study_id"]  # type: ignore[index]
+        sid = studies.study(t).study_id  # type: ignore[union-attr]
         mallory, bob = add_participant(em.root_url, em.token), add_participant(em.root_url, em.token)
         assert sid in {s["id"] for s in mallory.studies()}
         _do_bundle(server.endpoint_url, mallory, sid, "spam")
@@ -129,7 +130,7 @@ def test_a_decision_cut_off_between_the_task_site_and_prolific_is_sent_by_the_ne
                                       auto_approval_delay=86400, keywords="k", qualifications=Qualifications()), sandbox=True)
         m.create_hit(t, HitRequest(html=FORM_PAGE, max_assignments=1, lifetime=86400, annotation="c0", token="v0"))
         m.refill(t, 1)
-        sid = studies.study(t)["study_id"]  # type: ignore[index]
+        sid = studies.study(t).study_id  # type: ignore[union-attr]
         alice = add_participant(em.root_url, em.token)
         sub, aids = _do_bundle(server.endpoint_url, alice, sid, "careful")
         real = studies.api.approve
@@ -156,7 +157,7 @@ def test_a_decision_killed_before_the_adapter_noted_it_is_read_back_from_the_tas
         for i in range(2):
             m.create_hit(t, HitRequest(html=FORM_PAGE, max_assignments=1, lifetime=86400, annotation=f"k{i}", token=f"k{i}"))
         m.refill(t, 1)
-        sid = studies.study(t)["study_id"]  # type: ignore[index]
+        sid = studies.study(t).study_id  # type: ignore[union-attr]
         alice = add_participant(em.root_url, em.token)
         sub, aids = _do_bundle(server.endpoint_url, alice, sid, "careful")
         m.inner.approve(aids[0])  # the task site's approval, then the process died: the adapter never heard of it
@@ -191,12 +192,14 @@ def test_a_bonus_maybe_paid_is_asked_again_later_and_an_uncertain_one_is_no_mark
     from campaign.prolific.studies import BonusPending, BonusUncertain
 
     cfg = ProlificConfig(public_url="https://t.example.org", reward=Decimal("1.50"))
-    pending = ProlificMarketplace(_Inner(), _Studies(BonusPending("not visible yet")), _Door(), cfg, tmp_path / "a")  # type: ignore[arg-type]
+    store = Store.open(tmp_path)
+    pending = ProlificMarketplace(_Inner(), _Studies(BonusPending("not visible yet")), _Door(), cfg, store, "a")  # type: ignore[arg-type]
     with pytest.raises(TransientError, match="not visible yet"):
         pending.bonus("APX", "A1", Decimal("0.20"), "thanks", "tok")
-    unsure = ProlificMarketplace(_Inner(), _Studies(BonusUncertain("check on Prolific")), _Door(), cfg, tmp_path / "b")  # type: ignore[arg-type]
+    unsure = ProlificMarketplace(_Inner(), _Studies(BonusUncertain("check on Prolific")), _Door(), cfg, store, "b")  # type: ignore[arg-type]
     with pytest.raises(BonusUncertain) as err:
         unsure.bonus("APX", "A1", Decimal("0.20"), "thanks", "tok")
     assert not isinstance(err.value, MarketError)
     pending.close()
     unsure.close()
+    store.close()

@@ -30,8 +30,8 @@ def test_a_place_completed_without_work_is_rejected_and_never_charged(tmp_path: 
         for i in range(2):
             m.create_hit(t, HitRequest(html=FORM_PAGE, max_assignments=1, lifetime=86400, annotation=f"a{i}", token=f"t{i}"))
         assert m.refill(t, 2) == 2
-        sid = st.studies.study(t)["study_id"]  # type: ignore[index]
-        code = st.studies.study(t)["completion_code"]  # type: ignore[index]
+        sid = st.studies.study(t).study_id  # type: ignore[union-attr]
+        code = st.studies.study(t).completion_code  # type: ignore[union-attr]
         honest, leech = add_participant(st.em.root_url, st.em.token), add_participant(st.em.root_url, st.em.token)
         h_sub, h_aids = _do_bundle(st.server.endpoint_url, honest, sid, "careful")
         l_sub, _ = leech.start(sid)
@@ -61,7 +61,7 @@ def test_a_submission_still_working_or_with_answers_is_not_rejected_as_no_work(t
         t = rating_type(m)
         m.create_hit(t, HitRequest(html=FORM_PAGE, max_assignments=1, lifetime=86400, annotation="a0", token="t0"))
         assert m.refill(t, 2) == 2
-        sid = st.studies.study(t)["study_id"]  # type: ignore[index]
+        sid = st.studies.study(t).study_id  # type: ignore[union-attr]
         working = add_participant(st.em.root_url, st.em.token)
         w_sub, _ = working.start(sid)  # ACTIVE, no answer yet: may still work
         assert m.reject_no_work() == []

@@ -35,7 +35,7 @@ def test_a_shorter_bundle_is_returned_and_its_approved_hits_paid_once(tmp_path: 
         for i in range(2):  # two HITs for a bundle of three: nobody can complete a bundle
             m.create_hit(t, HitRequest(html=FORM_PAGE, max_assignments=1, lifetime=86400, annotation=f"a{i}", token=f"t{i}"))
         assert m.refill(t, 1) == 1
-        sid = st.studies.study(t)["study_id"]  # type: ignore[index]
+        sid = st.studies.study(t).study_id  # type: ignore[union-attr]
         p = add_participant(st.em.root_url, st.em.token)
         sub, _ = p.start(sid)
         session = {"PROLIFIC_PID": p.id, "STUDY_ID": sid, "SESSION_ID": sub}
@@ -75,7 +75,7 @@ def test_a_stopped_study_is_never_given_places_again(tmp_path: Path) -> None:
         m.create_hit(t, HitRequest(html=FORM_PAGE, max_assignments=2, lifetime=86400, annotation="a0", token="t0"))
         assert m.places_wanted() == {t: 2} and m.refill(t, 2) == 2
         assert m.stop(t) is True
-        sid = st.studies.study(t)["study_id"]  # type: ignore[index]
+        sid = st.studies.study(t).study_id  # type: ignore[union-attr]
         m.create_hit(t, HitRequest(html=FORM_PAGE, max_assignments=3, lifetime=86400, annotation="a1", token="t1"))
         assert m.places_wanted() == {t: 2}
         assert api.study(sid)["status"] == "COMPLETED"

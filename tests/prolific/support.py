@@ -22,6 +22,7 @@ from campaign.prolific.emulator.server import RunningEmulator, start_emulator
 from campaign.prolific.studies import ProlificStudies
 from campaign.prolific.study import ProlificConfig
 from campaign.spec import Qualifications
+from campaign.store import Store
 from campaign.tasks import likert
 from campaign.tasks.base import ShownItem
 
@@ -43,7 +44,8 @@ class Api:
 @dataclass
 class Stack:
     """The Prolific road in one process: emulator, built-in marketplace with the door on its task site,
-    the journal and the adapter over them (what `campaign.providers.prolific` builds for a run)."""
+    the journal (in a store, campaign "c") and the adapter over them (what `campaign.providers.prolific`
+    builds for a run)."""
 
     clock: ManualClock
     em: RunningEmulator
@@ -53,6 +55,7 @@ class Stack:
     studies: ProlificStudies
     market: ProlificMarketplace
     cfg: ProlificConfig
+    store: Store
 
 
 @contextmanager
@@ -65,15 +68,17 @@ def adapter_stack(tmp: Path, configure: Callable[[str, ProlificClient], Prolific
     door = ProlificDoor(server.engine, server.core.site.config, tmp / "site", api, ttl=0)
     server.mount("/prolific/", door)
     cfg = configure(server.endpoint_url, api)
-    studies = ProlificStudies(api, tmp / "journal")
+    store = Store.open(tmp / "store")
+    studies = ProlificStudies(api, store, "c")
     inner = open_marketplace("local", server.endpoint_url, credentials=server.credentials)
-    market = ProlificMarketplace(inner, studies, door, cfg, tmp / "adapter")
-    stack = Stack(clock, em, server, api, door, studies, market, cfg)
+    market = ProlificMarketplace(inner, studies, door, cfg, store, "c")
+    stack = Stack(clock, em, server, api, door, studies, market, cfg, store)
     try:
         yield stack
     finally:
         market.close()
         studies.close()
+        store.close()
         server.stop()
         door.close()
         stack.em.stop()  # a test that restarts the emulator puts the new one on the stack

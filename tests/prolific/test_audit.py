@@ -135,9 +135,9 @@ def test_gather_reads_a_real_run_and_finds_what_was_done_twice(tmp_path: Path) -
     api = ProlificClient(em.base_url, em.token, max_retries=0)
     door = ProlificDoor(server.engine, server.core.site.config, tmp_path / "prolific-site", api)
     server.mount("/prolific/", door)
-    studies = ProlificStudies(api, tmp_path / "c" / "prolific")
-    inner = open_marketplace("local", server.endpoint_url, credentials=server.credentials)
     store = Store.open(tmp_path / "store")
+    studies = ProlificStudies(api, store, "c")
+    inner = open_marketplace("local", server.endpoint_url, credentials=server.credentials)
     try:
         t = inner.create_hit_type(HitType(title="Rate", description="Rate", reward=Decimal("0.00"), duration=600,
                                           auto_approval_delay=86400, keywords="k", qualifications=Qualifications(locales=())), sandbox=True)
@@ -146,7 +146,7 @@ def test_gather_reads_a_real_run_and_finds_what_was_done_twice(tmp_path: Path) -
         sid = studies.ensure_study(t, 2, _body(server.endpoint_url))
         row = studies.study(t)
         assert row is not None
-        door.add_seat(StudySeat(sid, t, 2, row["completion_code"]), stage=t)
+        door.add_seat(StudySeat(sid, t, 2, row.completion_code), stage=t)
         alice, bob = add_participant(em.root_url, em.token), add_participant(em.root_url, em.token)
         a_sub, a_aids = _bundle(server.endpoint_url, alice, sid)
         b_sub, b_aids = _bundle(server.endpoint_url, bob, sid)
@@ -168,11 +168,11 @@ def test_gather_reads_a_real_run_and_finds_what_was_done_twice(tmp_path: Path) -
         server.stop()
         door.close()
         em.stop()
-    files: dict[str, Any] = {"emulator_db": tmp_path / "prolific" / "prolific.db", "journal_db": tmp_path / "c" / "prolific" / "prolific-journal.sqlite",
-             "door_db": tmp_path / "prolific-site" / "prolific-site.sqlite", "market_db": tmp_path / "market" / "market.db"}
-    before = _digest(tmp_path / "prolific"), _digest(tmp_path / "c"), _digest(tmp_path / "prolific-site"), _digest(tmp_path / "market")
+    files: dict[str, Any] = {"emulator_db": tmp_path / "prolific" / "prolific.db",
+                             "door_db": tmp_path / "prolific-site" / "prolific-site.sqlite", "market_db": tmp_path / "market" / "market.db"}
+    before = _digest(tmp_path / "prolific"), _digest(tmp_path / "prolific-site"), _digest(tmp_path / "market")
     state = gather(**files, store=store, campaign="c")
-    assert before == (_digest(tmp_path / "prolific"), _digest(tmp_path / "c"), _digest(tmp_path / "prolific-site"),
+    assert before == (_digest(tmp_path / "prolific"), _digest(tmp_path / "prolific-site"),
                       _digest(tmp_path / "market")), "the audit changed a file it read"
     assert state.studies == {sid} and state.charged_minor == 260 and state.ledger_spent == Decimal("2.60")
     assert sorted(state.decisions) == sorted([(a_sub, "APPROVE", "researcher"), (b_sub, "REJECT", "researcher")])
@@ -185,7 +185,7 @@ def test_gather_reads_a_real_run_and_finds_what_was_done_twice(tmp_path: Path) -
     try:
         api = ProlificClient(em.base_url, em.token, max_retries=0)
         api.approve(a_sub)  # a second decision: Prolific ignores it, the log keeps it
-        batch = next(iter(gather(**files).batches_paid))
+        batch = next(iter(gather(**files, store=store, campaign="c").batches_paid))
         api.pay_bonus(batch)  # a second pay call pays again
     finally:
         em.stop()

@@ -99,7 +99,7 @@ def test_the_campaigns_study_names_countries_and_languages_by_choice_id(tmp_path
         st.market.refill(key, 2)
         row = st.studies.study(key)
         assert row is not None
-        study = st.api.study(row["study_id"])
+        study = st.api.study(row.study_id)
         catalogue = {f["filter_id"]: f.get("choices", {}) for f in st.api.filters()}
         sent = {f["filter_id"]: f.get("selected_values") for f in study["filters"]}
         assert [catalogue["current-country-of-residence"][c] for c in sent["current-country-of-residence"]] == [

@@ -4,9 +4,11 @@ record, and at random instants; a restart then finishes it, and nothing happened
 As tests/test_e2e.py does for MTurk: `CAMPAIGN_TEST_CRASH=point:count` kills the daemon (and with it the
 in-process emulator, task site and simulated participants) the count-th time it reaches a crash point of
 `campaign.prolific.studies`. After the restart has finished the campaign, `campaign.prolific.audit`
-reads the emulator, the door, the journal, the task site and the store: no submission decided twice,
-no bonus paid twice, no participant served the same HIT twice, the ledger equal to Prolific's charges
-to the cent, no HIT the task site lacks.
+reads the emulator, the door, the task site and the store (the journal is in it): no submission decided
+twice, no bonus paid twice, no participant served the same HIT twice, the ledger equal to Prolific's
+charges to the cent, no HIT the task site lacks. The daemon resumes from the store alone: besides it the
+state folder holds only the servers' own databases (the emulator's, Prolific's side; the built-in
+marketplace's and its door's, the task site's), never a file of the campaign's.
 """
 
 from __future__ import annotations
@@ -18,9 +20,11 @@ import subprocess
 from pathlib import Path
 
 import pytest
+from sqlmodel import select
 
 from campaign.prolific.audit import audit_run, gather
-from campaign.store import Store
+from campaign.state import ProlificBonusState
+from campaign.store import ProlificBonusRow, Store
 from tests.support.cli import CRASH, clean_env, kill_at, run_args, run_campaign
 from tests.support.specs import campaign, simulated
 from tests.support.specs import write_spec as write_campaigns
@@ -45,19 +49,31 @@ def write_spec(tmp: Path) -> Path:
         crowd=simulated(16, mix=MIX, speed=600, arrival_span="30m")))
 
 
-def run_cli(config: Path, state: Path, crash: str | None = None, timeout: float = 420) -> subprocess.CompletedProcess[str]:
-    return run_campaign(*run_args(config, state, seed=5), env=clean_env(["PROLIFIC_TOKEN"], **({CRASH: crash} if crash else {})),
-                        timeout=timeout)
+def run_cli(config: Path, state: Path, crash: str | None = None, timeout: float = 420,
+            db: str | None = None) -> subprocess.CompletedProcess[str]:
+    return run_campaign(*run_args(config, state, *(["--db", db] if db else []), seed=5),
+                        env=clean_env(["PROLIFIC_TOKEN"], **({CRASH: crash} if crash else {})), timeout=timeout)
 
 
-def check_once(state: Path) -> None:
+# Every database a run keeps in its state folder: the store, and the servers' own state.
+SERVERS_DBS = {"campaign.db", "market/market.db", "market/auth.db", "prolific/prolific.db", "prolific-site/prolific-site.sqlite"}
+
+
+def databases(state: Path) -> set[str]:
+    """The databases under `state` (SQLite's side files left out), relative to it."""
+    return {p.relative_to(state).as_posix() for p in state.rglob("*") if p.is_file()
+            and p.suffix in (".db", ".sqlite", ".sqlite3") and not p.name.endswith(("-wal", "-shm", "-journal"))}
+
+
+def check_once(state: Path, db: str | None = None) -> None:
     """The finished campaign, audited; and the audit had something to look at."""
-    store = Store.open(state, create=False)
+    assert databases(state) == SERVERS_DBS - ({"campaign.db"} if db else set()), "the campaign kept state outside the store"
+    assert not (state / NAME / "prolific").exists()
+    store = Store.open(state, db, create=False)
     try:
         findings = audit_run(state, NAME, store)
         assert findings == [], "\n".join(f"{f.check} {f.subject}: {f.detail}" for f in findings)
         facts = gather(emulator_db=state / "prolific" / "prolific.db",
-                       journal_db=state / NAME / "prolific" / "prolific-journal.sqlite",
                        door_db=state / "prolific-site" / "prolific-site.sqlite", market_db=state / "market" / "market.db",
                        store=store, campaign=NAME)
     finally:
@@ -105,3 +121,37 @@ def test_sigkill_at_random_instants(tmp_path: Path) -> None:
     proc = run_cli(config, state)
     assert proc.returncode == 0, proc.stderr[-3000:]
     check_once(state)
+
+
+@pytest.mark.parametrize("backend", ["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])
+def test_a_daemon_killed_mid_run_resumes_from_the_store_alone(tmp_path: Path, backend: str, request: pytest.FixtureRequest) -> None:
+    """Killed right after a bonus's pay call, before its record (the journal says "paying"): what the
+    restart has to go on is the store and the servers' databases, nothing else of the campaign's; it
+    reconciles the bonus with Prolific instead of paying it again, and finishes."""
+    db = request.getfixturevalue("pg_url") if backend == "postgres" else None
+    config = write_spec(tmp_path)
+    state = tmp_path / "state"
+    proc = run_cli(config, state, crash="prolific.after_pay:1", db=db)
+    assert proc.returncode == -signal.SIGKILL, f"rc={proc.returncode}\n{proc.stderr[-3000:]}"
+    assert databases(state) == SERVERS_DBS - ({"campaign.db"} if db else set())
+    store = Store.open(state, db, create=False)
+    try:
+        with store.session() as s:
+            paying = s.exec(select(ProlificBonusRow).where(ProlificBonusRow.campaign == NAME,
+                                                           ProlificBonusRow.state == ProlificBonusState.PAYING)).all()
+    finally:
+        store.close()
+    assert len(paying) == 1 and paying[0].batch_id, "the kill did not leave a bonus between its pay call and its record"
+    proc = run_cli(config, state, db=db)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    check_once(state, db)
+    store = Store.open(state, db, create=False)
+    try:
+        facts = gather(emulator_db=state / "prolific" / "prolific.db", door_db=state / "prolific-site" / "prolific-site.sqlite",
+                       market_db=state / "market" / "market.db", store=store, campaign=NAME)
+        with store.session() as s:
+            row = s.get(ProlificBonusRow, paying[0].id)
+    finally:
+        store.close()
+    assert row is not None and row.state == ProlificBonusState.PAID
+    assert facts.batches_paid[str(paying[0].batch_id)] == 1, "the bonus paid before the kill was paid again"

@@ -1,5 +1,5 @@
-"""Crash between each remote call and its record: a restart on the same journal reconciles and never
-creates a second study, sends a decision twice or pays a bonus twice (against the emulator)."""
+"""Crash between each remote call and its record: a restart on the same journal (the store's) reconciles
+and never creates a second study, sends a decision twice or pays a bonus twice (against the emulator)."""
 
 from __future__ import annotations
 
@@ -16,6 +16,7 @@ from campaign.prolific.emulator.server import RunningEmulator, start_emulator
 from campaign.prolific.studies import BonusPending, BonusUncertain, ProlificStudies
 from campaign.prolific.study import ProlificConfig, study_body
 from campaign.prolific.verdict import Verdict, rejection_message
+from campaign.store import Store
 
 pytestmark = pytest.mark.prolific
 
@@ -52,9 +53,14 @@ def body(name: str, code: str, places: int) -> dict[str, Any]:
                       places=places, completion_code=code, seat="s1", project_id=None, block_group_id=None)
 
 
-def scenario(api: Any, journal: Path, em: RunningEmulator, people: list[Any]) -> str:
+def journal(api: Any, folder: Path, **options: Any) -> ProlificStudies:
+    """Campaign "c"'s journal in the store under `folder`, opened as a restarted process opens it."""
+    return ProlificStudies(api, Store.open(folder), "c", **options)
+
+
+def scenario(api: Any, folder: Path, em: RunningEmulator, people: list[Any]) -> str:
     """Everything the campaign does remotely, in order; safe to run again from the top after a crash."""
-    st = ProlificStudies(api, journal)
+    st = journal(api, folder)
     try:
         sid = st.ensure_study("stage-1", 2, body)
         st.raise_places("stage-1", 3)
@@ -62,7 +68,7 @@ def scenario(api: Any, journal: Path, em: RunningEmulator, people: list[Any]) ->
         if not subs:  # the participants' side (not the campaign's) runs once
             for p in people:
                 sub, _ = p.start(sid)
-                p.complete(sub, st.study("stage-1")["completion_code"])  # type: ignore[index]
+                p.complete(sub, st.study("stage-1").completion_code)  # type: ignore[union-attr]
             subs = sorted(s["id"] for s in api.submissions(sid))
         good, bad = subs
         st.decide(good, Verdict("approve"))
@@ -72,7 +78,7 @@ def scenario(api: Any, journal: Path, em: RunningEmulator, people: list[Any]) ->
         st.stop("stage-1")
         return sid
     finally:
-        st.close()
+        st.store.close()
 
 
 def _emulator(tmp: Path) -> tuple[RunningEmulator, ProlificClient]:
@@ -109,10 +115,10 @@ def test_a_bonus_interrupted_during_pay_is_not_paid_again(tmp_path: Path) -> Non
     em, api = _emulator(tmp_path)
     try:
         p = add_participant(em.root_url, em.token)
-        st = ProlificStudies(api, tmp_path / "j")
+        st = journal(api, tmp_path / "j")
         sid = st.ensure_study("s", 1, body)
         sub, _ = p.start(sid)
-        p.complete(sub, st.study("s")["completion_code"])  # type: ignore[index]
+        p.complete(sub, st.study("s").completion_code)  # type: ignore[union-attr]
         st.decide(sub, Verdict("approve"))
         pays: list[str] = []
 
@@ -130,15 +136,15 @@ def test_a_bonus_interrupted_during_pay_is_not_paid_again(tmp_path: Path) -> Non
                     raise ConnectionError("connection reset")
                 return pay
 
-        flaky = ProlificStudies(LostAnswer(), tmp_path / "j")
+        flaky = journal(LostAnswer(), tmp_path / "j")
         with pytest.raises(ConnectionError):
             flaky.bonus("b", sid, sub, Decimal("1.00"))
         assert st.bonus("b", sid, sub, Decimal("1.00")) == "paid"  # the retry looks before paying
         assert api.submission(sub)["bonus_payments"] == [100] and len(pays) == 1
         st.bonus("b", sid, sub, Decimal("1.00"))
         assert api.submission(sub)["bonus_payments"] == [100]
-        st.close()
-        flaky.close()
+        st.store.close()
+        flaky.store.close()
     finally:
         em.stop()
 
@@ -151,7 +157,7 @@ def _paid_submission(em: RunningEmulator, api: ProlificClient, st: ProlificStudi
     p = add_participant(em.root_url, em.token)
     sid = st.ensure_study("s", 1, body)
     sub, _ = p.start(sid)
-    p.complete(sub, st.study("s")["completion_code"])  # type: ignore[index]
+    p.complete(sub, st.study("s").completion_code)  # type: ignore[union-attr]
     st.decide(sub, Verdict("approve"))
     return sid, sub
 
@@ -167,10 +173,10 @@ def test_a_crash_after_the_pay_call_never_pays_again_while_prolific_is_still_pay
     em = start_emulator(tmp_path / "em", clock, fee_rate=Decimal("0.3"), bonus_delay=300)
     api = ProlificClient(em.base_url, em.token, max_retries=0)
     try:
-        st = ProlificStudies(api, tmp_path / "j", now=clock.now)
+        st = journal(api, tmp_path / "j", now=clock.now)
         sid, sub = _paid_submission(em, api, st)
         with pytest.raises(Crash):
-            ProlificStudies(Dying(api, 2), tmp_path / "j", now=clock.now).bonus("b", sid, sub, Decimal("1.00"))  # create, pay
+            journal(Dying(api, 2), tmp_path / "j", now=clock.now).bonus("b", sid, sub, Decimal("1.00"))  # create, pay
         assert api.submission(sub)["bonus_payments"] == []  # paid, not visible yet
         with pytest.raises(BonusPending):
             st.bonus("b", sid, sub, Decimal("1.00"))
@@ -187,7 +193,7 @@ def test_a_pay_call_that_may_not_have_left_is_reconciled_for_a_bounded_time_then
     em = start_emulator(tmp_path / "em", clock, fee_rate=Decimal("0.3"), bonus_delay=300)
     api = ProlificClient(em.base_url, em.token, max_retries=0)
     try:
-        st = ProlificStudies(api, tmp_path / "j", now=clock.now, reconcile_seconds=900)
+        st = journal(api, tmp_path / "j", now=clock.now, reconcile_seconds=900)
         sid, sub = _paid_submission(em, api, st)
 
         class DiesBeforePaying:
@@ -199,7 +205,7 @@ def test_a_pay_call_that_may_not_have_left_is_reconciled_for_a_bounded_time_then
                 return getattr(api, name)
 
         with pytest.raises(Gone):
-            ProlificStudies(DiesBeforePaying(), tmp_path / "j", now=clock.now).bonus("b", sid, sub, Decimal("1.00"))
+            journal(DiesBeforePaying(), tmp_path / "j", now=clock.now).bonus("b", sid, sub, Decimal("1.00"))
         with pytest.raises(BonusPending):
             st.bonus("b", sid, sub, Decimal("1.00"))
         clock.advance(600)
@@ -219,7 +225,7 @@ def test_a_pay_call_that_may_not_have_left_is_reconciled_for_a_bounded_time_then
 def test_a_refused_pay_call_paid_nothing_and_is_tried_again(tmp_path: Path) -> None:
     em, api = _emulator(tmp_path)
     try:
-        st = ProlificStudies(api, tmp_path / "j")
+        st = journal(api, tmp_path / "j")
         sid, sub = _paid_submission(em, api, st)
 
         class Refusing:
@@ -231,7 +237,7 @@ def test_a_refused_pay_call_paid_nothing_and_is_tried_again(tmp_path: Path) -> N
                 return getattr(api, name)
 
         with pytest.raises(ProlificError):
-            ProlificStudies(Refusing(), tmp_path / "j").bonus("b", sid, sub, Decimal("1.00"))
+            journal(Refusing(), tmp_path / "j").bonus("b", sid, sub, Decimal("1.00"))
         assert st.bonus("b", sid, sub, Decimal("1.00")) == "paid"  # a 4xx paid nothing: paying now is safe
         assert api.submission(sub)["bonus_payments"] == [100] and _times_paid(em) == 1
     finally:
@@ -242,19 +248,19 @@ def test_a_study_awaiting_review_is_stopped_once_a_freed_place_makes_it_active_a
     """Prolific stops only an ACTIVE or PAUSED study. One whose places are all finished (AWAITING
     REVIEW) turns ACTIVE by itself when a place frees; it must then be stopped, not left recruiting."""
     em, api = _emulator(tmp_path)
-    st = ProlificStudies(api, tmp_path / "journal")
+    st = journal(api, tmp_path / "journal")
     try:
         sid = st.ensure_study("stage-1", 1, body)
         p = add_participant(em.root_url, em.token)
         sub, _ = p.start(sid)
-        p.complete(sub, st.study("stage-1")["completion_code"])  # type: ignore[index]
+        p.complete(sub, st.study("stage-1").completion_code)  # type: ignore[union-attr]
         assert api.study(sid)["status"] == "AWAITING REVIEW"
         st.stop("stage-1")
-        assert st.stopping("stage-1") and st.study("stage-1")["state"] == "stopping"  # type: ignore[index]
+        assert st.stopping("stage-1") and st.study("stage-1").state == "stopping"  # type: ignore[union-attr]
         st.decide(sub, Verdict("reject", "LOW_EFFORT", rejection_message(["every check statement was rated wrongly"])))
         assert api.study(sid)["status"] == "ACTIVE"  # the rejected place recruits a replacement
         st.stop("stage-1")
-        assert api.study(sid)["status"] == "COMPLETED" and st.study("stage-1")["state"] == "stopped"  # type: ignore[index]
+        assert api.study(sid)["status"] == "COMPLETED" and st.study("stage-1").state == "stopped"  # type: ignore[union-attr]
     finally:
-        st.close()
+        st.store.close()
         em.stop()
