@@ -377,3 +377,59 @@ def test_a_participant_the_door_cannot_serve_is_asked_to_return_the_place_at_onc
     assert site.next(site.session(bob, sub2))[1]["status"] == "wait"  # the third HIT may still be servable
     known[site.hit_ids[2]] = frozenset({"x1", "x3"})
     assert site.next(site.session(bob, sub2))[1]["status"] == "return"
+
+
+def _status(site: Site, aid: str) -> str:
+    with site.market.engine.db.read() as c:
+        return str(c.execute("SELECT status FROM assignments WHERE id=?", (aid,)).fetchone()[0])
+
+
+def test_an_answer_the_task_cannot_read_is_refused_at_the_door_and_the_task_stays_open(site: Site) -> None:
+    """Stored, an unreadable answer would take the HIT's slot for good and be rejected with the whole
+    bundle; refused at the door, the participant can answer again (or return the task to others)."""
+    from campaign.tasks.base import InvalidAnswer
+
+    def check(hit_id: str, fields: list[tuple[str, str]]) -> None:
+        assert hit_id in site.hit_ids
+        if dict(fields).get("score") not in {"1", "2", "3", "4", "5"}:
+            raise InvalidAnswer(f"score must be 1..5, got {dict(fields).get('score')!r}")
+
+    site.door.check_answer = check
+    alice = add_participant(site.em.root_url, site.em.token)
+    sub, _ = alice.start(site.study_id)
+    s = site.session(alice, sub)
+    _, task = site.next(s)
+    before = _market(site)
+    for bad in ("", "9", "NaN"):
+        status, out = site.submit(s, task["AssignmentId"], score=bad)
+        assert status == 400 and out["error"] == "InvalidAnswer" and "1..5" in out["message"]
+    # the content origin's form is checked alike
+    form = urllib.parse.urlencode({"assignmentId": task["AssignmentId"], "score": "0"}).encode()
+    signed = site.market.core.site.config.submit_to(task["AssignmentId"], site_worker_id(alice.id))
+    assert _http(signed + "/mturk/externalSubmit", "POST", form, "application/x-www-form-urlencoded")[0] == 400
+    assert _market(site) == before and _status(site, task["AssignmentId"]) == "Accepted"
+    status, out = site.submit(s, task["AssignmentId"], score="2")
+    assert status == 200 and out["status"] == "task"
+    assert _status(site, task["AssignmentId"]) == "Submitted"
+
+
+def test_a_left_place_gives_its_task_back_at_once_and_never_gets_it_again(site: Site) -> None:
+    """A participant who returns the place (or times out) with a task open: the marketplace would keep the
+    task Accepted until its deadline, and the same participant taking the study again would get the
+    same task each time (in seed 2 of `campaign bench hostile`, one participant whose answers the door
+    refused held a ranking stage's last slot 51 times over three simulated days)."""
+    alice = add_participant(site.em.root_url, site.em.token)
+    sub, _ = alice.start(site.study_id)
+    _, task = site.next(site.session(alice, sub))
+    alice.give_back(sub)
+    assert _status(site, task["AssignmentId"]) == "Accepted"  # the marketplace does not know she left
+    assert site.door.release(sub) == [task["AssignmentId"]]
+    assert _status(site, task["AssignmentId"]) == "Returned"
+    assert site.door.release(sub) == []  # once
+    sub2, _ = alice.start(site.study_id)
+    _, again = site.next(site.session(alice, sub2))
+    assert again["status"] == "task" and again["HITId"] != task["HITId"]  # not the task she left with
+    bob = add_participant(site.em.root_url, site.em.token)
+    sub3, _ = bob.start(site.study_id)
+    _, his = site.next(site.session(bob, sub3))
+    assert his["HITId"] == task["HITId"]  # the slot she left is someone else's now
