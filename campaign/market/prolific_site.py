@@ -458,13 +458,14 @@ def spread(available: list[dict[str, Any]], participant_id: str) -> list[dict[st
 
     Handed out oldest first, a bundle's HITs would go together: participants arriving one after another
     would each take the same few HITs, and every HIT of a bundle would be done by the same five people.
-    Then one bad group (two careless or hostile participants beside a spammer) leaves 25 items with one
-    usable rating, and quality control, which compares each worker with the others on the same items,
-    sees the one careful worker of that group as the outlier. Spread out, each HIT is done by a
-    different mix of people, each worker shares items with many others, and bad work thins out over
-    all items instead of ruining some. (In `campaign bench hostile`, seed 1, HITs 5-9 had four
-    participants of whom three were excluded or rejected: Likert Pearson 0.90 against 0.95 without
-    adversaries.)"""
+    Then one bad group leaves many items with one usable rating, and quality control, which compares
+    each worker with the others on the same items, sees the one careful worker of that group as the
+    outlier. Spread out, each HIT is done by a different mix of people, each worker shares items with
+    many others, and bad work thins out over all items instead of ruining some. (In `campaign bench
+    hostile`, seed 1, the five participants of Likert HITs 5-9 were one adversary answering blank
+    (rejected), one answering at random and two spammers (excluded) and one careful worker, whose
+    agreement with the rest was r=-0.04: those 25 items had one rating each, and Pearson fell to 0.90
+    against 0.95 without adversaries; spread out, 0.95 against 0.95.)"""
     def key(h: dict[str, Any]) -> tuple[int, str]:
         free = h.get("NumberOfAssignmentsAvailable")
         tie = hashlib.sha256(f"{participant_id}\x1f{h.get('HITId', '')}".encode()).hexdigest()
