@@ -6,8 +6,10 @@ ids would let two runs of one seed differ. A simulation installs a `SeededIds` f
 runs (`simulated_ids`); it is the process's only run then, and every id is drawn on the timeline's
 one thread in the timeline's order, so the sequence is the seed's.
 
-The stream is keyed by the seed and by how many times this state folder has started a run (`epoch`), so
-a resumed run never draws an id an earlier run of the same folder drew.
+Each scope (what an id belongs to: a HIT type's HITs, a HIT's assignments, the Prolific emulator) has its
+own stream, so a campaign's ids do not depend on the other campaigns of its run (`random_bytes`). The
+streams are keyed by the seed and by how many times this state folder has started a run (`epoch`), so a
+resumed run never draws an id an earlier run of the same folder drew.
 """
 
 from __future__ import annotations
