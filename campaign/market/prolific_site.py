@@ -465,7 +465,7 @@ def spread(available: list[dict[str, Any]], participant_id: str) -> list[dict[st
     hostile`, seed 1, the five participants of Likert HITs 5-9 were one adversary answering blank
     (rejected), one answering at random and two spammers (excluded) and one careful worker, whose
     agreement with the rest was r=-0.04: those 25 items had one rating each, and Pearson fell to 0.90
-    against 0.95 without adversaries; spread out, 0.95 against 0.95.)"""
+    against 0.95 without adversaries. docs/hostile-crowd.md has the figures since.)"""
     def key(h: dict[str, Any]) -> tuple[int, str]:
         free = h.get("NumberOfAssignmentsAvailable")
         tie = hashlib.sha256(f"{participant_id}\x1f{h.get('HITId', '')}".encode()).hexdigest()
