@@ -6,8 +6,10 @@ ids would let two runs of one seed differ. A simulation installs a `SeededIds` f
 runs (`simulated_ids`); it is the process's only run then, and every id is drawn on the timeline's
 one thread in the timeline's order, so the sequence is the seed's.
 
-The stream is keyed by the seed and by how many times this state folder has started a run (`epoch`), so
-a resumed run never draws an id an earlier run of the same folder drew.
+Each scope (what an id belongs to: a HIT type's HITs, a HIT's assignments, the Prolific emulator) has its
+own stream, so a campaign's ids do not depend on the other campaigns of its run (`random_bytes`). The
+streams are keyed by the seed and by how many times this state folder has started a run (`epoch`), so a
+resumed run never draws an id an earlier run of the same folder drew.
 """
 
 from __future__ import annotations
@@ -26,25 +28,40 @@ _source: SeededIds | None = None
 
 
 class SeededIds:
+    """One numbered stream of ids per scope (see `random_bytes`)."""
+
     def __init__(self, seed: int, epoch: int) -> None:
         self.key = f"{seed}:{epoch}"
-        self.n = 0
+        self.n = 0  # the unscoped stream
+        self.scoped: dict[str, int] = {}
 
-    def draw(self, nbytes: int) -> bytes:
-        self.n += 1
+    def draw(self, nbytes: int, scope: str = "") -> bytes:
+        if scope:
+            n = self.scoped[scope] = self.scoped.get(scope, 0) + 1
+            label = f"{self.key}:{scope}:{n}"
+        else:
+            self.n += 1
+            label = f"{self.key}:{self.n}"
         out = b""
         block = 0
         while len(out) < nbytes:
-            out += hashlib.sha256(f"{self.key}:{self.n}:{block}".encode()).digest()
+            out += hashlib.sha256(f"{label}:{block}".encode()).digest()
             block += 1
         return out[:nbytes]
 
 
-def random_bytes(nbytes: int) -> bytes:
-    """`nbytes` bytes for a new id: the installed simulation's, else the OS's random source."""
+def random_bytes(nbytes: int, scope: str = "") -> bytes:
+    """`nbytes` bytes for a new id: the installed simulation's, else the OS's random source.
+
+    `scope` names what the id belongs to (a HIT type for a HIT's id, a HIT for an assignment's, the
+    Prolific emulator for its own): in a simulation each scope has its own numbered stream, so a
+    campaign's ids depend on its own history only. With one stream for the whole process, a campaign run
+    beside others (`campaign run` of a spec with several campaigns) drew other ids than the same
+    campaign run alone, and since ids decide orders (who is offered which HIT first, ties in review),
+    its results depended on which campaigns shared its run. Facing people the scope changes nothing."""
     with _lock:
         if _source is not None:
-            return _source.draw(nbytes)
+            return _source.draw(nbytes, scope)
     return secrets.token_bytes(nbytes)
 
 

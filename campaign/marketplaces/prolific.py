@@ -359,10 +359,15 @@ class ProlificMarketplace:
     def _settle(self) -> list[StudySubmission]:
         """The sweep: every verdict that is due (a crash between the decision on the task site and the
         call to Prolific is repaired here), every submission completed with no work rejected, then every
-        submission of every study with its status."""
+        submission of every study with its status; the tasks a returned or timed-out one still held are
+        given back to the marketplace (`ProlificDoor.release`)."""
         self.send_verdicts()
         self.reject_no_work()
-        return self.study_submissions()
+        subs = self.study_submissions()
+        for sub in subs:
+            if sub.status in (SubmissionStatus.RETURNED, SubmissionStatus.TIMED_OUT):
+                self.door.release(sub.submission_id)  # what they held goes back to others now, not at its deadline
+        return subs
 
     def reject_no_work(self) -> list[str]:
         """Reject (NO_CODE) every submission awaiting review that recorded no answer on the task site.

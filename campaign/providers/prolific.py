@@ -82,6 +82,36 @@ def store_items_of(store: Store) -> Callable[[str], frozenset[str]]:
     return items_of
 
 
+def store_answer_check(store: Store, campaigns: Sequence[Campaign]) -> Callable[[str, list[tuple[str, str]]], None]:
+    """(HIT id, posted fields) -> None, or `InvalidAnswer` when the HIT's task kind cannot read the answer:
+    the same parse collect applies to the stored answer (`campaign.steps.collect.store_assignments`),
+    asked at the door before anything is recorded. A HIT the store has not recorded (or a stage the
+    spec no longer has) passes: collect judges its answer as before."""
+    from sqlmodel import col, select
+
+    from campaign.store import HitRow, ItemRow
+    from campaign.tasks import get as get_kind
+    from campaign.tasks.base import ShownItem
+
+    by_name = {c.name: c for c in campaigns}
+
+    def check(hit_id: str, fields: list[tuple[str, str]]) -> None:
+        with store.session() as s:
+            row = s.exec(select(HitRow).where(HitRow.hit_id == hit_id)).first()
+            if row is None or row.campaign not in by_name:
+                return
+            keys = row.keys()
+            texts = dict(s.exec(select(ItemRow.item_key, ItemRow.text).where(
+                ItemRow.campaign == row.campaign, col(ItemRow.item_key).in_(keys))).all())
+            stage_name = row.stage
+        try:
+            stage = by_name[row.campaign].stage(stage_name)
+        except (KeyError, ValueError, LookupError):
+            return
+        get_kind(stage.kind).parse(stage, fields, [ShownItem(key=k, text=texts.get(k, "")) for k in keys])
+    return check
+
+
 class ProlificProvider:
     """`prolific` (`emulated=False`) or `prolific-local` (`emulated=True`)."""
 
@@ -126,7 +156,8 @@ class ProlificProvider:
             raise StartError("Prolific cannot start: the task site is not in this process")
         try:
             pieces = start_pieces(self, campaigns, services.state_dir, services.clock, site.server,
-                                  items_of=store_items_of(services.store))
+                                  items_of=store_items_of(services.store),
+                                  check_answer=store_answer_check(services.store, campaigns))
         except Exception as exc:
             raise StartError(f"Prolific cannot start: {exc}") from exc
         if services.virtual and pieces.emulator is not None:
@@ -141,9 +172,11 @@ class ProlificProvider:
 
 
 def start_pieces(provider: ProlificProvider, campaigns: Sequence[Campaign], state_dir: Path, clock: Clock,
-                 server: RunningMarket, items_of: Callable[[str], frozenset[str]] | None = None) -> ProlificPieces:
+                 server: RunningMarket, items_of: Callable[[str], frozenset[str]] | None = None,
+                 check_answer: Callable[[str, list[tuple[str, str]]], None] | None = None) -> ProlificPieces:
     """The emulator (prolific-local) or the real API client, and the door mounted on the task site;
-    `items_of` (`store_items_of`) lets the door keep a participant from seeing an item twice in a stage."""
+    `items_of` (`store_items_of`) lets the door keep a participant from seeing an item twice in a stage,
+    `check_answer` (`store_answer_check`) refuse an answer the HIT's task kind cannot read."""
     from campaign.market.prolific_site import ProlificDoor
     from campaign.prolific.client import ProlificClient
 
@@ -157,7 +190,8 @@ def start_pieces(provider: ProlificProvider, campaigns: Sequence[Campaign], stat
         api = ProlificClient(emulator.base_url, emulator.token, max_retries=2, timeout=30.0)
     else:
         api = ProlificClient(max_retries=3, timeout=30.0)  # PROLIFIC_TOKEN / PROLIFIC_BASE_URL from the environment
-    door = ProlificDoor(server.engine, server.site_config, state_dir / "prolific-site", api, items_of=items_of)
+    door = ProlificDoor(server.engine, server.site_config, state_dir / "prolific-site", api, items_of=items_of,
+                        check_answer=check_answer)
     try:
         server.mount(DOOR_PREFIX, door)
     except ValueError:

@@ -271,7 +271,7 @@ def test_never_a_hit_sharing_an_item_with_one_already_given_in_the_stage(site: S
         for h in hits:
             assert not items[h] & seen, f"{pid} was given item(s) {sorted(items[h] & seen)} twice"
             seen |= items[h]
-        assert site.hit_ids[1] not in hits  # it shares x2 with the first HIT everyone gets
+        assert not {site.hit_ids[0], site.hit_ids[1]} <= set(hits)  # they share x2
 
 
 def test_a_hit_whose_items_are_not_known_yet_is_not_served(site: Site) -> None:
@@ -365,15 +365,71 @@ def test_a_participant_the_door_cannot_serve_is_asked_to_return_the_place_at_onc
     """Every free HIT shows an item this participant rated in the stage: no work will ever come for
     them, so holding the place (a `wait` until the study's maximum time) would only keep it from
     someone else; while a free HIT is merely not recorded yet, they are asked to wait."""
-    known = {site.hit_ids[0]: frozenset({"x1"}), site.hit_ids[1]: frozenset({"x1", "x2"})}  # the third: not recorded yet
+    known = {site.hit_ids[0]: frozenset({"x1"})}  # the others: not recorded yet
     site.door.items_of = lambda h: known.get(h, frozenset())
     bob = add_participant(site.em.root_url, site.em.token)
     sub, _ = bob.start(site.study_id)
     s = site.session(bob, sub)
     task = site.next(s)[1]
     assert task["HITId"] == site.hit_ids[0]
+    known[site.hit_ids[1]] = frozenset({"x1", "x2"})
     assert site.submit(s, task["AssignmentId"])[1]["status"] == "wait"  # the third HIT may still be servable
     sub2, _ = bob.start(site.study_id)
     assert site.next(site.session(bob, sub2))[1]["status"] == "wait"  # the third HIT may still be servable
     known[site.hit_ids[2]] = frozenset({"x1", "x3"})
     assert site.next(site.session(bob, sub2))[1]["status"] == "return"
+
+
+def _status(site: Site, aid: str) -> str:
+    with site.market.engine.db.read() as c:
+        return str(c.execute("SELECT status FROM assignments WHERE id=?", (aid,)).fetchone()[0])
+
+
+def test_an_answer_the_task_cannot_read_is_refused_at_the_door_and_the_task_stays_open(site: Site) -> None:
+    """Stored, an unreadable answer would take the HIT's slot for good and be rejected with the whole
+    bundle; refused at the door, the participant can answer again (or return the task to others)."""
+    from campaign.tasks.base import InvalidAnswer
+
+    def check(hit_id: str, fields: list[tuple[str, str]]) -> None:
+        assert hit_id in site.hit_ids
+        if dict(fields).get("score") not in {"1", "2", "3", "4", "5"}:
+            raise InvalidAnswer(f"score must be 1..5, got {dict(fields).get('score')!r}")
+
+    site.door.check_answer = check
+    alice = add_participant(site.em.root_url, site.em.token)
+    sub, _ = alice.start(site.study_id)
+    s = site.session(alice, sub)
+    _, task = site.next(s)
+    before = _market(site)
+    for bad in ("", "9", "NaN"):
+        status, out = site.submit(s, task["AssignmentId"], score=bad)
+        assert status == 400 and out["error"] == "InvalidAnswer" and "1..5" in out["message"]
+    # the content origin's form is checked alike
+    form = urllib.parse.urlencode({"assignmentId": task["AssignmentId"], "score": "0"}).encode()
+    signed = site.market.core.site.config.submit_to(task["AssignmentId"], site_worker_id(alice.id))
+    assert _http(signed + "/mturk/externalSubmit", "POST", form, "application/x-www-form-urlencoded")[0] == 400
+    assert _market(site) == before and _status(site, task["AssignmentId"]) == "Accepted"
+    status, out = site.submit(s, task["AssignmentId"], score="2")
+    assert status == 200 and out["status"] == "task"
+    assert _status(site, task["AssignmentId"]) == "Submitted"
+
+
+def test_a_left_place_gives_its_task_back_at_once_and_never_gets_it_again(site: Site) -> None:
+    """A participant who returns the place (or times out) with a task open: the marketplace would keep the
+    task Accepted until its deadline, and the same participant taking the study again would get the
+    same task each time (in seed 2 of `campaign bench hostile`, one participant whose answers the door
+    refused held a ranking stage's last slot 51 times over three simulated days)."""
+    alice = add_participant(site.em.root_url, site.em.token)
+    sub, _ = alice.start(site.study_id)
+    _, task = site.next(site.session(alice, sub))
+    alice.give_back(sub)
+    assert _status(site, task["AssignmentId"]) == "Accepted"  # the marketplace does not know she left
+    assert site.door.release(sub) == [task["AssignmentId"]]
+    assert _status(site, task["AssignmentId"]) == "Returned"
+    assert site.door.release(sub) == []  # once
+    sub2, _ = alice.start(site.study_id)
+    _, again = site.next(site.session(alice, sub2))
+    assert again["status"] == "task" and again["HITId"] != task["HITId"]  # not the task she left with
+    free = {h["HITId"]: h["NumberOfAssignmentsAvailable"]
+            for h in site.market.engine.worker("available", site_worker_id(alice.id), 100)}
+    assert free[task["HITId"]] == 3  # the slot she left is free for someone else now

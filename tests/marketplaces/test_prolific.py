@@ -203,3 +203,32 @@ def test_a_bonus_maybe_paid_is_asked_again_later_and_an_uncertain_one_is_no_mark
     pending.close()
     unsure.close()
     store.close()
+
+
+def test_the_sweep_gives_a_returned_places_open_task_back_to_the_task_site(tmp_path: Path) -> None:
+    """A participant who returns the place with a task open: without the sweep's release the task stays
+    Accepted on the task site until its own deadline and nobody else can take that slot (hostile seed 2
+    waited three simulated days for it)."""
+    with adapter_stack(tmp_path, _config(bundle=2)) as st:
+        m, api, server = st.market, st.api, st.server
+        t = m.create_hit_type(HitType(title="Rate", description="Rate statements", reward=Decimal("0.10"), duration=600,
+                                      auto_approval_delay=86400, keywords="k", qualifications=Qualifications()), sandbox=True)
+        m.create_hit(t, HitRequest(html=FORM_PAGE, max_assignments=1, lifetime=86400, annotation="a0", token="t0"))
+        m.refill(t, 1)
+        sid = st.studies.study(t).study_id  # type: ignore[union-attr]
+        alice = add_participant(st.em.root_url, st.em.token)
+        sub, _ = alice.start(sid)
+        session = {"PROLIFIC_PID": alice.id, "STUDY_ID": sid, "SESSION_ID": sub}
+        task = call_json(f"{server.endpoint_url}/prolific/api/next?" + urllib.parse.urlencode(session))
+        assert task["status"] == "task"
+        alice.give_back(sub)
+
+        def status() -> str:
+            with server.engine.db.read() as c:
+                return str(c.execute("SELECT status FROM assignments WHERE id=?", (task["AssignmentId"],)).fetchone()[0])
+
+        assert status() == "Accepted"
+        subs = m.settle()
+        assert [s.status for s in subs if s.submission_id == sub] == ["returned"]
+        assert status() == "Returned"
+        assert api.submission(sub)["status"] == "RETURNED"

@@ -46,9 +46,10 @@ class WorkerError(Exception):
         self.code, self.message, self.status = code, message, status
 
 
-def new_id(n: int = 30) -> str:
-    """n characters of [A-Z0-9] from one read of the OS's random source (36**30 < 2**156 < 8 * (n + 2) bits)."""
-    value = int.from_bytes(random_bytes(n + 2), "big")
+def new_id(n: int = 30, scope: str = "") -> str:
+    """n characters of [A-Z0-9] from one read of the OS's random source (36**30 < 2**156 < 8 * (n + 2) bits);
+    `scope`: what the id belongs to, for a simulation's seeded ids (`campaign.ids.random_bytes`)."""
+    value = int.from_bytes(random_bytes(n + 2, scope), "big")
     out = []
     for _ in range(n):
         value, digit = divmod(value, 36)

@@ -108,7 +108,7 @@ class HITOps(EngineBase):
         max_a = int(p.get("MaxAssignments", 1))
         unit = cents(assignment_cost(dollars(t["reward_cents"]), max_a, bool(t["masters"])))
         self._require_funds(c, req, unit * max_a, now, liability=True)
-        hit_id = new_id()
+        hit_id = new_id(scope=f"hit:{type_id}")
         c.execute("INSERT INTO hits (id, requester, hit_type_id, creation, expiration, max_assignments, question, "
                   "annotation, unit_cost_cents) VALUES (?,?,?,?,?,?,?,?,?)",
                   (hit_id, req, type_id, now, now + p["LifetimeInSeconds"], max_a, question,

@@ -164,7 +164,7 @@ class WorkerSide(EngineBase):
             raise WorkerError("AlreadyWorked", "You have already worked on this HIT.", 409)
         if self.hit_status(h, now) != "Assignable":
             raise WorkerError("NoAvailableSlot", "This HIT has no assignment available.", 409)
-        aid = new_id()
+        aid = new_id(scope=f"assignment:{hit_id}")
         deadline = now + h["duration"]
         c.execute("INSERT INTO assignments (id, hit_id, worker_id, status, accept_time, deadline) VALUES (?,?,?,?,?,?)",
                   (aid, hit_id, wid, "Accepted", now, deadline))

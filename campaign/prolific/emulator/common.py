@@ -34,4 +34,4 @@ def iso(t: float | None) -> str | None:
 
 
 def new_id() -> str:
-    return random_bytes(12).hex()  # Prolific ids are 24 hex characters (from the seed in a simulation: campaign.ids)
+    return random_bytes(12, "prolific").hex()  # Prolific ids are 24 hex characters (from the seed in a simulation: campaign.ids)
