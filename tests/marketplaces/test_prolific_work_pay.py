@@ -13,8 +13,8 @@ import pytest
 from campaign.marketplaces.base import HitRequest
 from campaign.prolific.emulator.participant import add_participant
 from campaign.prolific.study import ProlificConfig, work_pay
-from tests.marketplaces.test_prolific import _call
 from tests.prolific.support import adapter_stack, rating_type
+from tests.support.http import call_json
 from tests.support.market import FORM_PAGE
 
 pytestmark = pytest.mark.prolific
@@ -40,11 +40,11 @@ def test_a_shorter_bundle_is_returned_and_its_approved_hits_paid_once(tmp_path: 
         sub, _ = p.start(sid)
         session = {"PROLIFIC_PID": p.id, "STUDY_ID": sid, "SESSION_ID": sub}
         site = st.server.endpoint_url
-        step = _call(f"{site}/prolific/api/next?" + urllib.parse.urlencode(session))
+        step = call_json(f"{site}/prolific/api/next?" + urllib.parse.urlencode(session))
         aids = []
         while step["status"] == "task":
             aids.append(step["AssignmentId"])
-            step = _call(f"{site}/prolific/api/submit", {**session, "assignmentId": step["AssignmentId"], "fields": [["answer", "x"]]})
+            step = call_json(f"{site}/prolific/api/submit", {**session, "assignmentId": step["AssignmentId"], "fields": [["answer", "x"]]})
         assert len(aids) == 2 and step["status"] == "return" and "redirect" not in step
         assert p.give_back(sub) == "RETURNED"
 
