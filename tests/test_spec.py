@@ -226,7 +226,7 @@ def test_alias_bomb_is_refused_fast(tmp_path):
     t0 = time.perf_counter()
     with pytest.raises(SpecError) as exc:
         load_spec(p)
-    assert time.perf_counter() - t0 < 2.0
+    assert time.perf_counter() - t0 < 20.0  # unguarded, 9**10 nodes take far longer; a loaded machine takes 1-2 s
     assert "(yaml): the document expands to more than" in exc.value.problems[0]
 
 

@@ -18,7 +18,7 @@ def test_status_at_80_columns_keeps_campaigns_and_statuses_whole(tmp_path):
     store.close()
     term = Term(["status", "--state", str(tmp_path)], cols=80, rows=60)
     try:
-        assert term.wait_exit(20) == 0
+        assert term.wait_exit(120) == 0
     finally:
         term.close()
     lines = term.lines()

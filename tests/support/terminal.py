@@ -140,7 +140,7 @@ class Term:
         if pid:
             self.exit_code = os.waitstatus_to_exitcode(status)
 
-    def wait_exit(self, timeout: float = 10.0) -> int:
+    def wait_exit(self, timeout: float = 60.0) -> int:
         end = time.monotonic() + timeout
         while time.monotonic() < end and self.exit_code is None:
             self.pump(0.1)
