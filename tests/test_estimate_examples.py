@@ -23,17 +23,11 @@ from tests.support.paths import ROOT
 # water-bottles expected $3.78, total $4.20, spent $3.99), so it is left out here.
 SPECS = [ROOT / "campaigns.yaml", *sorted(p for p in (ROOT / "examples").glob("*.yaml") if p.name != "hostile.yaml")]
 # The Prolific example's work is paid per HIT used (a shorter bundle its share of a place), and the
-# estimate prices it so, and the ranking stage's ties at its shortlist's cut as the run plans them
-# (seeds 1-3 shortlisted 35, 32, 34 of 60 and posted 12, 10, 12 HITs where the estimate planned 9 for
-# every run; now 9-13, about 10 to expect). What is left is chance: which participants take the Likert
-# places first (a full bundle of 5 HITs; latecomers get 2), so the spammers' share of the reviewed work
-# ranged from 4 to 22 of 60 HITs over seeds 0-9, and the spend from £17.22 to £22.05 against £20.15
-# expected (seeds 1-3: £21.00, £21.84, £20.37; seed 2's spammers did 6 HITs, so it spends 7.7% more).
-# No one figure is within 5% of every seed (the seeds' mean, £20.50, misses seeds 2, 4 and 6); the
-# default seed's (0: £20.37) is, so the case runs and reports, expected to pass but not required to.
-PROLIFIC_OVERSPENDS = pytest.mark.xfail(reason="which participants take a Prolific study's places first moves its spend "
-                                               "more than 5% from run to run (seed 2: +7.7%)", strict=False)
-SPECS = [pytest.param(p, marks=PROLIFIC_OVERSPENDS) if p.name == "prolific.yaml" else p for p in SPECS]
+# estimate prices it so, and the ranking stage's ties at its shortlist's cut as the run plans them (9-13
+# HITs, about 10 to expect). Its run on the test's seed is within 5% and must stay so. Other seeds are
+# not all: which participants take the places first decides how much of the reviewed work spammers do,
+# and so what is rejected and unpaid (2026-11-26, seeds 0-5: £19.74, £19.53, £21.00, £18.90, £19.95,
+# £23.10 against £20.15 expected; 4 of 6 within 5%), which one figure cannot follow.
 
 
 @pytest.mark.slow
