@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import signal
 from collections.abc import Iterator
 
 import pytest
@@ -22,6 +23,19 @@ def pytest_configure(config: pytest.Config) -> None:
     share = config.getoption("--adversaries")
     if share is not None:
         os.environ[ADVERSARIES_ENV] = str(share)
+    _hear_ctrl_c()
+
+
+def _hear_ctrl_c() -> None:
+    """Tests press Ctrl-C (SIGINT) on the programs they start, as a person at a terminal would. A shell
+    starts a background job (`pytest ... &`, as CI's script does) with SIGINT ignored, every child inherits
+    that, and Python keeps an inherited SIG_IGN: the program never hears the Ctrl-C and the test waits out
+    its bound. With Python's own handler here, a child starts with SIGINT at its default again."""
+    try:
+        if signal.getsignal(signal.SIGINT) == signal.SIG_IGN:
+            signal.signal(signal.SIGINT, signal.default_int_handler)
+    except ValueError:  # not the main thread: nothing to restore from here
+        pass
 
 
 @pytest.fixture(scope="session")
