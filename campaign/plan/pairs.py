@@ -153,16 +153,18 @@ def window_groups(
     near neighbours, whose order is what is still unknown.
 
     Unseen items come first only until `covering_items(keep, size)` items have been shown; after that
-    an unseen item is valued as one shown once. Measured at 300 items, 10 seeds (0-9) / 20 held-out
+    an unseen item is valued as one shown once (not with `anchored`, kept as measured). Measured at 300 items, 10 seeds (0-9) / 20 held-out
     seeds (10-29), top-50 minus random rankings': at 20% spam 600 / 700 pairs +0.006 / +0.008 (was
     -0.022 / -0.016) and +0.040 / +0.055 (was +0.016 / +0.033); at 10% spam 600 pairs +0.020 / +0.072
-    (was +0.010 / +0.046). Up to 250 pairs nothing changes.
+    (was +0.010 / +0.046); from 900 pairs within one standard error either way. Up to 250 pairs, and at
+    100 or 120 items, nothing changes (docs/aggregation.md).
 
     `anchored` (planner "window-anchored"): while some items have never been shown, each window gets
     one anchor, the shown item most likely in the top `keep` (p discounted by its appearances), beside
     the next unseen ones: windows of unseen items only leave each HIT unconnected to the rest, and an
     unseen item that beats a likely top item is itself likely top. Measured (10 seeds): at 300 items
-    the final top-50 precision rises from 0.630 to 0.682 (10% spam) and 0.572 to 0.630 (20%), but at
+    the final top-50 precision rises from 0.630 to 0.682 (10% spam) and 0.572 to 0.630 (20%) over the
+    plain window planner as it was before the covering rule, but at
     100 items / 20% spam random rankings' final top-50 is reached at 1,100 pairs instead of 900, so
     it is not the default.
     """
