@@ -3,6 +3,7 @@ import numpy as np
 from campaign.plan.pack import pack_pairs
 from campaign.plan.pairs import (
     count_matrix,
+    covering_items,
     expected_topk_precision,
     membership_probability,
     pair_budget,
@@ -103,3 +104,19 @@ def test_window_planner_spreads_over_unseen_items_and_packs_back_into_its_window
     assert len(hits) == 5 and {frozenset(p) for h in hits for p in __import__("itertools").combinations(h, 2)} == \
         {frozenset(p) for p in chosen}
     assert chosen == select_pairs(items, mu, sd, keep=10, batch_pairs=50, seed=3, counts=count_matrix(items, seen))
+
+
+def test_window_planner_drops_the_unseen_head_start_once_shown_items_could_fill_the_top():
+    items = [f"i{k}" for k in range(40)]
+    mu, sd = np.full(40, 25.0), np.full(40, 8.0)  # equal posteriors: only appearances tell items apart
+    assert covering_items(4, 5) == 10 and covering_items(50, 5) == 125  # winner + runner-up per 5-item window
+
+    def shown_in_batch(groups_shown: int) -> set[str]:
+        shown = items[: 5 * groups_shown]
+        seen = [(a, b) for g in range(groups_shown) for a in shown[5 * g:5 * g + 5] for b in shown[5 * g:5 * g + 5] if a < b]
+        chosen = select_pairs(items, mu, sd, keep=4, batch_pairs=50, seed=3, counts=count_matrix(items, seen))
+        assert len(chosen) == 50
+        return {x for p in chosen for x in p} & set(shown)
+
+    assert shown_in_batch(1) == set()  # 5 shown < 10: the five windows take unseen items only
+    assert shown_in_batch(2)  # 10 shown: an unseen item counts as shown once, so shown ones compete
