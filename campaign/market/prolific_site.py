@@ -154,12 +154,7 @@ class ProlificDoor:
                 wid = site_worker_id(pid)
                 if not self._db.execute("SELECT 1 FROM workers WHERE worker_id=?", (wid,)).fetchone():
                     return True
-                worked = self._worked(wid)
-                given = {w[0] for w in worked if w[2] not in LEFT} | self._left_before(pid, "")
-                seen: set[str] = set()
-                for hit_id, _, status, type_id in worked:
-                    if type_id in types and status not in LEFT:
-                        seen |= self._items_in(hit_id)
+                given, seen = self._taken(self._worked(wid), pid, "", types)
                 for h in self.engine.worker("available", wid, 1000):
                     if h["HITTypeId"] != seat.hit_type_id or h["HITId"] in given:
                         continue
@@ -189,6 +184,18 @@ class ProlificDoor:
                 state = "submitted" if status in ("Submitted", "Approved", "Rejected") else "lost"
                 self._db.execute("UPDATE served SET state=? WHERE assignment_id=?", (state, aid))
         return out
+
+    def _taken(self, worked: list[tuple[str, str, str, str]], participant_id: str, submission_id: str,
+               types: set[str]) -> tuple[set[str], set[str]]:
+        """What a participant may not be given (for `submission_id`, "" for any new one): the HITs they hold
+        or answered (`worked`, their worker's assignments) or were given in another submission
+        (`_left_before`), and the items they were shown in the stage (`types`: its HIT types)."""
+        given = {w[0] for w in worked if w[2] not in LEFT} | self._left_before(participant_id, submission_id)
+        seen: set[str] = set()
+        for hit_id, _, status, type_id in worked:
+            if type_id in types and status not in LEFT:
+                seen |= self._items_in(hit_id)
+        return given, seen
 
     def _left_before(self, participant_id: str, submission_id: str) -> set[str]:
         """HITs this participant was given in another submission of theirs (one they returned, or that
@@ -276,12 +283,7 @@ class ProlificDoor:
                 return Step("done", redirect=adm.seat.redirect())
             available = self.engine.worker("available", adm.worker_id, 1000)  # also commits a due expiry sweep
             worked = self._worked(adm.worker_id)  # so read again: an expired slot now reads Abandoned
-            types = self._stage_types(adm.seat.study_id)
-            given = {w[0] for w in worked if w[2] not in LEFT} | self._left_before(adm.participant_id, sub)
-            seen: set[str] = set()
-            for hit_id, _, status, type_id in worked:
-                if type_id in types and status not in LEFT:
-                    seen |= self._items_in(hit_id)
+            given, seen = self._taken(worked, adm.participant_id, sub, self._stage_types(adm.seat.study_id))
             unknown = False  # a free HIT whose items the daemon has not recorded yet: it may become servable
             for h in spread(available, adm.participant_id):
                 if h["HITTypeId"] != adm.seat.hit_type_id or h["HITId"] in given:
