@@ -389,12 +389,22 @@ class Emulator(ResearcherTools):
         study = self.study(user, study_id)
         draft = study["status"] == "UNPUBLISHED"
         grew = not draft and int(body.get("total_available_places", study["total_available_places"])) > int(study["total_available_places"])
+        before = int(study["total_available_places"])
         self._apply_fields(study, body, draft=draft)
         if grew:
             study["stopped"] = False
         self._settle(study)
         self.db.put("study", study)
+        if not draft and int(study["total_available_places"]) != before:
+            self._log_study(study, "places")
         return self.study_out(study)
+
+    def _log_study(self, study: dict[str, Any], event: str) -> None:
+        """When a published study's places changed, and when it was published, stopped, paused or started
+        again (kind "study_log"): Prolific shows none of this history, the emulator keeps it so a benchmark
+        can tell how long each open place waited for a participant."""
+        self.db.put("study_log", {"id": new_id(), "study_id": study["id"], "event": event, "at": self.clock.now(),
+                                  "total": int(study["total_available_places"])}, parent=study["id"])
 
     def delete_study(self, user: dict[str, Any], study_id: str) -> dict[str, Any]:
         """Drafts only; the description answers `DELETE /studies/{id}/` with 200 and an empty object."""
@@ -437,6 +447,7 @@ class Emulator(ResearcherTools):
         else:
             raise ApiError(400, f"Cannot {action} a study that is {status}.")
         self.db.put("study", study)
+        self._log_study(study, str(action).lower())
         return self.study_out(study)
 
     def _check_ready(self, study: dict[str, Any]) -> None:
@@ -879,7 +890,7 @@ class Emulator(ResearcherTools):
         sub = self._own_sub(p, sub_id)
         if sub["status"] not in ("RESERVED", "ACTIVE", "AWAITING REVIEW"):
             raise ApiError(400, f"This submission is {sub['status']}.")
-        sub["status"] = "RETURNED"
+        sub["status"], sub["returned_at"] = "RETURNED", self.clock.now()
         self._save_sub(sub)
         return {"status": sub["status"]}
 
