@@ -40,6 +40,19 @@ class MarketError(Exception):
         return f"{head}: {self.message}" if head else self.message
 
 
+def work_key(submission_id: str) -> str:
+    """A study submission's pay for its used work (`Studies.pay_work`): its journal key on the marketplace
+    and the name of its held row when the payment is uncertain."""
+    return f"work:{submission_id}"
+
+
+class PaymentUncertain(Exception):
+    """A pay call may have gone through unrecorded and the service has not shown the payment within the
+    time it was watched for: the program neither pays it again nor releases its money; the researcher
+    checks on the service and says which it was (`campaign decide NAME ROW paid|unpaid`). Deliberately
+    not a MarketError: no step may treat it as an answer and retry."""
+
+
 class TransientError(MarketError):
     """Throttled, unavailable or a broken connection: the call may or may not have happened; try again
     later with the same idempotency token."""
@@ -298,7 +311,12 @@ class Studies(Protocol):
     def pay_work(self, key: str, submission_id: str, amount: Decimal) -> Cost:
         """Pay a returned or timed-out submission its used work (`StudySubmission.work`), once however
         often it is called; returns what it costs with fees. TransientError while a payment whose call
-        may have gone through does not show yet."""
+        may have gone through does not show yet; PaymentUncertain once it has not shown in time."""
+        ...
+
+    def resolve_uncertain(self, key: str, paid: bool) -> None:
+        """The researcher's word on an uncertain payment (`PaymentUncertain`) of journal key `key`: paid
+        (recorded as paid, nothing sent) or not (the next pay call sends it)."""
         ...
 
 

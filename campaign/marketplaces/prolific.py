@@ -37,6 +37,7 @@ from campaign.marketplaces.base import (
     RemoteHit,
     StudySubmission,
     TransientError,
+    work_key,
 )
 from campaign.money import Cost
 from campaign.prolific.client import ProlificError
@@ -294,10 +295,13 @@ class ProlificMarketplace:
             raise MarketError(f"no study for {key}", "NoStudy")
         with _as_market_errors():
             try:
-                self.studies.bonus(f"work:{submission_id}", str(row.study_id), submission_id, amount)
+                self.studies.bonus(work_key(submission_id), str(row.study_id), submission_id, amount)
             except BonusPending as exc:
                 raise TransientError(str(exc), "ProlificBonusPending") from None
         return self.fees.bonus(amount)
+
+    def resolve_uncertain(self, key: str, paid: bool) -> None:
+        self.studies.resolve_uncertain(key, paid)
 
     def _work_settled(self, submission_id: str) -> bool:
         """A returned or timed-out submission owes nothing more: no HIT of it undecided, and its approved
@@ -307,7 +311,7 @@ class ProlificMarketplace:
             return True
         if any(a not in self._decisions(aids) for a in aids):
             return False
-        return self.work_owed(submission_id) is None or self.studies.bonus_paid(f"work:{submission_id}")
+        return self.work_owed(submission_id) is None or self.studies.bonus_paid(work_key(submission_id))
 
     def find_by_annotation(self, annotation: str) -> RemoteHit | None:
         return self.inner.find_by_annotation(annotation)

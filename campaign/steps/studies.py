@@ -32,12 +32,12 @@ from sqlmodel import col, select
 
 from campaign.crash import crash_point
 from campaign.ledger import BudgetExceeded, charge_place, release_study_rest, reserve_places, reserve_work
-from campaign.marketplaces.base import MarketError, Studies, TransientError, fees_of
+from campaign.marketplaces.base import MarketError, PaymentUncertain, Studies, TransientError, fees_of, work_key
 from campaign.money import Cost, fmt
-from campaign.state import CampaignStatus, Keys, SubmissionStatus
+from campaign.state import CampaignStatus, HeldKind, Keys, SubmissionStatus
 from campaign.steps.budget import note_blocked
 from campaign.steps.context import Context
-from campaign.steps.isolation import note_once
+from campaign.steps.isolation import held_keys, hold, note_once
 from campaign.steps.stages import OPEN, stage_done
 from campaign.steps.study_state import keys_by_stage
 from campaign.store import CampaignRow, HitRow
@@ -122,6 +122,10 @@ def _pay_work(ctx: Context, market: Studies, key: str, submission_id: str, amoun
         cost = market.pay_work(key, submission_id, amount)
     except TransientError:
         return False
+    except PaymentUncertain as exc:  # never paid again by the program: held for the researcher, one event
+        hold(ctx, HeldKind.WORK, work_key(submission_id), "studies", f"{type(exc).__name__}: {exc}",  # no traceback: not our failure
+             data={"study_key": key, "submission_id": submission_id, "amount": str(amount)})
+        return False
     with ctx.store.session() as s:
         return charge_place(s, ctx.name, key, submission_id, cost)
 
@@ -148,8 +152,9 @@ def settle_studies(ctx: Context) -> int:
                         charged += 1
             except Exception as exc:  # the others are still charged; this one is tried again next pass
                 note_once(ctx, "studies", sub.submission_id, exc)
+    uncertain = held_keys(ctx, HeldKind.WORK)  # the researcher's `paid`/`unpaid` is carried out by the decisions step
     for sub in subs:  # no ledger transaction is held open across the marketplace's call
-        if sub.work is None:
+        if sub.work is None or work_key(sub.submission_id) in uncertain:
             continue
         try:
             if _pay_work(ctx, market, sub.key, sub.submission_id, sub.work):
