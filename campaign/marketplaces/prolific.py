@@ -43,7 +43,7 @@ from campaign.money import Cost
 from campaign.prolific.client import ProlificError
 from campaign.prolific.filters import FilterChoiceError
 from campaign.prolific.gate import StudySeat, site_worker_id
-from campaign.prolific.studies import BonusPending, ProlificStudies
+from campaign.prolific.studies import FINAL, BonusPending, ProlificStudies
 from campaign.prolific.study import (
     ProlificConfig,
     bonus_cost,
@@ -59,6 +59,7 @@ from campaign.store import ProlificHitTypeRow, ProlificPostedRow, ProlificVerdic
 
 TAKES_PLACE = ("RESERVED", "ACTIVE", "AWAITING REVIEW", "APPROVED", "PARTIALLY APPROVED", "SCREENED OUT")
 WORKING = ("RESERVED", "ACTIVE")
+RETURN_REASON = "Didn't finish the study"  # one of the reasons Prolific's own interface offers
 GONE = ("RETURNED", "TIMED-OUT")  # left without finishing: what they held goes back to others
 PENDING = ("RESERVED", "ACTIVE", "AWAITING REVIEW", "PROCESSING")
 STATUS = {"APPROVED": SubmissionStatus.APPROVED, "PARTIALLY APPROVED": SubmissionStatus.APPROVED, "REJECTED": SubmissionStatus.REJECTED, "RETURNED": SubmissionStatus.RETURNED,
@@ -400,6 +401,8 @@ class ProlificMarketplace:
         subs = [submission_id] if submission_id else [s for s, _ in self.door.submissions() if s not in done]
         for sub in subs:
             aids = self.door.assignments_of(sub)
+            if self._short_completion(sub, aids):
+                continue
             rows = self._verdicts(aids)
             for a in aids:
                 if a not in rows:  # decided on the task site but killed before noted here: its status says
@@ -412,6 +415,51 @@ class ProlificMarketplace:
             if verdict.action != "wait":
                 out[sub] = self.studies.decide(sub, verdict)
         return out
+
+    def _short_completion(self, submission_id: str, aids: Sequence[str]) -> bool:
+        """True while a submission that did fewer HITs than its bundle must not be approved yet.
+
+        The task site gives the completion code only after a whole bundle; a shorter one is asked to
+        return the place and paid per HIT (`work_owed`). A submission completed on Prolific with fewer
+        HITs used a code it was not given (it is the same for everyone and leaks): approving it would pay
+        a whole bundle's reward for part of one. It is asked to return (Prolific messages the
+        participant; once returned, its HITs are paid as work). One who has not returned it within the
+        study's maximum time is approved at the reward after all, because Prolific's rules allow no
+        rejection for work that was done, and blocked from the campaign's studies, so it happens to
+        nobody twice (an event says so). A submission still working is left alone (nothing to decide);
+        one returned or timed out goes on to `decide`, which records it as final."""
+        found = self.door.submission_of(aids[0]) if aids else None
+        seat = self.door.seat(found[1]) if found else None
+        if seat is None or len(aids) >= seat.bundle:
+            return False
+        sub = self.studies.api.submission(submission_id)
+        status = str(sub.get("status"))
+        if status in FINAL:
+            return False
+        if status != "AWAITING REVIEW":
+            return True  # mid-bundle: nothing to decide yet
+        key = f"prolific.return_requested:{submission_id}"
+        asked = self.store.get_kv(self.campaign, key)
+        now = self.studies.now()
+        if asked is None:
+            self.studies.api.request_return(submission_id, [RETURN_REASON])
+            self.store.set_kv(self.campaign, key, repr(now))
+            self.store.event(self.campaign, "prolific_return_requested",
+                             f"submission {submission_id} was completed after {len(aids)} of {seat.bundle} tasks with a "
+                             "completion code the task site did not give it: asked to return it (its tasks are then paid "
+                             "per task)", level="warning", subject=submission_id)
+            return True
+        # the study's maximum time (Prolific's default when the spec sets none: ten times the estimate)
+        minutes = self.cfg.maximum_minutes or 10 * self.cfg.estimated_minutes
+        if now - float(asked) < 60.0 * minutes:
+            return True
+        worker = site_worker_id(str(sub.get("participant", "")))
+        self.block(worker, "completed a study with a code it was not given and did not return it when asked")
+        self.store.event(self.campaign, "prolific_short_approved",
+                         f"submission {submission_id} ({len(aids)} of {seat.bundle} tasks) was not returned within "
+                         f"{minutes} minutes of the request: approved at the full reward (Prolific's "
+                         f"rules allow no rejection for work done) and {worker} blocked", level="warning", subject=submission_id)
+        return False
 
     # -- money and workers ----------------------------------------------------------------------------------------
     def places_wanted(self) -> dict[str, int]:

@@ -154,6 +154,10 @@ class ProlificStudies:
                           .order_by(col(ProlificStudyRow.id))).all()
         return [(str(k), str(sid)) for k, sid in rows]
 
+    def now(self) -> float:
+        """The service's time as this journal reckons it (wall time, or the run's clock)."""
+        return self._now()
+
     def decided(self) -> set[str]:
         """Submissions whose decision is final on Prolific (nothing more to send)."""
         with self.store.session() as s:

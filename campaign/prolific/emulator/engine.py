@@ -573,6 +573,22 @@ class Emulator(ResearcherTools):
         self._save_sub(sub)
         return self.submission_out(sub)
 
+    def request_return(self, user: dict[str, Any], sub_id: str, body: dict[str, Any]) -> dict[str, Any]:
+        """`POST /submissions/{id}/request-return/`: the participant is asked (a message on Prolific) to
+        return the submission; nothing else changes. The reasons are required, free text."""
+        sub = self.submission(user, sub_id)
+        reasons = body.get("request_return_reasons")
+        if not isinstance(reasons, list) or not reasons or not all(isinstance(r, str) and r.strip() for r in reasons):
+            raise ApiError(400, {"request_return_reasons": ["A list of one or more reasons is required."]})
+        if sub["status"] not in ("RESERVED", "ACTIVE", "AWAITING REVIEW"):
+            raise ApiError(400, f"Cannot request the return of a submission that is {sub['status']}.")
+        if sub.get("return_requested") is None:
+            sub["return_requested"] = self.clock.now()
+            sub["return_reasons"] = [str(r)[:500] for r in reasons[:10]]
+            self.db.put("submission", sub)
+        return {"id": sub["id"], "status": sub["status"], "participant": sub["participant_id"],
+                "return_requested": iso(sub["return_requested"])}
+
     def _approve(self, sub: dict[str, Any]) -> None:
         if sub["status"] == "APPROVED":
             return  # final; a repeat is ignored and pays nothing
