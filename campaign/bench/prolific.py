@@ -168,12 +168,12 @@ def measure(state: Path, campaign: str, bundle: int) -> dict[str, Any]:
         "submissions": len(subs), "statuses": statuses,
         "undecided": statuses.get("AWAITING REVIEW", 0) + statuses.get("ACTIVE", 0) + statuses.get("RESERVED", 0) + len(auto_approved),
         "auto_approved_by_prolific": len(auto_approved),
-        "max_wait_hours": round(max(filled, default=0.0) / HOUR, 3),
-        "unfilled_wait_hours": round(max(unfilled, default=0.0) / HOUR, 3),
+        "max_wait_hours": round(max(filled, default=0.0) / HOUR, 4),
+        "unfilled_wait_hours": round(max(unfilled, default=0.0) / HOUR, 4),
         "places_opened": len(filled) + len(unfilled),
         "paid_places": str(paid_places.quantize(Decimal("0.01"))), "used_places": str(used_places.quantize(Decimal("0.01"))),
         "paid_per_used": round(float(paid_places / used_places), 3) if used_places else None,
-        "ledger": str(ledger), "charged": str(Decimal(charged) / 100),
+        "ledger": str(ledger), "charged": str((Decimal(charged) / 100).quantize(Decimal("0.01"))),
         "audit": [f"{f.check}: {f.subject}: {f.detail}" for f in findings],
     }
 
