@@ -233,7 +233,7 @@ def reconcile_costs(ctx: Context) -> int:
                 if not cost.matches:
                     ctx.store.event(ctx.name, "cost_mismatch", cost_mismatch_text(key, now), level="error", subject=key,
                                     data=now)
-                elif last:
+                elif last and last.get("booked") != last.get("charged"):  # a difference that is gone
                     ctx.store.event(ctx.name, "cost_reconciled", f"study {key}: the ledger's {now['booked']} now equals "
                                     f"what the service charged", subject=key, data=now)
             differ += 0 if cost.matches else 1

@@ -20,10 +20,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from rich.console import Console
 from sqlmodel import select
 
 from campaign.clock import ManualClock
 from campaign.daemon import ensure_campaign_row
+from campaign.dashboard.view import render_once
 from campaign.ledger import totals
 from campaign.market.prolific_site import ProlificDoor
 from campaign.market.server import RunningMarket, start_market
@@ -175,6 +177,9 @@ def test_the_ledger_uses_the_accounts_fee_and_equals_what_the_emulator_charged(t
         assert '"charged": "1.96"' in (r.ctx.store.get_kv(r.ctx.name, Keys.study_cost(t), "") or "")
         assert not _events(r, "cost_mismatch")
         assert _audit(r) == []
+        console = Console(record=True, width=200)
+        render_once(r.ctx.store, console)
+        assert "studies reconciled with the service's charges" in console.export_text()
 
 
 def test_a_study_charged_differently_from_the_ledger_is_an_alert(tmp_path: Path) -> None:
@@ -195,6 +200,10 @@ def test_a_study_charged_differently_from_the_ledger_is_an_alert(tmp_path: Path)
         alerts = Reader(r.ctx.store).campaign(r.ctx.name, 0.0).alerts
         assert [a.key for a in alerts if a.key.startswith("cost_mismatch")] == [f"cost_mismatch:{t}"]
         assert any(f.check == "cost_mismatch" for f in _audit(r))
+        console = Console(record=True, width=200)
+        render_once(r.ctx.store, console)  # what `campaign status` prints
+        shown = console.export_text()
+        assert "money NOT reconciled" in shown and "£1.96" in shown and "£2.40" in shown
         assert reconcile_costs(r.ctx) == 1 and len(_events(r, "cost_mismatch")) == 1  # standing: one event, not one per pass
 
 
