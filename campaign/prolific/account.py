@@ -23,6 +23,7 @@ the spec's assumption are `notes`: the service's are used, and the caller writes
 
 from __future__ import annotations
 
+import urllib.parse
 from dataclasses import dataclass, replace
 from decimal import Decimal, InvalidOperation
 from typing import Any
@@ -64,6 +65,11 @@ def percent(rate: Decimal) -> str:
     return f"{(rate * HUNDRED).normalize():f}"
 
 
+def _seg(value: str) -> str:
+    """An id from the spec as one path segment (a slash or '?' in it cannot reach another operation)."""
+    return urllib.parse.quote(value, safe="")
+
+
 def _missing(exc: ProlificError) -> bool:
     return exc.status in (400, 403, 404)
 
@@ -82,7 +88,7 @@ def _percentage(value: Any) -> Decimal | None:
 def _workspace(api: ProlificClient, cfg: ProlificConfig) -> dict[str, Any]:
     if cfg.workspace:
         try:
-            return api.request("GET", f"workspaces/{cfg.workspace}/")
+            return api.request("GET", f"workspaces/{_seg(cfg.workspace)}/")
         except ProlificError as exc:
             if not _missing(exc):
                 raise
@@ -99,7 +105,7 @@ def _project(api: ProlificClient, cfg: ProlificConfig, ws: dict[str, Any]) -> st
     ws_id = str(ws["id"])
     if cfg.project:
         try:
-            project = api.request("GET", f"projects/{cfg.project}/")
+            project = api.request("GET", f"projects/{_seg(cfg.project)}/")
         except ProlificError as exc:
             if not _missing(exc):
                 raise
@@ -120,7 +126,7 @@ def read_account(api: ProlificClient, cfg: ProlificConfig) -> Account:
     `AccountMismatch` (nothing created) or `ProlificError` (the service did not answer)."""
     if cfg.project and not cfg.workspace:  # the project names its workspace
         try:
-            owner = api.request("GET", f"projects/{cfg.project}/").get("workspace")
+            owner = api.request("GET", f"projects/{_seg(cfg.project)}/").get("workspace")
         except ProlificError as exc:
             if not _missing(exc):
                 raise

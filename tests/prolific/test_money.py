@@ -8,6 +8,7 @@ work through the door.
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 import threading
@@ -21,7 +22,7 @@ from typing import Any
 
 import pytest
 from rich.console import Console
-from sqlmodel import select
+from sqlmodel import col, select
 
 from campaign.clock import ManualClock
 from campaign.daemon import ensure_campaign_row
@@ -43,7 +44,7 @@ from campaign.spec import load_spec
 from campaign.state import CampaignStatus, Keys
 from campaign.steps.context import Context
 from campaign.steps.studies import open_places, reconcile_costs, settle_studies
-from campaign.store import CampaignRow, EventRow, HitRow, Store
+from campaign.store import CampaignRow, EventRow, HitRow, KVRow, Store
 from tests.prolific.support import rating_type
 from tests.support.http import call_json
 from tests.support.market import FORM_PAGE
@@ -259,3 +260,66 @@ def test_the_emulators_charges_import_nothing_of_the_campaigns_money() -> None:
             "'campaign.prolific.study', 'campaign.prolific.account') or m.startswith('campaign.marketplaces')))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "[]", out.stdout
+
+
+@pytest.mark.slow
+def test_the_real_road_books_the_accounts_rates_and_reconciles_every_study(tmp_path: Path) -> None:
+    """`marketplace: prolific` against a standalone emulator whose account is charged 25% and no VAT while
+    the spec assumes 33.3% + 20%: the run finishes, the ledger's spend equals what the emulator charged to
+    the penny, and every study's reconciliation agrees."""
+    from campaign.clock import WallClock
+    from campaign.crowd.models import make_pool
+    from campaign.crowd.participants import ParticipantCrowd
+    from campaign.inputs import load_items, load_truth
+    from tests.prolific.test_run import _emulator_charges, _env, _free_port, real_road
+    from tests.support.cli import run_args, start_campaign
+    from tests.support.paths import WATER
+
+    first_propositions(tmp_path, 10)
+    port = _free_port()
+    spec = write_spec(tmp_path / "campaigns.yaml", real_road(port))
+    em = start_emulator(tmp_path / "prolific.com", WallClock(), fee_rate=Decimal("0.25"), vat_rate=Decimal("0"))
+    state = tmp_path / "state"
+    proc = start_campaign(*run_args(spec, state, "--market-port", str(port), "--max-seconds", "240", quiet=False),
+                          env=_env(PROLIFIC_TOKEN=em.token, PROLIFIC_BASE_URL=em.base_url),
+                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    truth = load_truth(WATER / "truth.tsv")
+    by_text = {it.text: truth.get(it.key, 0.5) for it in load_items("propositions", tmp_path / "props.tsv")}
+    crowd = ParticipantCrowd(em.root_url, em.token, f"http://127.0.0.1:{port}",
+                             make_pool(6, 1, {"diligent": 1.0}, arrival_span=0), by_text, seed=1, clock=WallClock(),
+                             return_share=0.0, abandon_share=0.0)
+    try:
+        import socket
+        import time
+
+        for _ in range(100):
+            try:
+                socket.create_connection(("127.0.0.1", port), timeout=1).close()
+                break
+            except OSError:
+                time.sleep(0.2)
+        crowd.start()
+        stdout, stderr = proc.communicate(timeout=300)
+    finally:
+        crowd.stop()
+        if proc.poll() is None:
+            proc.kill()
+            proc.communicate()
+        em.stop()
+    assert proc.returncode == 0, stderr[-3000:]
+    charged, subs, _ = _emulator_charges(tmp_path / "prolific.com")
+    approved = sum(1 for s in subs if s["status"] == "APPROVED")
+    assert approved and charged == Decimal("1.25") * approved  # 1.00 + 0.25 fee, no VAT: the account's, not 1.40
+    store = Store.open(state)
+    try:
+        with store.session() as s:
+            spent = totals(s, "real-road", Decimal("20.00")).spent
+            costs = [json.loads(v) for v in s.exec(select(KVRow.value).where(KVRow.campaign == "real-road",
+                                                                                 col(KVRow.key).startswith(Keys.STUDY_COST))).all()]
+            notes = [e.message for e in s.exec(select(EventRow).where(EventRow.kind == "prolific_account")).all()]
+    finally:
+        store.close()
+    assert spent == charged
+    assert costs and all(c["booked"] == c["charged"] for c in costs), costs
+    assert sum(Decimal(c["charged"]) for c in costs) == charged
+    assert any("fee is 25%" in n for n in notes) and any("VAT on the fee is 0%" in n for n in notes)
