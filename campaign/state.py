@@ -211,6 +211,7 @@ class Keys:
     BONUS = "bonus:"
     STUDY_OVER = "study_over:"
     STUDY_PLACES = "study_places:"
+    STUDY_COST = "study_cost:"  # a finished study's last reconciliation: JSON {study, booked, charged}
     BATCH_PROGRESS = "_batch:"  # after the kind's name: "<kind>_batch:<stage>:<batch>"
 
     @staticmethod
@@ -255,6 +256,10 @@ class Keys:
     @staticmethod
     def study_over(study: str) -> str:
         return f"{Keys.STUDY_OVER}{study}"
+
+    @staticmethod
+    def study_cost(study: str) -> str:
+        return f"{Keys.STUDY_COST}{study}"
 
     @staticmethod
     def study_places(study: str) -> str:

@@ -66,6 +66,12 @@ class AlreadyDone(MarketError):
     """The same request (same token, same extension) was carried out before: nothing more to do."""
 
 
+class SetupRefused(MarketError):
+    """The marketplace's account cannot run the campaign as its spec says (a workspace that does not
+    exist, one paying in another currency): the campaign is blocked, with this message, before anything
+    is created; `campaign resume` after the spec or the account is fixed."""
+
+
 class InvalidState(MarketError):
     """The object is not in a state that allows the call (e.g. approving an already approved assignment)."""
 
@@ -317,6 +323,34 @@ class Studies(Protocol):
     def resolve_uncertain(self, key: str, paid: bool) -> None:
         """The researcher's word on an uncertain payment (`PaymentUncertain`) of journal key `key`: paid
         (recorded as paid, nothing sent) or not (the next pay call sends it)."""
+        ...
+
+
+@dataclass(frozen=True)
+class StudyCost:
+    """One study's money both ways: what the ledger booked as spent for it and what the service says it
+    charged (rewards and bonuses with their fees and tax), both in major units."""
+
+    key: str
+    study_id: str
+    booked: Decimal
+    charged: Decimal
+
+    @property
+    def matches(self) -> bool:
+        return self.booked == self.charged
+
+
+@runtime_checkable
+class ReconcilesCost(Protocol):
+    """Optional, for `Studies` marketplaces: a study's booked spend against what the service charged."""
+
+    def booked(self, key: str) -> Decimal:
+        """What the campaign's ledger booked as spent for study `key` (no remote call)."""
+        ...
+
+    def study_cost(self, key: str) -> StudyCost | None:
+        """Both figures, the service's read now; None while the study does not exist."""
         ...
 
 
