@@ -14,7 +14,7 @@ from sqlmodel import select
 from campaign.clock import ManualClock
 from campaign.daemon import ensure_campaign_row
 from campaign.ledger import totals
-from campaign.marketplaces.base import MarketError, Studies, StudySubmission, TransientError
+from campaign.marketplaces.base import MarketError, PaymentUncertain, Studies, StudySubmission, TransientError
 from campaign.money import Cost
 from campaign.spec import load_spec
 from campaign.state import Keys
@@ -57,6 +57,8 @@ class FakeStudies:
         self.fail_refill = 0
         self.paid: list[tuple[str, Decimal]] = []
         self.fail_pay = 0
+        self.uncertain: set[str] = set()  # submissions whose work pay never shows (PaymentUncertain)
+        self.resolved: list[tuple[str, bool]] = []
 
     def place_cost(self) -> Cost:
         return PLACE
@@ -80,10 +82,16 @@ class FakeStudies:
 
     def pay_work(self, key: str, submission_id: str, amount: Decimal) -> Cost:
         self.paid.append((submission_id, amount))
+        if submission_id in self.uncertain:
+            raise PaymentUncertain(f"the pay of {submission_id} may have gone through")
         if self.fail_pay:
             self.fail_pay -= 1
             raise TransientError("bonus not visible yet")
         return self.fees.bonus(amount)
+
+    def resolve_uncertain(self, key: str, paid: bool) -> None:
+        self.resolved.append((key, paid))
+        self.uncertain.discard(key.removeprefix("work:"))
 
 
 def _ctx(tmp_path: Path, market: FakeStudies) -> Context:
@@ -232,6 +240,36 @@ def test_a_returned_submissions_work_is_reserved_then_paid_and_charged_once(tmp_
         t = _totals(ctx)
         assert (t.spent, t.reserved) == (Decimal("0.80"), Decimal("2.10"))  # charged once, the place still reserved
         assert market.paid == [("S1", Decimal("0.60"))] * 3  # the marketplace pays once per submission however often asked
+    finally:
+        ctx.store.close()
+
+
+def test_an_uncertain_work_pay_is_held_never_paid_again_and_booked_on_the_researchers_word(tmp_path):
+    """A work pay whose payment may have gone through unrecorded: held (one row, one event), not asked
+    for again while held; the researcher's `paid` books it without paying, once."""
+    from campaign.state import Decision, HeldKind, HeldStatus
+    from campaign.steps.settle import settle_decisions
+    from campaign.store import EventRow, HeldRow
+
+    market = FakeStudies()
+    ctx = _ctx(tmp_path, market)
+    try:
+        market.wanted = {"T1": 1}
+        open_places(ctx)
+        market.subs = [StudySubmission("T1", "S1", "APX", "returned", Decimal("0.60"))]
+        market.uncertain = {"S1"}
+        assert settle_studies(ctx) == 0 and settle_studies(ctx) == 0
+        assert market.paid == [("S1", Decimal("0.60"))]  # asked once; held since
+        with ctx.store.session() as s:
+            held = s.exec(select(HeldRow).where(HeldRow.row_kind == HeldKind.WORK)).one()
+            assert held.row_key == "work:S1" and held.status == HeldStatus.HELD
+            assert len(s.exec(select(EventRow).where(EventRow.kind == "held")).all()) == 1
+            held.decision = Decision.PAID
+            s.add(held)
+        assert settle_decisions(ctx) == 1 and settle_decisions(ctx) == 0
+        assert market.resolved == [("work:S1", True)] and market.paid == [("S1", Decimal("0.60"))]  # booked, not sent
+        t = _totals(ctx)
+        assert (t.spent, t.reserved) == (Decimal("0.80"), Decimal("2.10"))
     finally:
         ctx.store.close()
 
