@@ -1,4 +1,5 @@
-"""`campaign crowd run`: the simulated crowd as its own process, working a marketplace others post to.
+"""`campaign crowd run`: the simulated crowd as its own process, working a marketplace others post to, or
+playing Prolific participants on a standalone emulator (`--prolific-url`, `campaign.crowd.prolific_crowd`).
 
 When several daemons share one store they must also share one marketplace and one crowd, or each would
 see only its own HITs and the answers would depend on which daemon posted what. So the built-in
@@ -52,7 +53,8 @@ def build_crowd(campaigns: Sequence[Campaign], seed: int, endpoint: str, clock: 
 def register(sub: argparse._SubParsersAction) -> None:
     c = sub.add_parser("crowd", help="the simulated crowd as its own process (for a standalone marketplace)",
                        description="The simulated crowd of a spec's `crowd: {kind: simulated}` campaigns, working a "
-                                   "marketplace given by URL. Run `campaign crowd run --help` for the options.")
+                                   "marketplace given by URL, or playing Prolific participants on a Prolific emulator "
+                                   "(`campaign prolific serve`). Run `campaign crowd run --help` for the options.")
     csub = c.add_subparsers(dest="crowd_cmd", required=True, metavar="SUBCOMMAND", title="subcommands")
     r = csub.add_parser("run", help="work the marketplace's HITs until stopped (SIGINT/SIGTERM)")
     r.add_argument("--config", default="campaigns.yaml", help="the spec whose simulated crowds to run")
