@@ -15,6 +15,7 @@ single daemon running them with the same seed.
 from __future__ import annotations
 
 import signal
+import socket
 import subprocess
 import time
 from collections.abc import Iterator
@@ -88,16 +89,18 @@ def shared_market(tmp: Path, seed: int, db: str, prolific: bool = True) -> Itera
     with (tmp / "market.log").open("w") as market_log, (tmp / "crowd.log").open("w") as crowd_log, \
             (tmp / "emulator.log").open("w") as em_log, \
             standalone_emulator(tmp / "prolific", "--speed", str(SPEED), "--fee-rate", "0.333", "--vat-rate", "0.2", log=em_log) as em:
-        door = ["--prolific-door", "--door-db", db] if prolific else []
-        market = _campaign("market", "serve", "--port", "0", "--state", str(tmp / "market"), "--mode", "prod",
+        # the spec first, on a port chosen here: the door reads it (`--door-config`) to refuse unreadable answers
+        port = _free_port()
+        spec = write_spec(tmp / "campaigns.yaml", f"http://127.0.0.1:{port}", prolific)
+        door = ["--prolific-door", "--door-db", db, "--door-config", str(spec)] if prolific else []
+        market = _campaign("market", "serve", "--port", str(port), "--state", str(tmp / "market"), "--mode", "prod",
                            "--balance", str(BALANCE), "--speed", str(SPEED), *door, prolific=em, stdout=subprocess.PIPE,
                            stderr=market_log, text=True)
         crowd = None
         try:
             assert market.stdout is not None
             endpoint = market.stdout.readline().strip()
-            assert endpoint.startswith("http://127.0.0.1:"), (tmp / "market.log").read_text() or endpoint
-            spec = write_spec(tmp / "campaigns.yaml", endpoint, prolific)
+            assert endpoint == f"http://127.0.0.1:{port}", (tmp / "market.log").read_text() or endpoint
             crowd = _campaign("crowd", "run", "--config", str(spec), "--endpoint", endpoint, "--seed", str(seed),
                               "--market-state", str(tmp / "market"), "--prolific-token-file", str(tmp / "prolific" / "token"),
                               prolific={"PROLIFIC_BASE_URL": em["PROLIFIC_BASE_URL"]}, stdout=subprocess.DEVNULL,
@@ -110,6 +113,12 @@ def shared_market(tmp: Path, seed: int, db: str, prolific: bool = True) -> Itera
                     p.wait(timeout=30)
             if market.stdout is not None:
                 market.stdout.close()
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
 
 
 def daemon(spec: Path, state: Path, db: str, seed: int, prolific: dict[str, str], ttl: str = "5") -> subprocess.Popen:

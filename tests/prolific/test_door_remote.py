@@ -31,6 +31,8 @@ def test_remote_door_answers_as_the_door_for_the_requester_only(tmp_path: Path, 
             serve_door(market, tmp_path / "market")
         monkeypatch.setenv("PROLIFIC_TOKEN", em.token)
         monkeypatch.setenv("PROLIFIC_BASE_URL", em.base_url)
+        with pytest.raises(DoorStartError, match="needs --door-db"):
+            serve_door(market, tmp_path / "market", config="campaigns.yaml")
         close = serve_door(market, tmp_path / "market")
         try:
             creds = market.credentials

@@ -77,6 +77,10 @@ def test_example_on_the_real_road_with_a_standalone_emulator_and_crowd(tmp_path:
     assert "water-prolific: scores written to" in stdout, stdout[-3000:]
     assert "Prolific participants at work" in crowd_said and "participants stopped:" in crowd_said, crowd_said[-2000:]
     assert token not in stdout and token not in stderr and token not in crowd_said
+    assert token not in (em_state / "exchanges.jsonl").read_text(encoding="utf-8")
+    for f in state.rglob("*"):
+        if f.is_file():
+            assert token.encode() not in f.read_bytes(), f"the Prolific token was written to {f}"
 
     described = checked_exchanges(em_state)
     if described is not None:  # the description is at hand: every exchange as it says
