@@ -212,12 +212,14 @@ def cmd_validate(args: argparse.Namespace) -> int:
     for c in spec.campaigns:
         stages = ", ".join(f"{s.name} ({s.kind}, {s.assignments} x ${s.reward})" for s in c.stages)
         if c.prolific is not None:  # paid per submission on Prolific, not per HIT
+            from campaign.prolific.account import percent
             from campaign.prolific.study import place_cost, reward_per_submission
 
             p = c.prolific
             stages = (", ".join(f"{s.name} ({s.kind}, {s.assignments} judgments per HIT)" for s in c.stages)
                       + f"; {shown(reward_per_submission(p), p.currency)} per submission of {p.bundle} HITs, "
-                      f"{shown(place_cost(p), p.currency)} a place with fee and VAT")
+                      f"{shown(place_cost(p), p.currency)} a place with fee and VAT (assumed: fee {percent(p.fee_rate)}%, "
+                      f"VAT {percent(p.vat_rate)}% on it; a run reads and uses the account's)")
         print(f"{args.file}: campaign {c.name}: {stages}; budget {shown(c.budget, c.currency)}; marketplace {c.marketplace}; "
               f"crowd {c.crowd.kind}")
         for line in _estimate_lines(c):

@@ -33,7 +33,9 @@ def register(sub: argparse._SubParsersAction, common: Callable[[argparse.Argumen
     d.add_argument("row", help="the held row, as `campaign held` names it (an assignment id, a HIT key, bonus:WORKER)")
     d.add_argument("decision", choices=[str(d) for d in Decision],
                    help="approve: pay it (post it, send it); reject: refuse it (the money is released); "
-                        "drop: leave it out of the results (an answer is still paid; a HIT or bonus is abandoned)")
+                        "drop: leave it out of the results (an answer is still paid; a HIT or bonus is abandoned); "
+                        "paid / unpaid: a payment that may have gone through on Prolific (a work:SUBMISSION row, or a "
+                        "bonus that may have been sent): you saw it paid there (booked, nothing sent) or not (sent now)")
     d.add_argument("--message", default=None, help="the feedback the worker sees with the decision")
     common(d)
 
@@ -62,7 +64,8 @@ def cmd_held(args: argparse.Namespace) -> int:
         status = r["status"] if r["decision"] is None or r["status"] != HeldStatus.HELD else f"{r['decision']} (waiting for the daemon)"
         print(f"{_inert(r['campaign'])}  {_inert(r['row'])}  {r['kind']} held by {r['step']}  {status}")
         print(f"    {_inert(r['reason'])}" + (f" -> {_inert(r['outcome'])}" if r["outcome"] else ""))
-    print("settle one with `campaign decide NAME ROW approve|reject|drop [--message TEXT]`")
+    print("settle one with `campaign decide NAME ROW approve|reject|drop [--message TEXT]` "
+          "(a payment that may have gone through: paid|unpaid)")
     return 0
 
 
@@ -121,6 +124,10 @@ def cmd_decide(args: argparse.Namespace) -> int:
                     return 0
                 print(f"campaign decide: {row.row_key} is already decided: {said}", file=sys.stderr)
                 return 2
+            refused = _refused_for(row, args.decision)
+            if refused:
+                print(f"campaign decide: {row.row_key}: {refused}", file=sys.stderr)
+                return 2
             camp = s.get(CampaignRow, args.name)
             if row.row_kind == HeldKind.HIT and args.decision == Decision.APPROVE and (camp is None or camp.status not in (CampaignStatus.RUNNING, CampaignStatus.PAUSED)):
                 print(f"campaign decide: {args.name} is {camp.status if camp else 'gone'}: its HIT {row.row_key} "
@@ -135,6 +142,22 @@ def cmd_decide(args: argparse.Namespace) -> int:
     print(f"{args.name}: {args.row}: {args.decision} recorded; the daemon carries it out on its next pass "
           f"(`campaign run` resumes a finished campaign for it)")
     return 0
+
+
+def _refused_for(row: Any, decision: str) -> str | None:
+    """Why `decision` does not fit this row, or None. An uncertain payment is a question of fact only
+    the researcher can answer (was it paid?), so it takes paid/unpaid and nothing else; those two
+    mean nothing for any other row."""
+    import json
+
+    uncertain = row.row_kind == HeldKind.WORK or (row.row_kind == HeldKind.BONUS
+                                                  and bool(json.loads(row.data or "{}").get("may_have_been_sent")))
+    if row.row_kind == HeldKind.WORK and decision not in (Decision.PAID, Decision.UNPAID):
+        return ("this work pay may have been paid on Prolific: check the study's bonus payments there, then decide "
+                "`paid` (it arrived: booked, nothing sent) or `unpaid` (it did not: sent now)")
+    if decision in (Decision.PAID, Decision.UNPAID) and not uncertain:
+        return f"{decision} is only for a payment that may have gone through (a work:SUBMISSION row or a bonus that may have been sent)"
+    return None
 
 
 def _said(row: Any) -> str:

@@ -92,6 +92,7 @@ class HeldKind(StrEnum):
     ASSIGNMENT = "assignment"  # a submitted answer (its status is `held` too)
     HIT = "hit"  # a draft whose posting failed (its status is `held`)
     BONUS = "bonus"  # a bonus reserved and not sent
+    WORK = "work"  # a returned or timed-out submission's pay for its used work, whose payment is uncertain
 
 
 class Decision(StrEnum):
@@ -100,6 +101,8 @@ class Decision(StrEnum):
     APPROVE = "approve"
     REJECT = "reject"
     DROP = "drop"
+    PAID = "paid"  # an uncertain payment: the researcher saw it on the service (booked, not sent again)
+    UNPAID = "unpaid"  # an uncertain payment: the researcher saw it did not arrive (sent now)
 
 
 class WorkerStanding(StrEnum):
@@ -208,6 +211,7 @@ class Keys:
     BONUS = "bonus:"
     STUDY_OVER = "study_over:"
     STUDY_PLACES = "study_places:"
+    STUDY_COST = "study_cost:"  # a finished study's last reconciliation: JSON {study, booked, charged}
     BATCH_PROGRESS = "_batch:"  # after the kind's name: "<kind>_batch:<stage>:<batch>"
 
     @staticmethod
@@ -252,6 +256,10 @@ class Keys:
     @staticmethod
     def study_over(study: str) -> str:
         return f"{Keys.STUDY_OVER}{study}"
+
+    @staticmethod
+    def study_cost(study: str) -> str:
+        return f"{Keys.STUDY_COST}{study}"
 
     @staticmethod
     def study_places(study: str) -> str:

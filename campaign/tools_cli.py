@@ -19,6 +19,7 @@ BENCHES: dict[str, str] = {
     "quality": "the Likert stage at 0/10/25% spammers, with and without the quality policy",
     "dashboard": "one dashboard redraw on a campaign of 20,000 HITs",
     "hostile": "a spec's campaigns (examples/hostile.yaml) with and without its adversarial crowd: quality, stalls, unearned pay",
+    "prolific": "a Prolific spec (examples/prolific.yaml) per seed: place waits, undecided submissions, places paid per used, ledger vs charges",
     "scale": "a Likert campaign of N propositions through `campaign run`: wall time, memory, ticks, auto-approvals",
 }
 

@@ -118,6 +118,7 @@ def test_validate_exits_2_and_run_refuses_prolific_without_a_token(tmp_path, cap
     assert cli("validate", str(spec)) == 0  # validate does not need the token
     out = capsys.readouterr().out
     assert "\u00a31.50 per submission of 5 HITs, \u00a32.10 a place with fee and VAT" in out and "$" not in out
+    assert "assumed: fee 33.3%, VAT 20% on it; a run reads and uses the account's" in out  # an assumption, said so
     state = tmp_path / "state"
     out = cli_output(*run_args(spec, state, quiet=False))  # PROLIFIC_TOKEN is unset (above)
     assert out.returncode == 2, out.stderr

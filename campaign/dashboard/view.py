@@ -71,6 +71,14 @@ def build(figures: dict, width: int = WIDE) -> Group:
             qt.add_row("held for the operator", f"{held['open']}{waiting} (`campaign held {escape(c['name'])}`)")
             for r in held.get("rows", [])[:5]:
                 qt.add_row(f"held {escape(r['kind'])} {escape(r['row'])}", escape(f"{r['step']}: {r['reason']}"))
+        costs = c.get("reconciliation") or []
+        for r in costs:
+            if r.get("booked") != r.get("charged"):
+                qt.add_row(Text(f"money NOT reconciled: study {r['key']} (Prolific {r['study']})", style="bold red"),
+                           escape(f"the ledger booked {shown(r['booked'], c['currency'])}, the service charged "
+                                  f"{shown(r['charged'], c['currency'])}"))
+        if costs and all(r.get("booked") == r.get("charged") for r in costs):
+            qt.add_row("studies reconciled with the service's charges", f"{len(costs)} of {len(costs)}, to the penny")
         for st in c["stages"]:
             if st.get("median_work_seconds") is not None:
                 pay = "no hourly figure (no time between accept and submit)" if st.get("hourly_pay") is None \

@@ -40,6 +40,19 @@ class MarketError(Exception):
         return f"{head}: {self.message}" if head else self.message
 
 
+def work_key(submission_id: str) -> str:
+    """A study submission's pay for its used work (`Studies.pay_work`): its journal key on the marketplace
+    and the name of its held row when the payment is uncertain."""
+    return f"work:{submission_id}"
+
+
+class PaymentUncertain(Exception):
+    """A pay call may have gone through unrecorded and the service has not shown the payment within the
+    time it was watched for: the program neither pays it again nor releases its money; the researcher
+    checks on the service and says which it was (`campaign decide NAME ROW paid|unpaid`). Deliberately
+    not a MarketError: no step may treat it as an answer and retry."""
+
+
 class TransientError(MarketError):
     """Throttled, unavailable or a broken connection: the call may or may not have happened; try again
     later with the same idempotency token."""
@@ -51,6 +64,12 @@ class TransientError(MarketError):
 
 class AlreadyDone(MarketError):
     """The same request (same token, same extension) was carried out before: nothing more to do."""
+
+
+class SetupRefused(MarketError):
+    """The marketplace's account cannot run the campaign as its spec says (a workspace that does not
+    exist, one paying in another currency): the campaign is blocked, with this message, before anything
+    is created; `campaign resume` after the spec or the account is fixed."""
 
 
 class InvalidState(MarketError):
@@ -298,7 +317,40 @@ class Studies(Protocol):
     def pay_work(self, key: str, submission_id: str, amount: Decimal) -> Cost:
         """Pay a returned or timed-out submission its used work (`StudySubmission.work`), once however
         often it is called; returns what it costs with fees. TransientError while a payment whose call
-        may have gone through does not show yet."""
+        may have gone through does not show yet; PaymentUncertain once it has not shown in time."""
+        ...
+
+    def resolve_uncertain(self, key: str, paid: bool) -> None:
+        """The researcher's word on an uncertain payment (`PaymentUncertain`) of journal key `key`: paid
+        (recorded as paid, nothing sent) or not (the next pay call sends it)."""
+        ...
+
+
+@dataclass(frozen=True)
+class StudyCost:
+    """One study's money both ways: what the ledger booked as spent for it and what the service says it
+    charged (rewards and bonuses with their fees and tax), both in major units."""
+
+    key: str
+    study_id: str
+    booked: Decimal
+    charged: Decimal
+
+    @property
+    def matches(self) -> bool:
+        return self.booked == self.charged
+
+
+@runtime_checkable
+class ReconcilesCost(Protocol):
+    """Optional, for `Studies` marketplaces: a study's booked spend against what the service charged."""
+
+    def booked(self, key: str) -> Decimal:
+        """What the campaign's ledger booked as spent for study `key` (no remote call)."""
+        ...
+
+    def study_cost(self, key: str) -> StudyCost | None:
+        """Both figures, the service's read now; None while the study does not exist."""
         ...
 
 

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import logging
 import threading
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import replace
 from decimal import Decimal
@@ -36,14 +36,18 @@ from campaign.marketplaces.base import (
     Marketplace,
     RemoteAssignment,
     RemoteHit,
+    SetupRefused,
+    StudyCost,
     StudySubmission,
     TransientError,
+    work_key,
 )
 from campaign.money import Cost
+from campaign.prolific.account import Account, AccountMismatch, percent, read_account, study_cost_minor
 from campaign.prolific.client import ProlificError
 from campaign.prolific.filters import FilterChoiceError
 from campaign.prolific.gate import StudySeat, site_worker_id
-from campaign.prolific.studies import BonusPending, ProlificStudies
+from campaign.prolific.studies import FINAL, BonusPending, ProlificStudies
 from campaign.prolific.study import (
     ProlificConfig,
     bonus_cost,
@@ -54,11 +58,12 @@ from campaign.prolific.study import (
     work_pay,
 )
 from campaign.prolific.verdict import bundle_verdict, no_work_verdict, places_needed
-from campaign.state import SubmissionStatus
-from campaign.store import ProlificHitTypeRow, ProlificPostedRow, ProlificVerdictRow, Store
+from campaign.state import LedgerKind, SubmissionStatus
+from campaign.store import LedgerRow, ProlificHitTypeRow, ProlificPostedRow, ProlificVerdictRow, Store
 
 TAKES_PLACE = ("RESERVED", "ACTIVE", "AWAITING REVIEW", "APPROVED", "PARTIALLY APPROVED", "SCREENED OUT")
 WORKING = ("RESERVED", "ACTIVE")
+RETURN_REASON = "Didn't finish the study"  # one of the reasons Prolific's own interface offers
 GONE = ("RETURNED", "TIMED-OUT")  # left without finishing: what they held goes back to others
 PENDING = ("RESERVED", "ACTIVE", "AWAITING REVIEW", "PROCESSING")
 STATUS = {"APPROVED": SubmissionStatus.APPROVED, "PARTIALLY APPROVED": SubmissionStatus.APPROVED, "REJECTED": SubmissionStatus.REJECTED, "RETURNED": SubmissionStatus.RETURNED,
@@ -74,6 +79,8 @@ def _as_market_errors() -> Iterator[None]:
     succeed on a later tick; anything else is this call's final answer."""
     try:
         yield
+    except AccountMismatch as exc:  # the spec's workspace, project or currency does not fit the account
+        raise SetupRefused(str(exc), "ProlificAccount") from None
     except FilterChoiceError as exc:  # the spec names a country or language Prolific has no choice for
         raise MarketError(str(exc), "ProlificFilterChoice") from None
     except ProlificError as exc:
@@ -84,10 +91,21 @@ def _as_market_errors() -> Iterator[None]:
 
 class ProlificFees:
     """Prolific's fee schedule: the HITs on the task site cost nothing; a place costs its reward plus
-    fee plus VAT on the fee (`place_cost`), a bonus the same rule on its amount."""
+    fee plus VAT on the fee (`place_cost`), a bonus the same rule on its amount.
 
-    def __init__(self, cfg: ProlificConfig) -> None:
+    With `account` (the marketplace's reader of the Prolific account, `campaign.prolific.account`) the
+    rates are the account's, and a place is priced by Prolific's study cost calculator; the spec's rates
+    (`cfg`) are only the assumption for an offline estimate."""
+
+    def __init__(self, cfg: ProlificConfig, account: Callable[[], Account] | None = None) -> None:
         self.cfg = cfg
+        self._account = account
+
+    def _rates(self) -> tuple[ProlificConfig, Decimal | None]:
+        if self._account is None:
+            return self.cfg, None
+        acct = self._account()
+        return acct.config(self.cfg), acct.place_total
 
     @property
     def currency(self) -> str:
@@ -100,12 +118,14 @@ class ProlificFees:
         return Cost(Decimal("0.00"), Decimal("0.00"))
 
     def bonus(self, amount: Decimal) -> Cost:
-        total = bonus_cost(self.cfg, Decimal(amount))
+        cfg, _ = self._rates()
+        total = bonus_cost(cfg, Decimal(amount))
         return Cost(total, total - Decimal(amount))
 
     def place(self) -> Cost:
-        total = place_cost(self.cfg)
-        return Cost(total, total - reward_per_submission(self.cfg))
+        cfg, priced = self._rates()
+        total = place_cost(cfg) if priced is None else priced
+        return Cost(total, total - reward_per_submission(cfg))
 
 
 class ProlificMarketplace:
@@ -121,13 +141,34 @@ class ProlificMarketplace:
         self.campaign = campaign
         self.name = name
         self.capabilities: Capabilities = inner.capabilities
-        self.fees = ProlificFees(cfg)
+        self.fees = ProlificFees(cfg, self.account)
+        self._account: Account | None = None
         self._lock = threading.RLock()
         self._filters: list[dict[str, object]] | None = None
         self._eligible: dict[str, int | None] = {}
 
     def close(self) -> None:
         """Nothing to release: the store is its opener's."""
+
+    # -- the account: workspace, project, currency, fee and VAT as Prolific has them -----------------------------
+    def account(self) -> Account:
+        """The Prolific account's figures for this campaign (`campaign.prolific.account.read_account`), read
+        once per process before anything is created; `SetupRefused` when the spec's workspace, project or
+        currency does not fit it (nothing cached: read again after `campaign resume`). Where the account's
+        fee, VAT or place price differ from the spec's assumption, a warning event says so; the service's
+        figures are used."""
+        with self._lock:
+            if self._account is None:
+                with _as_market_errors():
+                    acct = read_account(self.studies.api, self.cfg)
+                for note in acct.notes:
+                    self.store.event(self.campaign, "prolific_account", note, level="warning")
+                self.store.event(self.campaign, "prolific_account",
+                                 f"studies go to workspace {acct.workspace_id} ({acct.workspace_title!r}), project "
+                                 f"{acct.project_id}; paid in {acct.currency}; the account's fee {percent(acct.fee_rate)}% "
+                                 f"and VAT {percent(acct.vat_rate)}% on it; a place costs {acct.place_total}")
+                self._account = acct
+            return self._account
 
     # -- posting: HITs on the task site, places on Prolific ------------------------------------------------------
     def create_hit_type(self, hit_type: HitType, *, sandbox: bool) -> str:
@@ -155,14 +196,17 @@ class ProlificMarketplace:
 
     # -- studies: places, decisions, stopping (`campaign.marketplaces.base.Studies`) -------------------------------
     def place_cost(self) -> Cost:
-        return self.fees.place()
+        with _as_market_errors():
+            return self.fees.place()
 
     def _places_wanted(self) -> dict[str, int]:
         """Per HIT type: the places taken now plus enough new ones for the posted work nobody holds.
 
         Work is held by a submission that submitted or holds an assignment (unless it left), or that is
         still working and has room left in its bundle; the rest needs ceil(rest / bundle) new places. A
-        stopped study (its stage complete) gets none: raising its places would make it active again."""
+        stopped study (its stage complete) gets none: raising its places would make it active again. The
+        account is read first (`account`): a campaign the account cannot run opens nothing."""
+        self.account()
         with self.store.session() as s:
             totals = {str(t): int(n) for t, n in s.exec(
                 select(ProlificPostedRow.type_id, func.sum(ProlificPostedRow.assignments))
@@ -200,7 +244,7 @@ class ProlificMarketplace:
         if study_id not in self._eligible:
             try:
                 self._eligible[study_id] = self.studies.api.eligible_count(
-                    filters(self.cfg, self.cfg.block_list, self._catalogue()), self.cfg.workspace)
+                    filters(self.cfg, self.cfg.block_list, self._catalogue()), self.account().workspace_id)
             except ProlificError as exc:
                 log.info("eligible count of study %s not read (%s): new participants assumed", study_id, exc)
                 self._eligible[study_id] = None
@@ -217,7 +261,8 @@ class ProlificMarketplace:
 
         def body(internal_name: str, code: str, n: int) -> dict[str, object]:
             return study_body(self.cfg, name=title, description=description, internal_name=internal_name, places=n,
-                              completion_code=code, seat=key, project_id=self.cfg.project, block_group_id=self.cfg.block_list,
+                              completion_code=code, seat=key, project_id=self.account().project_id,
+                              block_group_id=self.cfg.block_list,
                               catalogue=self._catalogue())
         study_id = self.studies.ensure_study(key, places, body)
         row = self.studies.study(key)
@@ -295,10 +340,13 @@ class ProlificMarketplace:
             raise MarketError(f"no study for {key}", "NoStudy")
         with _as_market_errors():
             try:
-                self.studies.bonus(f"work:{submission_id}", str(row.study_id), submission_id, amount)
+                self.studies.bonus(work_key(submission_id), str(row.study_id), submission_id, amount)
             except BonusPending as exc:
                 raise TransientError(str(exc), "ProlificBonusPending") from None
         return self.fees.bonus(amount)
+
+    def resolve_uncertain(self, key: str, paid: bool) -> None:
+        self.studies.resolve_uncertain(key, paid)
 
     def _work_settled(self, submission_id: str) -> bool:
         """A returned or timed-out submission owes nothing more: no HIT of it undecided, and its approved
@@ -308,7 +356,7 @@ class ProlificMarketplace:
             return True
         if any(a not in self._decisions(aids) for a in aids):
             return False
-        return self.work_owed(submission_id) is None or self.studies.bonus_paid(f"work:{submission_id}")
+        return self.work_owed(submission_id) is None or self.studies.bonus_paid(work_key(submission_id))
 
     def find_by_annotation(self, annotation: str) -> RemoteHit | None:
         return self.inner.find_by_annotation(annotation)
@@ -362,6 +410,7 @@ class ProlificMarketplace:
         call to Prolific is repaired here), every submission completed with no work rejected, then every
         submission of every study with its status; the tasks a returned or timed-out one still held are
         given back to the marketplace (`ProlificDoor.release`)."""
+        self.account()  # the charges booked from here on are at the account's rates
         self.send_verdicts()
         self.reject_no_work()
         subs = self.study_submissions()
@@ -397,6 +446,8 @@ class ProlificMarketplace:
         subs = [submission_id] if submission_id else [s for s, _ in self.door.submissions() if s not in done]
         for sub in subs:
             aids = self.door.assignments_of(sub)
+            if self._short_completion(sub, aids):
+                continue
             rows = self._verdicts(aids)
             for a in aids:
                 if a not in rows:  # decided on the task site but killed before noted here: its status says
@@ -409,6 +460,51 @@ class ProlificMarketplace:
             if verdict.action != "wait":
                 out[sub] = self.studies.decide(sub, verdict)
         return out
+
+    def _short_completion(self, submission_id: str, aids: Sequence[str]) -> bool:
+        """True while a submission that did fewer HITs than its bundle must not be approved yet.
+
+        The task site gives the completion code only after a whole bundle; a shorter one is asked to
+        return the place and paid per HIT (`work_owed`). A submission completed on Prolific with fewer
+        HITs used a code it was not given (it is the same for everyone and leaks): approving it would pay
+        a whole bundle's reward for part of one. It is asked to return (Prolific messages the
+        participant; once returned, its HITs are paid as work). One who has not returned it within the
+        study's maximum time is approved at the reward after all, because Prolific's rules allow no
+        rejection for work that was done, and blocked from the campaign's studies, so it happens to
+        nobody twice (an event says so). A submission still working is left alone (nothing to decide);
+        one returned or timed out goes on to `decide`, which records it as final."""
+        found = self.door.submission_of(aids[0]) if aids else None
+        seat = self.door.seat(found[1]) if found else None
+        if seat is None or len(aids) >= seat.bundle:
+            return False
+        sub = self.studies.api.submission(submission_id)
+        status = str(sub.get("status"))
+        if status in FINAL:
+            return False
+        if status != "AWAITING REVIEW":
+            return True  # mid-bundle: nothing to decide yet
+        key = f"prolific.return_requested:{submission_id}"
+        asked = self.store.get_kv(self.campaign, key)
+        now = self.studies.now()
+        if asked is None:
+            self.studies.api.request_return(submission_id, [RETURN_REASON])
+            self.store.set_kv(self.campaign, key, repr(now))
+            self.store.event(self.campaign, "prolific_return_requested",
+                             f"submission {submission_id} was completed after {len(aids)} of {seat.bundle} tasks with a "
+                             "completion code the task site did not give it: asked to return it (its tasks are then paid "
+                             "per task)", level="warning", subject=submission_id)
+            return True
+        # the study's maximum time (Prolific's default when the spec sets none: ten times the estimate)
+        minutes = self.cfg.maximum_minutes or 10 * self.cfg.estimated_minutes
+        if now - float(asked) < 60.0 * minutes:
+            return True
+        worker = site_worker_id(str(sub.get("participant", "")))
+        self.block(worker, "completed a study with a code it was not given and did not return it when asked")
+        self.store.event(self.campaign, "prolific_short_approved",
+                         f"submission {submission_id} ({len(aids)} of {seat.bundle} tasks) was not returned within "
+                         f"{minutes} minutes of the request: approved at the full reward (Prolific's "
+                         f"rules allow no rejection for work done) and {worker} blocked", level="warning", subject=submission_id)
+        return False
 
     # -- money and workers ----------------------------------------------------------------------------------------
     def places_wanted(self) -> dict[str, int]:
@@ -452,3 +548,34 @@ class ProlificMarketplace:
 
     def balance(self) -> Decimal:
         return self.inner.balance()
+
+    # -- reconciliation: the ledger against what Prolific charged (`campaign.marketplaces.base.ReconcilesCost`) --
+    def booked(self, key: str) -> Decimal:
+        """What the ledger booked as spent for study `key`: its places and work bonuses (charged under the
+        study) and the quality bonuses paid to its submissions (found through the door)."""
+        row = self.studies.study(key)
+        with self.store.session() as s:
+            rows = s.exec(select(LedgerRow.kind, LedgerRow.amount, LedgerRow.hit_key, LedgerRow.assignment_id)
+                          .where(LedgerRow.campaign == self.campaign,
+                                 col(LedgerRow.kind).in_((LedgerKind.CHARGE, LedgerKind.BONUS_CHARGE)))).all()
+        total = Decimal("0.00")
+        for kind, amount, hit_key, aid in rows:
+            if kind == LedgerKind.CHARGE:
+                mine = hit_key == f"study:{key}"
+            else:
+                found = self.door.submission_of(aid) if aid and row is not None else None
+                mine = found is not None and row is not None and found[1] == row.study_id
+            if mine:
+                total += Decimal(amount)
+        return total
+
+    def study_cost(self, key: str) -> StudyCost | None:
+        """The ledger's figure for study `key` beside what Prolific says it charged (`GET
+        /studies/{id}/cost/`: rewards and bonuses with their fees and tax); None without a study."""
+        row = self.studies.study(key)
+        if row is None or row.study_id is None:
+            return None
+        booked = self.booked(key)
+        with _as_market_errors():
+            charged = Decimal(study_cost_minor(self.studies.api.study_cost(str(row.study_id)))) / 100
+        return StudyCost(key, str(row.study_id), booked, charged)

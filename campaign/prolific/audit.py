@@ -14,7 +14,10 @@ and the task site actually hold:
   expired or was returned unanswered does not count, the door may give that HIT back to them;
 - `ledger_mismatch`: the ledger's spending (charges and bonus charges) differs, to the cent, from what
   the service charged for the campaign's studies;
-- `unknown_hit`: a HIT in the campaign's store that the task site's marketplace does not have.
+- `unknown_hit`: a HIT in the campaign's store that the task site's marketplace does not have;
+- `cost_mismatch`: a finished study whose reconciliation (`campaign.steps.studies.reconcile_costs`, kept
+  in the store) found the ledger's figure different from what the service said it charged, or whose
+  service figure is not what the emulator's own charges for the study add up to.
 
 `gather` only reads (the servers' SQLite files opened read-only, one store session); `check` is a pure
 function of what was gathered, so each finding is tested on a crafted state.
@@ -33,15 +36,15 @@ from pathlib import Path
 
 from sqlmodel import col, select
 
-from campaign.state import LedgerKind
-from campaign.store import HitRow, LedgerRow, ProlificBonusRow, ProlificStudyRow, Store
+from campaign.state import Keys, LedgerKind
+from campaign.store import HitRow, KVRow, LedgerRow, ProlificBonusRow, ProlificStudyRow, Store
 
 WORKER_PREFIX = "AP"  # task-site worker ids of Prolific participants (`Admission.worker_id`)
 
 
 @dataclass(frozen=True)
 class Finding:
-    check: str  # decided_twice | bonus_paid_twice | served_twice | ledger_mismatch | unknown_hit
+    check: str  # decided_twice | bonus_paid_twice | served_twice | ledger_mismatch | unknown_hit | cost_mismatch
     subject: str
     detail: str
 
@@ -62,6 +65,8 @@ class AuditState:
     market_hits: set[str] = field(default_factory=set)
     store_hits: dict[str, str] = field(default_factory=dict)  # HIT key -> HIT id
     ledger_spent: Decimal | None = None  # None: no store was read, the ledger is not compared
+    charged_by_study: dict[str, int] = field(default_factory=dict)  # study id -> what the emulator charged for it
+    reconciled: dict[str, tuple[Decimal, Decimal]] = field(default_factory=dict)  # study id -> (booked, service said)
 
 
 def check(state: AuditState) -> list[Finding]:
@@ -98,6 +103,15 @@ def check(state: AuditState) -> list[Finding]:
     if spent is not None and (spent != spent.to_integral_value() or int(spent) != state.charged_minor):
         out.append(Finding("ledger_mismatch", "ledger", f"the ledger spent {state.ledger_spent}; the service charged "
                                                          f"{Decimal(state.charged_minor) / 100} for the campaign's studies"))
+
+    for study, (booked, said) in sorted(state.reconciled.items()):
+        if booked != said:
+            out.append(Finding("cost_mismatch", study, f"the ledger booked {booked} for the study; the service said it "
+                                                       f"charged {said}"))
+        own = Decimal(state.charged_by_study.get(study, 0)) / 100
+        if study in state.studies and said != own:
+            out.append(Finding("cost_mismatch", study, f"the service said it charged {said} for the study; its own "
+                                                       f"charges add up to {own}"))
 
     for key, hit_id in sorted(state.store_hits.items()):
         if hit_id not in state.market_hits:
@@ -140,6 +154,7 @@ def gather(*, emulator_db: Path, door_db: Path, market_db: Path, store: Store, c
         for study, ref, what, rewards, fees, vat in e.execute("SELECT study, ref, what, rewards, fees, vat FROM charges"):
             if study in st.studies:
                 st.charged_minor += int(rewards) + int(fees) + int(vat)
+                st.charged_by_study[study] = st.charged_by_study.get(study, 0) + int(rewards) + int(fees) + int(vat)
                 if what == "reward":
                     st.reward_charges.append(str(ref))
     with _ro(door_db) as d:
@@ -156,6 +171,10 @@ def gather(*, emulator_db: Path, door_db: Path, market_db: Path, store: Store, c
         spent = s.exec(select(LedgerRow.amount).where(LedgerRow.campaign == campaign,
                                                       col(LedgerRow.kind).in_((LedgerKind.CHARGE, LedgerKind.BONUS_CHARGE)))).all()
         st.ledger_spent = sum((Decimal(a) for a in spent), Decimal("0.00"))
+        for value in s.exec(select(KVRow.value).where(KVRow.campaign == campaign,
+                                                      col(KVRow.key).startswith(Keys.STUDY_COST))).all():
+            figures = json.loads(value)
+            st.reconciled[str(figures["study"])] = (Decimal(figures["booked"]), Decimal(figures["charged"]))
     return st
 
 

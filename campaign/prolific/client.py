@@ -187,6 +187,11 @@ class ProlificClient:
         return self.request("POST", f"submissions/{submission_id}/transition/",
                             {"action": "REJECT", "message": message, "rejection_category": category})
 
+    def request_return(self, submission_id: str, reasons: Sequence[str]) -> dict[str, Any]:
+        """Ask the participant to return the submission (Prolific messages them); their status changes
+        only if they do. Experimental on Prolific."""
+        return self.request("POST", f"submissions/{submission_id}/request-return/", {"request_return_reasons": list(reasons)})
+
     def bulk_approve(self, submission_ids: Sequence[str]) -> None:
         for i in range(0, len(submission_ids), 1000):
             self.request("POST", "submissions/bulk-approve/", {"submission_ids": list(submission_ids[i:i + 1000])})

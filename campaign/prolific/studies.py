@@ -34,6 +34,7 @@ from typing import Any
 from sqlmodel import SQLModel, col, func, select
 
 from campaign.crash import crash_point
+from campaign.marketplaces.base import PaymentUncertain
 from campaign.prolific.verdict import Verdict
 from campaign.state import ProlificBonusState, ProlificDecisionState, ProlificStudyState
 from campaign.store import ProlificBonusRow, ProlificDecisionRow, ProlificStudyRow, Store
@@ -48,7 +49,7 @@ class BonusPending(Exception):
     paid twice)."""
 
 
-class BonusUncertain(Exception):
+class BonusUncertain(PaymentUncertain):
     """A pay call may have gone through and its payment did not show within the reconciliation time: the
     program will not pay it again; the researcher checks on Prolific."""
 
@@ -153,6 +154,10 @@ class ProlificStudies:
                           .order_by(col(ProlificStudyRow.id))).all()
         return [(str(k), str(sid)) for k, sid in rows]
 
+    def now(self) -> float:
+        """The service's time as this journal reckons it (wall time, or the run's clock)."""
+        return self._now()
+
     def decided(self) -> set[str]:
         """Submissions whose decision is final on Prolific (nothing more to send)."""
         with self.store.session() as s:
@@ -224,8 +229,8 @@ class ProlificStudies:
                 crash_point("prolific.before_pay")  # nothing sent, nothing recorded: a restart pays it
                 self._set(ProlificBonusRow, row.id, state=ProlificBonusState.PAYING)
                 # From here a crash cannot be told from a call whose answer was lost: the bonus is reconciled,
-                # then uncertain for the researcher (never paid twice). An uncertain work bonus keeps its
-                # study open until the researcher acts, and there is no command for that yet.
+                # then uncertain for the researcher (never paid twice), who says which it was with
+                # `campaign decide NAME KEY paid|unpaid` (`resolve_uncertain`).
                 crash_point("prolific.pay_unrecorded")
                 try:
                     self.api.pay_bonus(row.batch_id)
@@ -241,6 +246,21 @@ class ProlificStudies:
         """The bonus of `key` was paid (its pay call recorded, or reconciled from Prolific)."""
         row = self._bonus(key)
         return row is not None and row.state == ProlificBonusState.PAID
+
+    def resolve_uncertain(self, key: str, paid: bool) -> str:
+        """The researcher's word on an uncertain bonus, after checking the study's bonus payments on
+        Prolific: `paid` records it as paid (nothing is called); not paid puts it back to "created", so
+        the next `bonus` call pays its batch (Prolific pays a batch again on every pay call, which is
+        what is wanted for a payment that never left). Anything but an uncertain bonus is refused:
+        the program's own record stands where it has one."""
+        with self._lock:
+            row = self._bonus(key)
+            if row is None or row.state != UNCERTAIN:
+                raise LookupError(f"no uncertain bonus {key!r} in campaign {self.campaign}'s journal"
+                                  + (f" (it is {row.state})" if row is not None else ""))
+            self._set(ProlificBonusRow, row.id, state=ProlificBonusState.PAID if paid else ProlificBonusState.CREATED,
+                      checking_since=None)
+            return ProlificBonusState.PAID if paid else ProlificBonusState.CREATED
 
     def uncertain_bonuses(self) -> list[tuple[str, str, int]]:
         """(key, submission id, cents) of every bonus that may have been paid but never showed."""

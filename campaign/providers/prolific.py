@@ -190,7 +190,10 @@ def start_pieces(provider: ProlificProvider, campaigns: Sequence[Campaign], stat
 
         cfg = campaigns[0].prolific
         assert cfg is not None
-        emulator = start_emulator(state_dir / "prolific", clock, fee_rate=cfg.fee_rate, vat_rate=cfg.vat_rate)
+        # The emulated account is set up as the first campaign's spec assumes (rates, and its workspace's
+        # currency when first made); the campaigns then read it as they would read a real account.
+        emulator = start_emulator(state_dir / "prolific", clock, fee_rate=cfg.fee_rate, vat_rate=cfg.vat_rate,
+                                  currency=cfg.currency)
         api = ProlificClient(emulator.base_url, emulator.token, max_retries=2, timeout=30.0)
     else:
         api = ProlificClient(max_retries=3, timeout=30.0)  # PROLIFIC_TOKEN / PROLIFIC_BASE_URL from the environment

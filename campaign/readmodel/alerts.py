@@ -6,7 +6,9 @@
 - agreement dropping sharply: the answers of the newest RECENT periods agree with the rest DROP less
   (worker-vs-rest r, weighted by answers) than the answers before them, each side with at least
   MIN_ANSWERS answers so one early spammer is not a trend;
-- a burst of marketplace errors: BURST or more error events within BURST_WINDOW wall seconds.
+- a burst of marketplace errors: BURST or more error events within BURST_WINDOW wall seconds;
+- money not reconciled: a finished study whose ledger figure differs from what the service says it
+  charged (`campaign.steps.studies.reconcile_costs`), standing until the figures agree.
 
 Each alert has a stable `key`; `campaign.steps.alerts.raise_alerts` writes an event when a key appears
 and writes again only after it has cleared, so a standing condition is one event, not one per tick.
@@ -50,6 +52,7 @@ class AlertInput:
     error_times: Sequence[float] = ()  # wall times of marketplace/step error events
     wall_now: float = 0.0
     clock_speed: float = 1.0
+    cost_mismatches: Sequence[tuple[str, dict[str, str]]] = ()  # (study key, {study, booked, charged})
 
 
 def compute_alerts(x: AlertInput) -> list[Alert]:
@@ -80,6 +83,11 @@ def compute_alerts(x: AlertInput) -> list[Alert]:
     burst = error_burst(x.error_times, x.wall_now)
     if burst:
         out.append(Alert("market_errors", "error", f"{burst} marketplace or step errors in the last {BURST_WINDOW:.0f} s"))
+    for key, figures in x.cost_mismatches:
+        out.append(Alert(f"cost_mismatch:{key}", "error",
+                         f"study {key} (Prolific {figures.get('study')}): the ledger booked "
+                         f"{shown(Decimal(figures.get('booked') or 0), x.currency)}, the service charged "
+                         f"{shown(Decimal(figures.get('charged') or 0), x.currency)}"))
     return out
 
 

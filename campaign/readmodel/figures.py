@@ -21,8 +21,8 @@ from campaign.pay import read_stage_pay
 from campaign.readmodel.definitions import cancel_waiting, excluded_text, trap_pass_rate, weighted_agreement
 from campaign.readmodel.retest import retest_figures
 from campaign.spec import currency_of
-from campaign.state import DONE, AssignmentStatus, CampaignStatus, HitStatus
-from campaign.store import AssignmentRow, CampaignRow, EventRow, HitRow, JudgmentRow, Store, WorkerRow
+from campaign.state import DONE, AssignmentStatus, CampaignStatus, HitStatus, Keys
+from campaign.store import AssignmentRow, CampaignRow, EventRow, HitRow, JudgmentRow, KVRow, Store, WorkerRow
 
 HIT_OPEN = (HitStatus.POSTED,)
 HELD_SHOWN = 20  # held rows listed in a campaign's figures (all of them: `campaign held`)
@@ -63,6 +63,8 @@ def campaign_figures(store: Store, name: str, now: float | None = None) -> dict[
             WorkerRow.campaign == name, WorkerRow.evidence != None)).all() if e]  # noqa: E711
         held = held_counts(s, name)
         pay = read_stage_pay(s, name)
+        costs = s.exec(select(KVRow.key, KVRow.value).where(KVRow.campaign == name,
+                                                            col(KVRow.key).startswith(Keys.STUDY_COST))).all()
     traps = trap_pass_rate(evidence)
     agreement = weighted_agreement(evidence)
     posted = sum(v for k, v in hit_counts.items() if k in (HitStatus.POSTED, HitStatus.CLOSED))
@@ -105,6 +107,8 @@ def campaign_figures(store: Store, name: str, now: float | None = None) -> dict[
                     "worst_workers": [{"worker": w.worker_id, "reason": w.reason, "excluded": w.excluded, "blocked": w.blocked}
                                       for w in worst]},
         "events": [{"ts": e.ts, "level": e.level, "kind": e.kind, "message": e.message} for e in events],
+        # each finished study's ledger figure against what the service charged (steps.studies.reconcile_costs)
+        "reconciliation": [{**json.loads(v), "key": str(k)[len(Keys.STUDY_COST):]} for k, v in sorted(costs)],
         # rows a step failed on, quarantined for the operator (`campaign held`, `campaign decide`)
         "held": {**held, "rows": held_rows(store, name, limit=HELD_SHOWN) if held["open"] else []},
     }

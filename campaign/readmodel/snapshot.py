@@ -103,6 +103,7 @@ class CampaignView:
     alerts: list[Alert]
     currency: str = "USD"  # what its amounts are in (Prolific campaigns may pay in GBP)
     held: int = 0  # rows a step failed on, held for the operator (`campaign held`)
+    cost_mismatches: list[tuple[str, dict[str, str]]] = field(default_factory=list)  # (study key, figures): ledger != service
 
     @property
     def committed(self) -> Decimal:
@@ -210,7 +211,8 @@ class Reader:
                 raise KeyError(name)
             spec = json.loads(camp.spec_json or "{}")
             kv = {k: v for k, v in _rows(s, select(col(KVRow.key), col(KVRow.value)).where(
-                col(KVRow.campaign) == name, (col(KVRow.key) == Keys.HEARTBEAT) | col(KVRow.key).startswith(Keys.BATCH_STATE)))}
+                col(KVRow.campaign) == name, (col(KVRow.key) == Keys.HEARTBEAT) | col(KVRow.key).startswith(Keys.BATCH_STATE)
+                | col(KVRow.key).startswith(Keys.STUDY_COST)))}
             t = totals(s, name, Decimal(camp.budget))
             last_event = _q(s, select(func.max(col(EventRow.ts))).where(col(EventRow.campaign) == name,
                                                                     col(EventRow.kind).notin_(USER_EVENT_KINDS))).scalar()
@@ -235,6 +237,7 @@ class Reader:
             clock_now = fix.at(live.last_seen, running=True)  # the clock stopped with the daemon
         view = self._work(name, camp.status, spec_stages, kv, t, clock_now, fix.speed if fix else 1.0)
         view.currency = currency_of(spec)
+        view.cost_mismatches = cost_mismatches(kv)
         view.live = live
         view.acknowledged = beat
         view.events = self._events(name)
@@ -518,6 +521,22 @@ def _worker_values(evidence: dict[str, dict[str, Any]], excluded: set[str], stag
     return agree, traps, excl
 
 
+def cost_mismatches(kv: dict[str, str]) -> list[tuple[str, dict[str, str]]]:
+    """(study key, figures) of each finished study whose last reconciliation (`steps.studies.reconcile_costs`)
+    found the ledger's figure different from what the service charged."""
+    out = []
+    for key, value in sorted(kv.items()):
+        if not key.startswith(Keys.STUDY_COST):
+            continue
+        try:
+            figures = {str(k): str(v) for k, v in json.loads(value).items()}
+        except (ValueError, AttributeError):
+            continue
+        if figures.get("booked") != figures.get("charged"):
+            out.append((key[len(Keys.STUDY_COST):], figures))
+    return out
+
+
 def alert_input(view: CampaignView, wall_now: float) -> AlertInput:
     errors = [e["ts"] for e in view.events if e["kind"] in ERROR_KINDS]
     return AlertInput(
@@ -528,5 +547,6 @@ def alert_input(view: CampaignView, wall_now: float) -> AlertInput:
         agreement={st.name: st.agreement for st in view.stages if st.agreement},
         answers={st.name: st.answers for st in view.stages if st.agreement},
         error_times=errors, wall_now=wall_now, clock_speed=view.clock_speed,
+        cost_mismatches=view.cost_mismatches,
     )
 

@@ -68,8 +68,9 @@ def hold(ctx: Context, row_kind: str, row_key: str, step: str, exc: BaseExceptio
                                     hit_key=hit_key, worker_id=worker_id, held_at=ctx.clock.now(),
                                     data=json.dumps(data, sort_keys=True, default=str) if data else None)):
             return False  # another writer held it first
+        choices = "paid|unpaid" if row_kind == HeldKind.WORK else "approve|reject|drop"
         ctx.store.event(ctx.name, HeldStatus.HELD, f"{row_kind} {row_key} held by step {step}: {error}; the others go on "
-                        f"(settle it with `campaign decide {ctx.name} {row_key} approve|reject|drop`)",
+                        f"(settle it with `campaign decide {ctx.name} {row_key} {choices}`)",
                         level="error", subject=row_key, data={"step": step, "row_kind": row_kind, "error": error,
                                                               "hit_key": hit_key}, session=s)
         return True

@@ -40,7 +40,7 @@ from campaign.steps.replace import replace_refused
 from campaign.steps.review import close_finished_hits, review
 from campaign.steps.settle import settle_decisions
 from campaign.steps.stages import ready_stages
-from campaign.steps.studies import open_places, settle_studies
+from campaign.steps.studies import open_places, reconcile_costs, settle_studies
 from campaign.tasks import get as get_kind
 
 log = logging.getLogger(__name__)
@@ -100,6 +100,7 @@ PIPELINE: tuple[Step, ...] = (
     Step("cancel-again", _statuses(CampaignStatus.CANCELLING), run=apply_cancel),  # HITs closed by this pass release their money now
     Step("repeat", _statuses(CampaignStatus.RUNNING), run_stage=plan_repeat),  # before finish: a stage's repeat keeps it open
     Step("bonuses", _statuses(CampaignStatus.RUNNING, CampaignStatus.PAUSED), run=bonuses),
+    Step("costs", ACTIVE, run=reconcile_costs),  # marketplaces with studies: each finished study's ledger vs its charges
     Step("finish", _statuses(CampaignStatus.RUNNING, CampaignStatus.PAUSED), run=finish_if_done),
     Step("budget-exhausted", _statuses(CampaignStatus.RUNNING), run=exhaust_if_drained),
     Step("alerts", TICKED, run=alerts),

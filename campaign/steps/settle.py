@@ -17,6 +17,11 @@ What each decision means (docs/operations-held.md):
   the marketplace did create it, it is adopted, expired at once, and its work handled as usual.
 - a bonus held before it was sent: `approve` sends it (its reservation becomes a charge); `reject` and
   `drop` release its reservation.
+- a payment that may have gone through unrecorded and never showed on a study marketplace (Prolific: a
+  quality bonus held as "may have been sent", or a returned submission's work pay, row `work:SUBMISSION`):
+  the researcher checks the study's payments there and says `paid` (booked as spent, nothing sent) or
+  `unpaid` (sent now, then booked). The program never guesses: paying again could pay twice, releasing
+  the money could leave a payment unbooked.
 """
 
 from __future__ import annotations
@@ -33,13 +38,22 @@ from campaign.ledger import (
     BudgetExceeded,
     book_many,
     charge_bonus,
+    charge_place,
     charge_row,
     release_bonus,
     release_hit_rest,
     release_row,
     reserve_bonus,
 )
-from campaign.marketplaces.base import AlreadyDone, InvalidState, MarketError, TransientError, fees_of
+from campaign.marketplaces.base import (
+    AlreadyDone,
+    InvalidState,
+    MarketError,
+    Studies,
+    TransientError,
+    fees_of,
+    work_key,
+)
 from campaign.state import (
     AssignmentStatus,
     BonusState,
@@ -216,7 +230,21 @@ def _bonus(ctx: Context, held: HeldRow) -> str | None:
     with ctx.store.session() as s:
         reserved = s.exec(select(LedgerRow.id).where(LedgerRow.campaign == ctx.name,
                                                      LedgerRow.ref == f"bonus_reserve:{worker}")).first() is not None
-    if held.decision != Decision.APPROVE:
+    if held.decision in UNCERTAIN_DECISIONS:
+        if not data.get("may_have_been_sent") or not isinstance(ctx.market, Studies):
+            raise LookupError(f"{held.decision} is for a payment that may have been sent on a study marketplace; "
+                              "this bonus is settled with approve, reject or drop")
+        _resolve(ctx.market, bonus_token(ctx, worker), held.decision == Decision.PAID)
+        if held.decision == Decision.PAID:
+            with ctx.store.session() as s:
+                try:
+                    reserve_bonus(s, ctx.name, ctx.campaign.budget, worker, amount, aid, fees)  # kept if reserved before
+                except BudgetExceeded:
+                    pass  # it was paid: booked all the same (the ledger records what happened)
+                charge_bonus(s, ctx.name, worker, amount, aid, fees)
+                ctx.store.set_kv(ctx.name, Keys.bonus(worker), BonusState.PAID, session=s)
+            return f"bonus of {amount} booked as paid (the researcher saw it on the marketplace; nothing sent)"
+    elif held.decision != Decision.APPROVE:
         if data.get("may_have_been_sent"):  # the marketplace may have paid it: only `approve` books that truly
             raise LookupError("the bonus may have been sent already; `approve` books it once (sending it again "
                               "with its token pays nothing twice)")
@@ -245,4 +273,38 @@ def _bonus(ctx: Context, held: HeldRow) -> str | None:
     return f"bonus of {amount} paid"
 
 
-_SETTLE: dict[str, Callable[[Context, HeldRow], str | None]] = {HeldKind.ASSIGNMENT: _assignment, HeldKind.HIT: _hit, HeldKind.BONUS: _bonus}
+# -- uncertain work pay of a study submission --------------------------------------------------------------
+UNCERTAIN_DECISIONS = (Decision.PAID, Decision.UNPAID)
+
+
+def _resolve(market: Studies, key: str, paid: bool) -> None:
+    """Tell the marketplace's journal; a row already resolved (a crash after this, before the booking)
+    keeps what its journal says."""
+    try:
+        market.resolve_uncertain(key, paid)
+    except LookupError:
+        pass
+
+
+def _work(ctx: Context, held: HeldRow) -> str | None:
+    data = json.loads(held.data or "{}")
+    market = ctx.market
+    if not isinstance(market, Studies):
+        raise LookupError("this campaign's marketplace pays no study submissions")
+    if held.decision not in UNCERTAIN_DECISIONS:
+        raise LookupError(f"{held.row_key} may have been paid: say `paid` or `unpaid` after checking the study's "
+                          "bonus payments on the marketplace")
+    key, submission, amount = str(data["study_key"]), str(data["submission_id"]), Decimal(data["amount"])
+    _resolve(market, work_key(submission), held.decision == Decision.PAID)
+    cost = fees_of(market).bonus(amount)
+    if held.decision == Decision.UNPAID:
+        cost = market.pay_work(key, submission, amount)  # TransientError: the same next pass
+    with ctx.store.session() as s:
+        charge_place(s, ctx.name, key, submission, cost)
+    if held.decision == Decision.PAID:
+        return f"work pay of {amount} booked as paid (the researcher saw it on the marketplace; nothing sent)"
+    return f"work pay of {amount} paid now"
+
+
+_SETTLE: dict[str, Callable[[Context, HeldRow], str | None]] = {HeldKind.ASSIGNMENT: _assignment, HeldKind.HIT: _hit, HeldKind.BONUS: _bonus,
+                                                                 HeldKind.WORK: _work}

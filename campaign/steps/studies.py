@@ -19,12 +19,22 @@ Each pass, for a marketplace that implements `Studies` (the others skip these st
   the stage's HITs open) its studies are stopped, and once none of their submissions can still be paid
   the places never paid are released.
 
+- `reconcile_costs` (after bonuses, before finish): each study that is over is reconciled with the
+  service: the ledger's booked spend for it against what the service says it charged (`ReconcilesCost`,
+  Prolific's `GET /studies/{id}/cost/`); the figures are kept (`Keys.study_cost`, shown by `status`, the
+  dashboard and the audit) and a difference is an event and an alert until it is gone. The service is
+  asked again only when the ledger's figure changed or the last answer differed.
+
+An account that cannot run the campaign as its spec says (`SetupRefused`: an unknown workspace, one that
+pays in another currency) blocks the campaign the same way, before any study exists.
+
 `finish` and the end for want of money wait for `study_state.studies_over`, so a campaign does not end with a study
 still open (Prolific would auto-approve what came in later) or money still reserved for places.
 """
 
 from __future__ import annotations
 
+import json
 import logging
 from decimal import Decimal
 
@@ -32,12 +42,21 @@ from sqlmodel import col, select
 
 from campaign.crash import crash_point
 from campaign.ledger import BudgetExceeded, charge_place, release_study_rest, reserve_places, reserve_work
-from campaign.marketplaces.base import MarketError, Studies, TransientError, fees_of
+from campaign.marketplaces.base import (
+    MarketError,
+    PaymentUncertain,
+    ReconcilesCost,
+    SetupRefused,
+    Studies,
+    TransientError,
+    fees_of,
+    work_key,
+)
 from campaign.money import Cost, fmt
-from campaign.state import CampaignStatus, Keys, SubmissionStatus
+from campaign.state import CampaignStatus, HeldKind, Keys, SubmissionStatus
 from campaign.steps.budget import note_blocked
 from campaign.steps.context import Context
-from campaign.steps.isolation import note_once
+from campaign.steps.isolation import held_keys, hold, note_once
 from campaign.steps.stages import OPEN, stage_done
 from campaign.steps.study_state import keys_by_stage
 from campaign.store import CampaignRow, HitRow
@@ -53,10 +72,17 @@ def open_places(ctx: Context) -> int:
         return 0
     try:
         wanted = market.places_wanted()
+    except SetupRefused as exc:  # the account cannot run the campaign as specified: nothing was created
+        block(ctx, f"Prolific account: {exc}")
+        return 0
     except MarketError as exc:
         ctx.store.event(ctx.name, "marketplace_error", f"counting places: {exc}", level="warning")
         return 0
-    cost = market.place_cost()
+    try:
+        cost = market.place_cost()
+    except SetupRefused as exc:
+        block(ctx, f"Prolific account: {exc}")
+        return 0
     opened = 0
     for key, places in sorted(wanted.items()):
         try:
@@ -122,6 +148,10 @@ def _pay_work(ctx: Context, market: Studies, key: str, submission_id: str, amoun
         cost = market.pay_work(key, submission_id, amount)
     except TransientError:
         return False
+    except PaymentUncertain as exc:  # never paid again by the program: held for the researcher, one event
+        hold(ctx, HeldKind.WORK, work_key(submission_id), "studies", f"{type(exc).__name__}: {exc}",  # no traceback: not our failure
+             data={"study_key": key, "submission_id": submission_id, "amount": str(amount)})
+        return False
     with ctx.store.session() as s:
         return charge_place(s, ctx.name, key, submission_id, cost)
 
@@ -135,6 +165,9 @@ def settle_studies(ctx: Context) -> int:
     crash_point("studies.before_settle")
     try:
         subs = market.settle()
+    except SetupRefused as exc:
+        block(ctx, f"Prolific account: {exc}")
+        return 0
     except MarketError as exc:
         ctx.store.event(ctx.name, "marketplace_error", f"settling submissions: {exc}", level="warning")
         return 0
@@ -148,8 +181,9 @@ def settle_studies(ctx: Context) -> int:
                         charged += 1
             except Exception as exc:  # the others are still charged; this one is tried again next pass
                 note_once(ctx, "studies", sub.submission_id, exc)
+    uncertain = held_keys(ctx, HeldKind.WORK)  # the researcher's `paid`/`unpaid` is carried out by the decisions step
     for sub in subs:  # no ledger transaction is held open across the marketplace's call
-        if sub.work is None:
+        if sub.work is None or work_key(sub.submission_id) in uncertain:
             continue
         try:
             if _pay_work(ctx, market, sub.key, sub.submission_id, sub.work):
@@ -181,3 +215,46 @@ def settle_studies(ctx: Context) -> int:
                 ctx.store.event(ctx.name, "study_over", f"study {key} ({stage}) stopped; {fmt(freed)} of unused places "
                                 "released", subject=key, session=s)
     return charged
+
+
+def reconcile_costs(ctx: Context) -> int:
+    """Reconcile each finished study's booked spend with what the service charged for it; returns how many
+    studies differ now. A difference is written as an error event once per pair of figures and kept
+    under `Keys.study_cost` (the alerts show it while it stands), never silent."""
+    market = ctx.market
+    if not isinstance(market, Studies) or not isinstance(market, ReconcilesCost):
+        return 0
+    differ = 0
+    for _stage, keys in sorted(keys_by_stage(ctx).items()):
+        for key in sorted(keys):
+            if not ctx.store.get_kv(ctx.name, Keys.study_over(key), ""):
+                continue
+            last = json.loads(ctx.store.get_kv(ctx.name, Keys.study_cost(key), "") or "{}")
+            try:
+                booked = market.booked(key)
+                if last and last.get("booked") == fmt(booked) and last.get("booked") == last.get("charged"):
+                    continue  # reconciled, and the ledger booked nothing for it since
+                cost = market.study_cost(key)
+            except MarketError as exc:
+                ctx.store.event(ctx.name, "marketplace_error", f"reading the cost of study {key}: {exc}", level="warning",
+                                subject=key)
+                continue
+            if cost is None:
+                continue
+            now = {"study": cost.study_id, "booked": fmt(cost.booked), "charged": fmt(cost.charged)}
+            if now != last:
+                ctx.store.set_kv(ctx.name, Keys.study_cost(key), json.dumps(now, sort_keys=True))
+                if not cost.matches:
+                    ctx.store.event(ctx.name, "cost_mismatch", cost_mismatch_text(key, now), level="error", subject=key,
+                                    data=now)
+                elif last and last.get("booked") != last.get("charged"):  # a difference that is gone
+                    ctx.store.event(ctx.name, "cost_reconciled", f"study {key}: the ledger's {now['booked']} now equals "
+                                    f"what the service charged", subject=key, data=now)
+            differ += 0 if cost.matches else 1
+    return differ
+
+
+def cost_mismatch_text(key: str, figures: dict[str, str]) -> str:
+    """The message of a study whose ledger and service figures differ (the event's and the alert's)."""
+    return (f"study {key} (Prolific {figures.get('study')}): the ledger booked {figures.get('booked')} but the service "
+            f"charged {figures.get('charged')} (GET /studies/{{id}}/cost/)")

@@ -49,6 +49,8 @@ def clean() -> AuditState:
         market_hits={"h1", "h2"},
         store_hits={"likert-0000": "h1", "likert-0001": "h2"},
         ledger_spent=Decimal("4.55"),
+        charged_by_study={"s1": 455},
+        reconciled={"s1": (Decimal("4.55"), Decimal("4.55"))},  # the study's end: ledger and service agreed
     )
 
 
@@ -73,6 +75,10 @@ FAULTS: dict[str, tuple[str, Callable[[AuditState], AuditState]]] = {
     "the ledger short of a cent": ("ledger_mismatch", lambda s: replace(s, ledger_spent=Decimal("4.54"))),
     "the ledger over the charges": ("ledger_mismatch", lambda s: replace(s, charged_minor=s.charged_minor - 65)),
     "the ledger in fractions of a cent": ("ledger_mismatch", lambda s: replace(s, ledger_spent=Decimal("4.551"))),
+    "a study whose ledger differed from the service": ("cost_mismatch", lambda s: replace(
+        s, reconciled={"s1": (Decimal("4.55"), Decimal("4.20"))})),
+    "a service figure that is not its own charges": ("cost_mismatch", lambda s: replace(
+        s, reconciled={"s1": (Decimal("4.60"), Decimal("4.60"))})),
     "a HIT the task site does not know": ("unknown_hit", lambda s: replace(s, store_hits={**s.store_hits, "likert-0002": "h9"})),
 }
 

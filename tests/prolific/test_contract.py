@@ -103,6 +103,7 @@ def test_every_client_call_and_its_answer_follow_the_description(checked: Checke
         subs.append(sub)
     assert {s["id"] for s in api.submissions(sid)} == set(subs)
     api.submission(subs[0])
+    assert api.request_return(subs[0], ["Didn't finish the study"])["return_requested"]
     api.approve(subs[0])
     api.reject(subs[1], REASON, "FAILED_CHECK")
     api.bulk_approve([subs[2]])

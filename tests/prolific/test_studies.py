@@ -264,3 +264,64 @@ def test_a_study_awaiting_review_is_stopped_once_a_freed_place_makes_it_active_a
     finally:
         st.store.close()
         em.stop()
+
+
+def _uncertain_after(em: RunningEmulator, api: ProlificClient, st: ProlificStudies, tmp: Path, clock: ManualClock,
+                     pay_leaves: bool) -> tuple[str, str]:
+    """A bonus "b" made uncertain: its pay call went through (`pay_leaves`) or died before it left; either
+    way the journal says "paying" and no payment shows within the reconciliation time."""
+    sid, sub = _paid_submission(em, api, st)
+
+    class Cut:
+        def __getattr__(self, name: str) -> Any:
+            if name == "pay_bonus":
+                def pay(batch: str) -> None:
+                    if pay_leaves:
+                        api.pay_bonus(batch)
+                    raise Gone(batch)
+                return pay
+            return getattr(api, name)
+
+    with pytest.raises(Gone):
+        journal(Cut(), tmp / "j", now=clock.now).bonus("b", sid, sub, Decimal("1.00"))
+    with pytest.raises(BonusPending):
+        st.bonus("b", sid, sub, Decimal("1.00"))
+    clock.advance(200)
+    with pytest.raises(BonusUncertain):
+        st.bonus("b", sid, sub, Decimal("1.00"))
+    return sid, sub
+
+
+def test_an_uncertain_bonus_the_researcher_saw_paid_is_recorded_paid_and_never_sent_again(tmp_path: Path) -> None:
+    clock = ManualClock()
+    em = start_emulator(tmp_path / "em", clock, fee_rate=Decimal("0.3"), bonus_delay=3600)  # shows only after an hour
+    api = ProlificClient(em.base_url, em.token, max_retries=0)
+    try:
+        st = journal(api, tmp_path / "j", now=clock.now, reconcile_seconds=150)
+        sid, sub = _uncertain_after(em, api, st, tmp_path, clock, pay_leaves=True)
+        assert _times_paid(em) == 1
+        with pytest.raises(LookupError):
+            st.resolve_uncertain("nope", True)
+        assert st.resolve_uncertain("b", True) == "paid"
+        assert st.bonus("b", sid, sub, Decimal("1.00")) == "paid" and st.bonus_paid("b")
+        assert _times_paid(em) == 1 and st.uncertain_bonuses() == []
+        with pytest.raises(LookupError, match="it is paid"):  # the program's record stands once it has one
+            st.resolve_uncertain("b", False)
+    finally:
+        em.stop()
+
+
+def test_an_uncertain_bonus_the_researcher_saw_unpaid_is_paid_once(tmp_path: Path) -> None:
+    clock = ManualClock()
+    em = start_emulator(tmp_path / "em", clock, fee_rate=Decimal("0.3"), bonus_delay=0)
+    api = ProlificClient(em.base_url, em.token, max_retries=0)
+    try:
+        st = journal(api, tmp_path / "j", now=clock.now, reconcile_seconds=150)
+        sid, sub = _uncertain_after(em, api, st, tmp_path, clock, pay_leaves=False)
+        assert _times_paid(em) == 0
+        assert st.resolve_uncertain("b", False) == "created"
+        assert st.bonus("b", sid, sub, Decimal("1.00")) == "paid"
+        assert st.bonus("b", sid, sub, Decimal("1.00")) == "paid"
+        assert _times_paid(em) == 1 and api.submission(sub)["bonus_payments"] == [100]
+    finally:
+        em.stop()

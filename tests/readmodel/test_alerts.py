@@ -167,3 +167,13 @@ def test_liveness_follows_the_heartbeat(tmp_path):
     assert not v.live.live and "NO DAEMON" in v.live.message
     assert v.clock_now == 5000.0  # a stopped daemon's clock does not move
     store.close()
+
+
+def test_a_study_whose_ledger_differs_from_the_service_is_an_error_alert_even_when_finished():
+    """Money that does not reconcile stays an alert after the campaign finished: it is about what was paid."""
+    figures = {"study": "S1", "booked": "19.88", "charged": "18.97"}
+    base = dict(campaign="c", status="finished", budget=Decimal("60"), committed=Decimal("19.88"), currency="GBP")
+    [alert] = compute_alerts(AlertInput(cost_mismatches=[("T1", figures)], **base))
+    assert alert.key == "cost_mismatch:T1" and alert.level == "error"
+    assert "19.88" in alert.message and "18.97" in alert.message and "£" in alert.message
+    assert compute_alerts(AlertInput(**base)) == []

@@ -389,12 +389,22 @@ class Emulator(ResearcherTools):
         study = self.study(user, study_id)
         draft = study["status"] == "UNPUBLISHED"
         grew = not draft and int(body.get("total_available_places", study["total_available_places"])) > int(study["total_available_places"])
+        before = int(study["total_available_places"])
         self._apply_fields(study, body, draft=draft)
         if grew:
             study["stopped"] = False
         self._settle(study)
         self.db.put("study", study)
+        if not draft and int(study["total_available_places"]) != before:
+            self._log_study(study, "places")
         return self.study_out(study)
+
+    def _log_study(self, study: dict[str, Any], event: str) -> None:
+        """When a published study's places changed, and when it was published, stopped, paused or started
+        again (kind "study_log"): Prolific shows none of this history, the emulator keeps it so a benchmark
+        can tell how long each open place waited for a participant."""
+        self.db.put("study_log", {"id": new_id(), "study_id": study["id"], "event": event, "at": self.clock.now(),
+                                  "total": int(study["total_available_places"])}, parent=study["id"])
 
     def delete_study(self, user: dict[str, Any], study_id: str) -> dict[str, Any]:
         """Drafts only; the description answers `DELETE /studies/{id}/` with 200 and an empty object."""
@@ -437,6 +447,7 @@ class Emulator(ResearcherTools):
         else:
             raise ApiError(400, f"Cannot {action} a study that is {status}.")
         self.db.put("study", study)
+        self._log_study(study, str(action).lower())
         return self.study_out(study)
 
     def _check_ready(self, study: dict[str, Any]) -> None:
@@ -561,6 +572,22 @@ class Emulator(ResearcherTools):
             raise ApiError(400, {"action": [f'"{action}" is not supported by the emulator (APPROVE, REJECT).']})
         self._save_sub(sub)
         return self.submission_out(sub)
+
+    def request_return(self, user: dict[str, Any], sub_id: str, body: dict[str, Any]) -> dict[str, Any]:
+        """`POST /submissions/{id}/request-return/`: the participant is asked (a message on Prolific) to
+        return the submission; nothing else changes. The reasons are required, free text."""
+        sub = self.submission(user, sub_id)
+        reasons = body.get("request_return_reasons")
+        if not isinstance(reasons, list) or not reasons or not all(isinstance(r, str) and r.strip() for r in reasons):
+            raise ApiError(400, {"request_return_reasons": ["A list of one or more reasons is required."]})
+        if sub["status"] not in ("RESERVED", "ACTIVE", "AWAITING REVIEW"):
+            raise ApiError(400, f"Cannot request the return of a submission that is {sub['status']}.")
+        if sub.get("return_requested") is None:
+            sub["return_requested"] = self.clock.now()
+            sub["return_reasons"] = [str(r)[:500] for r in reasons[:10]]
+            self.db.put("submission", sub)
+        return {"id": sub["id"], "status": sub["status"], "participant": sub["participant_id"],
+                "return_requested": iso(sub["return_requested"])}
 
     def _approve(self, sub: dict[str, Any]) -> None:
         if sub["status"] == "APPROVED":
@@ -879,7 +906,7 @@ class Emulator(ResearcherTools):
         sub = self._own_sub(p, sub_id)
         if sub["status"] not in ("RESERVED", "ACTIVE", "AWAITING REVIEW"):
             raise ApiError(400, f"This submission is {sub['status']}.")
-        sub["status"] = "RETURNED"
+        sub["status"], sub["returned_at"] = "RETURNED", self.clock.now()
         self._save_sub(sub)
         return {"status": sub["status"]}
 

@@ -102,6 +102,7 @@ def build_routes(em: Emulator) -> list[Route]:
     add("POST", "submissions/bonus-payments", lambda q, u: (201, em.create_bonus(u, q.body)))
     add("GET", f"submissions/{hx}", lambda q, u, s: em.submission_out(em.submission(u, s)))
     add("POST", f"submissions/{hx}/transition", lambda q, u, s: em.transition_submission(u, s, q.body))
+    add("POST", f"submissions/{hx}/request-return", lambda q, u, s: em.request_return(u, s, q.body))
     add("POST", f"bulk-bonus-payments/{hx}/pay", lambda q, u, b: (202, em.pay_bonus(u, b)))
     add("GET", "participant-groups", lambda q, u: _page(em.list_groups(u, q.query), q.query, q.path))
     add("POST", "participant-groups", lambda q, u: (201, em.create_group(u, q.body)))

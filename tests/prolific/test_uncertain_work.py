@@ -1,0 +1,71 @@
+"""A returned submission's work pay whose pay call may have gone through unrecorded (the daemon killed
+just before the call left: the journal says "paying" and nothing ever shows on Prolific) is never paid
+again by the program: after the reconciliation time it is held as `work:SUBMISSION`, the study stays
+open, and the researcher's `campaign decide NAME work:SUBMISSION unpaid` has it paid once; the campaign
+then finishes with the audit clean. Other decisions are refused for such a row, with the reason."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import signal
+import subprocess
+from pathlib import Path
+
+import pytest
+from sqlmodel import select
+
+from campaign.prolific.audit import audit_run, gather
+from campaign.state import HeldStatus, ProlificBonusState
+from campaign.store import HeldRow, ProlificBonusRow, Store
+from tests.support.cli import CRASH, clean_env, run_args, run_campaign
+
+pytestmark = [pytest.mark.prolific, pytest.mark.slow]
+
+ROOT = Path(__file__).resolve().parents[2]
+NAME = "water-prolific"
+
+
+def _cli(*args: str, crash: str | None = None, timeout: float = 300) -> subprocess.CompletedProcess[str]:
+    return run_campaign(*args, env=clean_env(["PROLIFIC_TOKEN"], **({CRASH: crash} if crash else {})), timeout=timeout)
+
+
+def test_an_uncertain_work_pay_waits_for_the_researcher_and_is_paid_once(tmp_path: Path) -> None:
+    shutil.copytree(ROOT / "examples", tmp_path / "examples")
+    config = tmp_path / "examples" / "prolific.yaml"
+    state = tmp_path / "state"
+    proc = _cli(*run_args(config, state, seed=1), crash="prolific.pay_unrecorded:1")
+    assert proc.returncode == -signal.SIGKILL, proc.stderr[-3000:]
+    store = Store.open(state, None, create=False)
+    try:
+        with store.session() as s:
+            paying = s.exec(select(ProlificBonusRow).where(ProlificBonusRow.state == ProlificBonusState.PAYING)).one()
+    finally:
+        store.close()
+    assert paying.key == f"work:{paying.submission_id}", "the first payment of this run was expected to be a work pay"
+
+    proc = _cli(*run_args(config, state, "--max-seconds", "20", seed=1))  # reconciled, then held: it cannot finish
+    assert proc.returncode != 0
+    held = _cli("held", NAME, "--json", "--state", str(state))
+    rows = [r for r in json.loads(held.stdout) if r["row"] == paying.key]
+    assert len(rows) == 1 and rows[0]["kind"] == "work" and "not paid again automatically" in rows[0]["reason"]
+
+    refused = _cli("decide", NAME, paying.key, "approve", "--state", str(state))
+    assert refused.returncode == 2 and "`paid`" in refused.stderr and "`unpaid`" in refused.stderr
+    assert _cli("decide", NAME, paying.key, "unpaid", "--state", str(state)).returncode == 0
+    proc = _cli(*run_args(config, state, seed=1))
+    assert proc.returncode == 0, proc.stderr[-3000:]
+
+    store = Store.open(state, None, create=False)
+    try:
+        assert audit_run(state, NAME, store) == []
+        facts = gather(emulator_db=state / "prolific" / "prolific.db", door_db=state / "prolific-site" / "prolific-site.sqlite",
+                       market_db=state / "market" / "market.db", store=store, campaign=NAME)
+        with store.session() as s:
+            row = s.get(ProlificBonusRow, paying.id)
+            settled = s.exec(select(HeldRow).where(HeldRow.row_key == paying.key)).one()
+    finally:
+        store.close()
+    assert row is not None and row.state == ProlificBonusState.PAID
+    assert facts.batches_paid[str(row.batch_id)] == 1 and facts.bonus_payments[paying.submission_id] == [paying.cents]
+    assert settled.status == HeldStatus.SETTLED and "paid now" in (settled.outcome or "")
