@@ -28,7 +28,7 @@ if TYPE_CHECKING:
     from campaign.market.server import RunningMarket
 
 TARGET_PREFIX = "ProlificDoor."
-OPERATIONS = ("AddSeat", "GetServedCounts", "GetCouldServe", "ListAssignmentsOf", "GetSubmissionOf", "Release",
+OPERATIONS = ("AddSeat", "GetSeat", "GetServedCounts", "GetCouldServe", "ListAssignmentsOf", "GetSubmissionOf", "Release",
               "ListSubmissions")
 
 
@@ -47,6 +47,11 @@ class DoorOperations:
                 d.add_seat(StudySeat(str(s["study_id"]), str(s["hit_type_id"]), int(s["bundle"]), str(s["completion_code"]),
                                      str(s["completion_url"])), stage=str(params["Stage"]))
                 return {}
+            if op == "GetSeat":
+                seat = d.seat(str(params["StudyId"]))
+                return {"Seat": None if seat is None else {"study_id": seat.study_id, "hit_type_id": seat.hit_type_id,
+                                                           "bundle": seat.bundle, "completion_code": seat.completion_code,
+                                                           "completion_url": seat.completion_url}}
             if op == "GetServedCounts":
                 return {"Counts": {k: list(v) for k, v in d.served_counts(str(params["StudyId"])).items()}}
             if op == "GetCouldServe":
@@ -111,6 +116,13 @@ class RemoteDoor:
         self._call("AddSeat", {"Seat": {"study_id": seat.study_id, "hit_type_id": seat.hit_type_id, "bundle": seat.bundle,
                                         "completion_code": seat.completion_code, "completion_url": seat.completion_url},
                                "Stage": stage})
+
+    def seat(self, study_id: str) -> StudySeat | None:
+        s = self._call("GetSeat", {"StudyId": study_id})["Seat"]
+        if s is None:
+            return None
+        return StudySeat(str(s["study_id"]), str(s["hit_type_id"]), int(s["bundle"]), str(s["completion_code"]),
+                         str(s["completion_url"]))
 
     def served_counts(self, study_id: str) -> dict[str, tuple[int, int]]:
         counts = self._call("GetServedCounts", {"StudyId": study_id})["Counts"]

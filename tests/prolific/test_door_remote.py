@@ -40,6 +40,7 @@ def test_remote_door_answers_as_the_door_for_the_requester_only(tmp_path: Path, 
             local = market.core.site.mounted()["/prolific/"]
             door.add_seat(StudySeat("0" * 24, "T1", 5, "CODE1"), stage="T1")
             assert local.seat("0" * 24) == StudySeat("0" * 24, "T1", 5, "CODE1")  # type: ignore[attr-defined]
+            assert door.seat("0" * 24) == StudySeat("0" * 24, "T1", 5, "CODE1") and door.seat("2" * 24) is None
             assert door.served_counts("0" * 24) == {} and door.submissions() == [] and door.assignments_of("x") == []
             assert door.submission_of("nothing") is None and door.release("x") == []
             person = add_participant(em.root_url, em.token, country="GB", languages=["English"])
