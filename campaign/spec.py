@@ -18,6 +18,7 @@ import hashlib
 import json
 import os
 import re
+import urllib.parse
 from collections.abc import Callable, Mapping
 from dataclasses import MISSING, asdict, dataclass, fields, replace
 from decimal import Decimal
@@ -596,9 +597,10 @@ def _campaign(ck: _Checker, raw: Any, at: At, base_dir: Path) -> tuple[str, Camp
     if "adversaries" not in crowd_given and crowd_given.get("kind", _default(Crowd, "kind")) == "simulated":
         crowd_given.update(_adversaries_from_env(ck, at + ("crowd",)))
     crowd = Crowd(**crowd_given)
-    if crowd.kind == "simulated" and marketplace not in SIMULATED_OK:
+    if crowd.kind == "simulated" and marketplace not in SIMULATED_OK and not (marketplace == "prolific" and prolific_is_emulated()):
         ck.err(at + ("crowd", "kind"), "a simulated crowd can only work the built-in marketplace (marketplace: local) "
-               "or the Prolific emulator (marketplace: prolific-local)")
+               "or the Prolific emulator (marketplace: prolific-local, or marketplace: prolific with PROLIFIC_BASE_URL "
+               "on this machine: `campaign prolific serve`, its participants played by `campaign crowd run`)")
     if crowd.kind == "simulated" and crowd.truth is None:
         raw_crowd = m.get("crowd")
         if isinstance(raw_crowd, dict) and "truth" in raw_crowd:
@@ -614,6 +616,28 @@ def _campaign(ck: _Checker, raw: Any, at: At, base_dir: Path) -> tuple[str, Camp
     return name, Campaign(**got, input_kind=input_kind, input_path=input_path, stages=tuple(stages), crowd=crowd,
                           quality=quality, poll_interval=schedule.poll_interval, max_rps=schedule.max_rps,
                           prolific=prolific, public_url=public_url)
+
+
+def prolific_is_emulated() -> bool:
+    """Whether `marketplace: prolific` reaches an emulator on this machine (`PROLIFIC_BASE_URL` on a
+    loopback address: `campaign prolific serve`), where a simulated crowd may take the places. On the real
+    Prolific it may not: real people would share studies with simulated ones and be compared with them,
+    and the simulation's places would be paid with real money. The daemon never plays that crowd itself
+    (`campaign crowd run --prolific-url` does), so the rule only decides whether the spec is accepted."""
+    return loopback_url(os.environ.get("PROLIFIC_BASE_URL", ""))
+
+
+def loopback_url(url: str | None) -> bool:
+    """Whether `url` names this machine (a loopback address or `localhost`)."""
+    import ipaddress
+
+    host = urllib.parse.urlsplit(url or "").hostname or ""
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
 
 
 def _adversaries_from_env(ck: _Checker, at: At) -> dict[str, Adversaries]:

@@ -124,3 +124,34 @@ def test_validate_exits_2_and_run_refuses_prolific_without_a_token(tmp_path, cap
     assert out.returncode == 2, out.stderr
     assert "PROLIFIC_TOKEN" in out.stderr and "never stored or printed" in out.stderr
     assert not (state / "campaign.db").exists()  # refused before anything was created
+
+
+def test_a_simulated_crowd_on_prolific_only_with_an_emulator_on_this_machine(tmp_path, monkeypatch):
+    """`marketplace: prolific` with a simulated crowd is the real road played against `campaign prolific
+    serve`: accepted when PROLIFIC_BASE_URL is a loopback address, refused for any other (real people)."""
+    real = GOOD.replace("marketplace: prolific-local", "marketplace: prolific").replace(
+        "http://127.0.0.1:0", "http://127.0.0.1:8443")
+    for url in ("https://api.prolific.com/api/v1/", "http://10.0.0.5:8766/api/v1/", ""):
+        monkeypatch.setenv("PROLIFIC_BASE_URL", url)
+        assert any("campaigns[0].crowd.kind: a simulated crowd can only work" in p for p in problems(tmp_path, real)), url
+    for url in ("http://127.0.0.1:8766/api/v1/", "http://localhost:8766/api/v1/", "http://[::1]:8766/api/v1/"):
+        monkeypatch.setenv("PROLIFIC_BASE_URL", url)
+        c = load_spec(write(tmp_path, real)).campaigns[0]
+        assert c.marketplace == "prolific" and c.crowd.kind == "simulated", url
+
+
+def test_crowd_run_plays_participants_only_on_an_emulator_here(tmp_path, monkeypatch, capsys):
+    """`campaign crowd run` refuses to play participants on a Prolific that is not on this machine, and
+    without a token from the environment or a file (never a flag's value)."""
+    real = GOOD.replace("marketplace: prolific-local", "marketplace: prolific").replace(
+        "http://127.0.0.1:0", "http://127.0.0.1:8443")
+    monkeypatch.setenv("PROLIFIC_BASE_URL", "http://127.0.0.1:9/api/v1/")
+    spec = write(tmp_path, real)
+    monkeypatch.delenv("PROLIFIC_TOKEN", raising=False)
+    assert cli("crowd", "run", "--config", spec) == 2
+    assert "set PROLIFIC_TOKEN" in capsys.readouterr().err
+    assert cli("crowd", "run", "--config", spec, "--prolific-token-file", tmp_path / "nothing") == 2
+    assert "cannot read the token file" in capsys.readouterr().err
+    monkeypatch.setenv("PROLIFIC_TOKEN", "t")
+    assert cli("crowd", "run", "--config", spec, "--prolific-url", "https://api.prolific.com/api/v1/") == 2
+    assert "is not on this machine" in capsys.readouterr().err

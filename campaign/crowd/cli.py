@@ -1,4 +1,5 @@
-"""`campaign crowd run`: the simulated crowd as its own process, working a marketplace others post to.
+"""`campaign crowd run`: the simulated crowd as its own process, working a marketplace others post to, or
+playing Prolific participants on a standalone emulator (`--prolific-url`, `campaign.crowd.prolific_crowd`).
 
 When several daemons share one store they must also share one marketplace and one crowd, or each would
 see only its own HITs and the answers would depend on which daemon posted what. So the built-in
@@ -14,6 +15,7 @@ import sys
 import threading
 import time
 from collections.abc import Sequence
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 from campaign.clock import Clock, ScaledClock, WallClock
@@ -51,14 +53,22 @@ def build_crowd(campaigns: Sequence[Campaign], seed: int, endpoint: str, clock: 
 def register(sub: argparse._SubParsersAction) -> None:
     c = sub.add_parser("crowd", help="the simulated crowd as its own process (for a standalone marketplace)",
                        description="The simulated crowd of a spec's `crowd: {kind: simulated}` campaigns, working a "
-                                   "marketplace given by URL. Run `campaign crowd run --help` for the options.")
+                                   "marketplace given by URL, or playing Prolific participants on a Prolific emulator "
+                                   "(`campaign prolific serve`). Run `campaign crowd run --help` for the options.")
     csub = c.add_subparsers(dest="crowd_cmd", required=True, metavar="SUBCOMMAND", title="subcommands")
     r = csub.add_parser("run", help="work the marketplace's HITs until stopped (SIGINT/SIGTERM)")
     r.add_argument("--config", default="campaigns.yaml", help="the spec whose simulated crowds to run")
-    r.add_argument("--endpoint", required=True, help="the marketplace's URL (what `campaign market serve` prints)")
-    r.add_argument("--market-state", required=True, metavar="DIR",
+    r.add_argument("--endpoint", default=None, help="the marketplace's URL (what `campaign market serve` prints); "
+                   "needed for the spec's campaigns on the built-in marketplace")
+    r.add_argument("--market-state", default=None, metavar="DIR",
                    help="the marketplace's --state: its operator signs the simulated workers up (workers cannot "
                         "sign themselves up), so the crowd runs on the marketplace's machine")
+    r.add_argument("--prolific-url", default=None, metavar="URL",
+                   help="play Prolific participants on the emulator at URL (what `campaign prolific serve` prints as "
+                        "PROLIFIC_BASE_URL; default: $PROLIFIC_BASE_URL) for the spec's `marketplace: prolific` campaigns "
+                        "with a simulated crowd; the emulator's token is read from $PROLIFIC_TOKEN")
+    r.add_argument("--prolific-token-file", default=None, metavar="FILE", type=Path,
+                   help="read the emulator's token from FILE (its --state DIR/token) instead of $PROLIFIC_TOKEN")
     r.add_argument("--seed", type=int, default=0, help="the seed the daemons run with (`campaign run --seed`)")
     r.add_argument("--campaign", action="append", default=[], metavar="NAME", help="only this campaign's crowd (repeatable)")
     r.add_argument("--speed", type=float, default=None,
@@ -77,26 +87,56 @@ def cmd_crowd_run(args: argparse.Namespace) -> int:
     if not chosen:
         print(f"campaign crowd run: no campaign with a simulated crowd in {args.config}", file=sys.stderr)
         return 2
+    on_prolific = [c for c in chosen if c.marketplace == "prolific"]
+    on_market = [c for c in chosen if c.marketplace != "prolific"]
+    if on_market and not (args.endpoint and args.market_state):
+        print(f"campaign crowd run: {', '.join(c.name for c in on_market)} work the built-in marketplace: give "
+              "--endpoint and --market-state", file=sys.stderr)
+        return 2
     speed = args.speed if args.speed is not None else max(c.crowd.speed for c in chosen)
     clock: Clock = WallClock() if speed == 1.0 else ScaledClock(speed, start=time.time())
-    from pathlib import Path
+    participants = None
+    if on_prolific:
+        from campaign.crowd.prolific_crowd import ProlificCrowdError, participant_crowds
 
+        try:
+            participants = participant_crowds(on_prolific, args.seed, clock, args.prolific_url,
+                                              args.prolific_token_file)
+        except ProlificCrowdError as exc:
+            print(f"campaign crowd run: {exc}", file=sys.stderr)
+            return 2
     from campaign.market.operator import offline
     from campaign.market.worker_client import WorkerClient
 
-    operator, close_operator = offline(Path(args.market_state))
-    crowd = build_crowd(chosen, args.seed, args.endpoint, clock, client=WorkerClient(args.endpoint, operator=operator))
+    crowd = None
+    close_operator = None
+    if on_market:
+        operator, close_operator = offline(Path(args.market_state))
+        crowd = build_crowd(on_market, args.seed, args.endpoint, clock, client=WorkerClient(args.endpoint, operator=operator))
     done = threading.Event()
     for sig in (signal.SIGINT, signal.SIGTERM):
         signal.signal(sig, lambda *_: done.set())
-    crowd.start()
-    print(f"crowd of {len(crowd.workers)} workers at work on {args.endpoint}", flush=True)
     try:
+        if crowd is not None:
+            crowd.start()
+            print(f"crowd of {len(crowd.workers)} workers at work on {args.endpoint}", flush=True)
+        for pc in participants or []:
+            pc.start()
+            print(f"crowd of {len(pc.workers)} Prolific participants at work on {pc.root} (task site {pc.site})", flush=True)
         while not done.wait(0.5):
             pass
     finally:
-        crowd.stop()
-        close_operator()
-    s = crowd.stats
-    print(f"crowd stopped: {s.submitted} answers submitted, {s.returned} returned, {s.errors} errors", flush=True)
+        for pc in participants or []:
+            pc.stop()
+        if crowd is not None:
+            crowd.stop()
+        if close_operator is not None:
+            close_operator()
+    if crowd is not None:
+        s = crowd.stats
+        print(f"crowd stopped: {s.submitted} answers submitted, {s.returned} returned, {s.errors} errors", flush=True)
+    for pc in participants or []:
+        p = pc.stats
+        print(f"participants stopped: {p.started} places taken, {p.completed} completed, {p.submitted} answers submitted, "
+              f"{p.returned} returned, {p.abandoned} abandoned, {p.errors} errors", flush=True)
     return 0

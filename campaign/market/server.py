@@ -60,6 +60,9 @@ class Core:
         self.site = site
         self.content = content
         self.signing = auth.Signing(())  # the Host names it answers to: set once the sockets are bound
+        # `campaign market serve --prolific-door`: the door's operations for daemons in other processes
+        # (`campaign.market.door_remote`), answered on the requester endpoint; None: not served here
+        self.door_ops: Any = None
 
 
 def _json_reply(status: int, payload: Any, headers: dict[str, str] | None = None) -> Response:
@@ -126,9 +129,13 @@ class MarketApp:
                 raise P.throttling()
             if verdict == "fault":
                 raise P.service_fault()
-            op = P.operation_for(req.headers.get("X-Amz-Target"))
-            params = P.validate(op, P.parse_body(req.body))
-            result = core.engine.handle(requester, op, params)
+            target = str(req.headers.get("X-Amz-Target") or "")
+            if core.door_ops is not None and target.startswith("ProlificDoor."):
+                result = core.door_ops.handle(target, P.parse_body(req.body))
+            else:
+                op = P.operation_for(req.headers.get("X-Amz-Target"))
+                params = P.validate(op, P.parse_body(req.body))
+                result = core.engine.handle(requester, op, params)
             status, payload = 200, result
         except P.ApiError as exc:
             status, payload = exc.status, exc.body
@@ -349,6 +356,17 @@ def _parser() -> argparse.ArgumentParser:
     ap.add_argument("--latency-ms", type=float, default=0.0, help="milliseconds added to every response, for testing")
     ap.add_argument("--visibility-lag", type=float, default=0.0, help="clock seconds a submission stays invisible to the requester, as on MTurk")
     ap.add_argument("--seed", type=int, default=0, help="seed of the injected faults (default: 0)")
+    ap.add_argument("--prolific-door", action="store_true",
+                    help="serve the Prolific door (/prolific/ on the worker site) here, for daemons whose "
+                         "`marketplace: prolific` campaigns name this marketplace as endpoint_url (several daemons share "
+                         "it; it outlives each); it asks Prolific about each participant with $PROLIFIC_TOKEN "
+                         "($PROLIFIC_BASE_URL), and keeps its table in STATE/prolific-site")
+    ap.add_argument("--door-db", default=None, metavar="URL",
+                    help="with --prolific-door: the campaigns' store (`campaign run --db`), read for the items each HIT "
+                         "shows, so that no participant is given an item twice in a stage")
+    ap.add_argument("--door-config", default=None, metavar="SPEC",
+                    help="with --prolific-door and --door-db: the campaigns' spec, so that an answer the HIT's task kind "
+                         "cannot read is refused at the door (the participant may answer again)")
     return ap
 
 
@@ -375,6 +393,16 @@ def main(argv: list[str] | None = None) -> int:
     if not creds_file.exists():
         write_credentials_file(creds_file, "default", market.credentials)
         print(f"requester account 'default': credentials written to {creds_file} (profile default)", file=sys.stderr)
+    close_door = None
+    if args.prolific_door:
+        from campaign.market.door_remote import DoorStartError, serve_door
+
+        try:
+            close_door = serve_door(market, Path(args.state), db=args.door_db, config=args.door_config)
+        except DoorStartError as exc:
+            print(f"campaign market serve: {exc}", file=sys.stderr)
+            market.stop()
+            return 2
     done = threading.Event()
     for sig in (signal.SIGINT, signal.SIGTERM):
         signal.signal(sig, lambda *_: done.set())
@@ -385,6 +413,8 @@ def main(argv: list[str] | None = None) -> int:
             pass
     finally:
         market.stop()
+        if close_door is not None:
+            close_door()
     return 0
 
 

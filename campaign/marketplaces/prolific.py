@@ -26,6 +26,7 @@ from decimal import Decimal
 from sqlmodel import col, func, select
 
 from campaign.crash import crash_point
+from campaign.market.door_remote import RemoteDoor
 from campaign.market.prolific_site import ProlificDoor
 from campaign.marketplaces.base import (
     Capabilities,
@@ -128,7 +129,7 @@ class ProlificFees:
 
 
 class ProlificMarketplace:
-    def __init__(self, inner: Marketplace, studies: ProlificStudies, door: ProlificDoor, cfg: ProlificConfig,
+    def __init__(self, inner: Marketplace, studies: ProlificStudies, door: ProlificDoor | RemoteDoor, cfg: ProlificConfig,
                  store: Store, campaign: str, *, name: str = "prolific-local") -> None:
         """What the adapter remembers (HITs posted per study, HIT types, decisions noted) is `campaign`'s,
         in `store`, beside its journal (`studies`)."""

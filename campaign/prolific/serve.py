@@ -14,6 +14,9 @@ import signal
 import threading
 from decimal import Decimal
 from pathlib import Path
+from typing import Any
+
+EXCHANGES = "exchanges.jsonl"
 
 
 def add_arguments(ap: argparse.ArgumentParser) -> None:
@@ -27,6 +30,10 @@ def add_arguments(ap: argparse.ArgumentParser) -> None:
     ap.add_argument("--speed", type=float, default=1.0, help="clock speed-up (1.0 = wall clock)")
     ap.add_argument("--bonus-delay", type=float, default=60.0,
                     help="seconds before a paid bonus shows on the submission (Prolific pays asynchronously)")
+    ap.add_argument("--record-exchanges", action="store_true",
+                    help=f"append every research-API request and its answer to STATE/{EXCHANGES} (JSON lines: method, path, "
+                         "query, body, status, answer; never a header, so never the token), for checking them against "
+                         "Prolific's API description afterwards")
 
 
 def serve(args: argparse.Namespace, stop: threading.Event | None = None) -> int:
@@ -36,6 +43,8 @@ def serve(args: argparse.Namespace, stop: threading.Event | None = None) -> int:
     clock: Clock = WallClock() if args.speed == 1.0 else ScaledClock(args.speed)
     em = start_emulator(args.state, clock, fee_rate=args.fee_rate, vat_rate=args.vat_rate, balance_minor=args.balance,
                         currency=args.currency, host=args.host, port=args.port, bonus_delay=args.bonus_delay)
+    if args.record_exchanges:
+        em.app.observers.append(exchange_recorder(Path(args.state) / EXCHANGES))
     done = stop or threading.Event()
     if stop is None:
         for sig in (signal.SIGINT, signal.SIGTERM):
@@ -50,6 +59,36 @@ def serve(args: argparse.Namespace, stop: threading.Event | None = None) -> int:
     finally:
         em.stop()
     return 0
+
+
+def exchange_recorder(path: Path) -> Any:
+    """An `EmulatorApp` observer appending each research-API exchange (`/api/...`) to `path` as one JSON
+    line. The participant side channel (`/emulator/...`) is left out: it is the emulator's own, not
+    Prolific's API, and its answers carry participants' secrets. Headers are never written."""
+    import json
+
+    from campaign.web.request import Request, Response
+
+    lock = threading.Lock()
+    out = path.open("a", encoding="utf-8")
+
+    def parsed(raw: bytes | None) -> Any:
+        if not raw or not raw.strip():
+            return None
+        try:
+            return json.loads(raw)
+        except (ValueError, RecursionError):
+            return raw.decode("utf-8", "replace")
+
+    def record(request: Request, response: Response) -> None:
+        if not request.path.startswith("/api/"):
+            return
+        line = json.dumps({"method": request.method, "path": request.path, "query": request.query_dict(),
+                           "body": parsed(request.body), "status": response.status, "answer": parsed(response.body)})
+        with lock:
+            out.write(line + "\n")
+            out.flush()
+    return record
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -145,12 +145,16 @@ class ProlificProvider:
         forward both (docs/prolific.md). Otherwise: the bound addresses, any free content port."""
         if not campaigns:
             return None
+        if not self.emulated and all(c.endpoint_url for c in campaigns):
+            return None  # the task site and its door are a `campaign market serve --prolific-door`'s (`RemoteProlificRun`)
         real = [] if self.emulated else [c.public_url.rstrip("/") for c in campaigns if c.public_url]
         if not real:
             return SiteNeeds(in_process=True)
         return SiteNeeds(True, real[0], market_port + 1 if market_port and real[0].startswith("https://") else 0)
 
     def start(self, campaigns: Sequence[Campaign], services: RunServices) -> ProviderRun:
+        if not self.emulated and any(c.endpoint_url for c in campaigns):
+            return start_remote(self, campaigns, services)
         site = services.need_site()
         if site.server is None:
             raise StartError("Prolific cannot start: the task site is not in this process")
@@ -281,3 +285,71 @@ class ProlificRun:
 
     def stop(self) -> None:
         self.pieces.stop()
+
+
+def start_remote(provider: ProlificProvider, campaigns: Sequence[Campaign], services: RunServices) -> ProviderRun:
+    """`marketplace: prolific` campaigns naming an `endpoint_url`: the task site is the marketplace a
+    `campaign market serve --prolific-door` runs there, with the door in its process (so it outlives any
+    daemon: several daemons on one store share it, `campaign.market.door_remote`); this daemon posts HITs
+    there and asks the door through `RemoteDoor`, signed with the requester credentials it posts with
+    (the AWS credentials chain, e.g. AWS_SHARED_CREDENTIALS_FILE, as for `marketplace: local` with an
+    endpoint)."""
+    if not all(c.endpoint_url for c in campaigns):
+        raise StartError("Prolific campaigns with an endpoint_url (a shared task site) and without one (this run's own) "
+                         "cannot run together: run them separately")
+    import boto3  # type: ignore[import-untyped]
+
+    from campaign.prolific.client import ProlificClient
+
+    found = boto3.Session().get_credentials()
+    if found is None:
+        raise StartError(f"campaign {campaigns[0].name!r} posts to the task site at {campaigns[0].endpoint_url}: give its "
+                         "requester credentials (AWS_SHARED_CREDENTIALS_FILE=<its --state>/credentials)")
+    creds = found.get_frozen_credentials()
+    if services.say is not None:
+        for c in campaigns:
+            services.say(f"task site for {c.name} (Prolific participants): {c.public_url}/prolific/start "
+                         f"(the door of the marketplace at {c.endpoint_url})")
+    return RemoteProlificRun(provider, services, ProlificClient(max_retries=3, timeout=30.0), creds.access_key,
+                             creds.secret_key)
+
+
+class RemoteProlificRun:
+    """The campaigns' `ProlificMarketplace`s over a shared marketplace and its door (`start_remote`)."""
+
+    def __init__(self, provider: ProlificProvider, services: RunServices, api: ProlificClient, key: str, secret: str) -> None:
+        self.provider = provider
+        self.services = services
+        self.api = api
+        self._key, self._secret = key, secret
+        self.markets: list[ProlificMarketplace] = []
+
+    def __repr__(self) -> str:
+        return "RemoteProlificRun()"  # never the key
+
+    def open(self, campaign: Campaign) -> Marketplace:
+        from campaign.market.door_remote import RemoteDoor
+        from campaign.marketplaces.mturk import open_mturk
+        from campaign.marketplaces.prolific import ProlificMarketplace
+        from campaign.prolific.studies import ProlificStudies
+
+        assert campaign.prolific is not None and campaign.endpoint_url and campaign.public_url
+        options: dict[str, Any] = {"max_rps": campaign.max_rps} if campaign.max_rps else {}
+        inner = open_mturk("local", campaign.endpoint_url, production_ok=self.services.production, **options)
+        door = RemoteDoor(campaign.endpoint_url, self._key, self._secret)
+        cfg = dataclasses.replace(campaign.prolific, public_url=campaign.public_url.rstrip("/"))
+        studies = ProlificStudies(self.api, self.services.store, campaign.name, now=time.time)
+        market = ProlificMarketplace(inner, studies, door, cfg, self.services.store, campaign.name, name=self.provider.name)
+        self.markets.append(market)
+        return market
+
+    def check(self, ctx: Context) -> None:
+        """The shared marketplace is checked by whoever runs it; nothing of it lives here."""
+
+    def start_crowds(self, contexts: Sequence[Context]) -> None:
+        """Real Prolific's participants are people; an emulator's are played by `campaign crowd run`."""
+
+    def stop(self) -> None:
+        for market in reversed(self.markets):
+            market.close()
+            market.studies.close()
