@@ -101,6 +101,7 @@ BENCH_RUNS: dict[str, list[str]] = {
     "mace": ["--no-ukp"],
     "nuggets": [],
     "hostile": ["--config", str(ROOT / "examples" / "hostile.yaml"), "--seeds", "1", "--campaign", "water-bottles"],
+    "prolific": ["--config", str(ROOT / "examples" / "prolific.yaml"), "--seeds", "1"],
 }
 NEEDS_SHARED_DATA = {"mace", "nuggets"}
 

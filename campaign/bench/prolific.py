@@ -178,9 +178,9 @@ def measure(state: Path, campaign: str, bundle: int) -> dict[str, Any]:
     }
 
 
-def _api_calls(state: Path, config: str, campaign: str) -> dict[str, Any]:
+def _api_calls(state: Path, campaign: str) -> dict[str, Any]:
     """The run's own count of Prolific API calls (`status --json`), where the daemon reports one."""
-    out = subprocess.run([sys.executable, "-m", "campaign", "status", "--config", config, "--state", str(state), "--json"],
+    out = subprocess.run([sys.executable, "-m", "campaign", "status", "--state", str(state), "--json"],
                          capture_output=True, text=True, timeout=120)
     try:
         rows = json.loads(out.stdout)
@@ -209,7 +209,7 @@ def one(config: str, seed: int, state: Path, max_seconds: float) -> dict[str, An
         return row
     assert camp.prolific is not None
     row.update(measure(state, camp.name, int(camp.prolific.bundle)))
-    row.update({k: v for k, v in _api_calls(state, config, camp.name).items()})
+    row.update({k: v for k, v in _api_calls(state, camp.name).items()})
     return row
 
 
