@@ -8,6 +8,14 @@ from pathlib import Path
 import pytest
 
 from campaign.clock import ManualClock
+from campaign.prolific.checks import (
+    CheckCount,
+    attention_text,
+    checks_needed,
+    expected_seconds,
+    seconds_taken,
+    too_quick,
+)
 from campaign.prolific.client import ProlificClient
 from campaign.prolific.emulator.participant import add_participant
 from campaign.prolific.emulator.server import start_emulator
@@ -99,11 +107,42 @@ def test_a_returned_or_timed_out_place_is_refused_at_once(tmp_path: Path) -> Non
 
 
 def test_bundle_verdict_rules() -> None:
+    """Prolific's rules: a submission is rejected only for failed attention checks (as many as the study's
+    length requires) or exceptionally fast completion; what quality control decided on single HITs
+    (disagreement, spam) never rejects the submission: it is paid and its bad judgments stay out."""
     assert bundle_verdict(["approve", None]).action == "wait"
     assert bundle_verdict([]).action == "wait"
     assert bundle_verdict(["approve", "reject"]).action == "approve"  # mixed work is paid, bad judgments excluded
-    v = bundle_verdict(["reject", "reject"], ["failed 3 of 3 check statements"] * 2)
-    assert v.action == "reject" and v.category == "LOW_EFFORT"
-    assert v.message is not None and len(v.message) >= 100 and "failed 3 of 3" in v.message
+    assert bundle_verdict(["reject", "reject"]).action == "approve"  # the old LOW_EFFORT rejection for disagreeing: gone
+    assert bundle_verdict(["approve", "approve"], CheckCount(2, 1), needed=2).action == "approve"  # one failed: paid
+    v = bundle_verdict(["approve", "reject"], CheckCount(3, 2), needed=2)
+    assert v.action == "reject" and v.category == "FAILED_CHECK"
+    assert v.message is not None and len(v.message) >= 100 and "2 of its 3 attention checks" in v.message
+    assert "Thank you" in v.message and v.message.count("Thank you") == 1  # one message, nothing nested in it
+    assert bundle_verdict(["approve"], CheckCount(1, 1), needed=checks_needed(4)).category == "FAILED_CHECK"  # short study
+    assert checks_needed(5) == 2 and checks_needed(4) == 1
+    q = bundle_verdict(["approve"], quick=(20.0, 300.0, Decimal("0.2")))
+    assert q.action == "reject" and q.category == "TOO_QUICKLY" and q.message is not None and len(q.message) >= 100
+    assert "20 s" in q.message and "5 min 0 s" in q.message
     assert len(rejection_message([])) >= 100
+
+
+def test_exceptionally_fast_is_against_the_lesser_of_the_estimate_and_the_median() -> None:
+    assert expected_seconds(10, []) == 600.0
+    assert expected_seconds(10, [300.0, 200.0, 5.0]) == 200.0  # participants are quicker than the estimate
+    assert expected_seconds(1, [300.0, 200.0]) == 60.0
+    assert too_quick(30.0, 200.0, Decimal("0.2")) and not too_quick(40.0, 200.0, Decimal("0.2"))
+    assert not too_quick(0.0, 0.0, Decimal("0.2"))  # everyone as quick: nobody exceptionally so
+    assert not too_quick(1.0, 600.0, Decimal("0")) and not too_quick(None, 600.0, Decimal("0.2"))
+    assert seconds_taken("2026-11-26T10:00:00Z", "2026-11-26T10:02:30Z") == 150.0
+    assert seconds_taken("2026-11-26T10:00:00Z", None) is None
+
+
+def test_a_trap_on_prolific_says_which_answer_to_give() -> None:
+    likert = attention_text("likert", "This sentence is not important.")
+    assert likert.startswith("This sentence is not important.") and "attention check" in likert and "rate it 1" in likert
+    assert "put it last" in attention_text("ranking", "Barack Obama graduated from Harvard Law.")
+    own = "Attention check: select 'Not at all important' here."
+    assert attention_text("likert", own) == own  # the researcher's own instruction is kept
+    assert attention_text("nuggets", "x") == "x"
     assert places_needed(47, 10) == 5 and places_needed(50, 10) == 5 and places_needed(1, 10) == 1
