@@ -729,7 +729,7 @@ def _prolific_and_site(ck: _Checker, m: dict, at: At, marketplace: str) -> tuple
         if p.get(key) is not None:
             kw[key] = _rate(ck, p[key], here + (key,))
     if p.get("pilot") is not None:
-        kw["pilot"] = ck.integer(1, 10**6)(p["pilot"], here + ("pilot",))
+        kw["pilot"] = ck.integer(1)(p["pilot"], here + ("pilot",))
     if "filters" in p:
         fat = here + ("filters",)
         f = ck.mapping(p["filters"], fat, PROLIFIC_FILTER_KEYS)

@@ -123,3 +123,18 @@ def test_validate_exits_2_and_run_refuses_prolific_without_a_token(tmp_path, cap
     assert out.returncode == 2, out.stderr
     assert "PROLIFIC_TOKEN" in out.stderr and "never stored or printed" in out.stderr
     assert not (state / "campaign.db").exists()  # refused before anything was created
+
+
+def test_pilot_and_too_quick_are_read_and_checked(tmp_path):
+    """`prolific.pilot: N` (a whole number of places, at least 1, no more than the budget pays for) and
+    `prolific.too_quick` (a share of the expected time, 0 to 1; 0.2 when absent, 0: never)."""
+    plain = load_spec(write(tmp_path, GOOD)).campaigns[0].prolific
+    assert plain is not None and plain.pilot is None and plain.too_quick == Decimal("0.2")
+    given = load_spec(write(tmp_path, GOOD.replace('vat_rate: "0.2"', 'vat_rate: "0.2"\n      pilot: 3\n      too_quick: "0"')))
+    cfg = given.campaigns[0].prolific
+    assert cfg is not None and cfg.pilot == 3 and cfg.too_quick == Decimal("0")
+    for value, needle in (("0", "at least 1"), ("two", "whole number"), ("8", "more than the budget pays for (4 at")):
+        ps = problems(tmp_path, GOOD.replace('vat_rate: "0.2"', f'vat_rate: "0.2"\n      pilot: {value}'))
+        assert any("prolific.pilot" in p and needle in p for p in ps), ps
+    ps = problems(tmp_path, GOOD.replace('vat_rate: "0.2"', 'vat_rate: "0.2"\n      too_quick: "1.5"'))
+    assert any("prolific.too_quick" in p and "between 0 and 1" in p for p in ps), ps
