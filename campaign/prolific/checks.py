@@ -24,8 +24,9 @@ store (the I/O edge the Prolific adapter is given).
 
 from __future__ import annotations
 
+import math
 import statistics
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from decimal import Decimal
@@ -103,6 +104,28 @@ def too_quick(seconds: float | None, expected: float, share: Decimal | None) -> 
 def duration_text(seconds: float) -> str:
     s = int(round(seconds))
     return f"{s // 60} min {s % 60} s" if s >= 60 else f"{s} s"
+
+
+def _at_least(n: int, p: float, k: int) -> float:
+    """P(Binomial(n, p) >= k)."""
+    return 1.0 - sum(math.comb(n, i) * p ** i * (1 - p) ** (n - i) for i in range(min(k, n + 1)))
+
+
+def failing_share(kinds: Mapping[str, int], bundle: int, trap_share: float, needed: int, random_fail: float,
+                  constant_fail: float, constant_all: bool) -> float:
+    """The expected share of a simulated crowd's submissions rejected for failed attention checks, for
+    `campaign validate`'s expected spend: a bundle of `bundle` HITs, each carrying a check with probability
+    `trap_share`; a random spammer fails each check with probability `random_fail`; a constant spammer
+    with `constant_fail`, either every check at once (`constant_all`: a Likert constant outside the
+    passing ratings) or each on its own (a ranking left as shown, the check wherever it landed); nobody
+    else fails. `kinds`: workers per kind (their submissions in proportion)."""
+    workers = sum(kinds.values())
+    if workers <= 0:
+        return 0.0
+    random_p = _at_least(bundle, trap_share * random_fail, needed)
+    constant_p = (constant_fail * _at_least(bundle, trap_share, needed) if constant_all
+                  else _at_least(bundle, trap_share * constant_fail, needed))
+    return (kinds.get("random_spammer", 0) * random_p + kinds.get("constant_spammer", 0) * constant_p) / workers
 
 
 def store_checks(store: Store, campaign: Campaign) -> Callable[[Sequence[str]], CheckCount]:

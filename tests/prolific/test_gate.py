@@ -13,6 +13,7 @@ from campaign.prolific.checks import (
     attention_text,
     checks_needed,
     expected_seconds,
+    failing_share,
     seconds_taken,
     too_quick,
 )
@@ -146,3 +147,16 @@ def test_a_trap_on_prolific_says_which_answer_to_give() -> None:
     assert attention_text("likert", own) == own  # the researcher's own instruction is kept
     assert attention_text("nuggets", "x") == "x"
     assert places_needed(47, 10) == 5 and places_needed(50, 10) == 5 and places_needed(1, 10) == 1
+
+
+def test_the_expected_share_of_submissions_failing_their_checks() -> None:
+    """`campaign validate`'s expected spend on Prolific: a random spammer fails each check with the
+    chance its rating is outside the passing ones, a constant spammer all or none; bundles of 5 HITs, a
+    check in 40% of the HITs, two failed needed."""
+    assert failing_share({"diligent": 10}, 5, 0.4, 2, 0.6, 0.6, True) == 0.0
+    random = 1 - 0.76 ** 5 - 5 * 0.24 * 0.76 ** 4  # P(Binomial(5, 0.4 x 0.6) >= 2)
+    constant = 0.6 * (1 - 0.6 ** 5 - 5 * 0.4 * 0.6 ** 4)
+    assert abs(failing_share({"random_spammer": 1, "constant_spammer": 1, "diligent": 2}, 5, 0.4, 2, 0.6, 0.6, True)
+               - (random + constant) / 4) < 1e-9
+    assert abs(failing_share({"constant_spammer": 1}, 5, 0.4, 2, 0.6, 0.6, False) - random) < 1e-9  # each check on its own
+    assert failing_share({"random_spammer": 1}, 5, 1.0, 2, 1.0, 1.0, True) == 1.0
