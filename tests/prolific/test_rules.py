@@ -155,3 +155,13 @@ def test_attention_checks_decide_rejections_and_a_pilot_pauses_until_resumed(tmp
     assert not [w for w, x in workers.items() if x.excluded and w in out]
     print(f"pilot: {pilots[0].message}\nrejections {dict(categories)}; submissions {Counter(s['status'] for s in subs)}; "
           f"excluded participants' approved submissions {excluded_paid}")
+
+
+def test_the_runs_progress_line_shows_the_pilot_summary_while_paused() -> None:
+    from campaign.progress import _line
+
+    f = {"name": "rules", "status": "paused", "currency": "GBP", "pilot": "pilot done: 4 places decided (...)",
+         "assignments": {"submitted": 8, "expected": 24, "approved": 8, "rejected": 0},
+         "money": {"spent": "2.80", "reserved": "2.80", "budget": "40.00"}, "hits": {"posted": 6, "planned": 6, "completed": 0}}
+    assert _line(f).splitlines()[-1] == "rules: pilot done: 4 places decided (...)"
+    assert "pilot" not in _line({**f, "status": "running"})  # once resumed, the usual line only
