@@ -72,6 +72,7 @@ PENDING = ("RESERVED", "ACTIVE", "AWAITING REVIEW", "PROCESSING")
 STATUS = {"APPROVED": SubmissionStatus.APPROVED, "PARTIALLY APPROVED": SubmissionStatus.APPROVED, "REJECTED": SubmissionStatus.REJECTED, "RETURNED": SubmissionStatus.RETURNED,
           "TIMED-OUT": SubmissionStatus.TIMED_OUT, "SCREENED OUT": SubmissionStatus.RETURNED}
 
+
 log = logging.getLogger(__name__)
 
 
@@ -430,11 +431,12 @@ class ProlificMarketplace:
                         self._note_verdict(a, *rows[a])
             decisions = [rows[a][0] if a in rows else None for a in aids]
             verdict = bundle_verdict(decisions)
-            if verdict.action != "wait":
+            if verdict.action != "wait" and sub not in done:  # (a decided one: the journal answers, nothing is sent)
                 checks = self._checks(aids) if self._checks is not None and aids else CheckCount()
                 found = self.door.submission_of(aids[0]) if aids else None
                 quick = self._quick(sub, found[1]) if found is not None and checks.failed < checks_needed(self.cfg.estimated_minutes) else None
                 verdict = bundle_verdict(decisions, checks, checks_needed(self.cfg.estimated_minutes), quick)
+            if verdict.action != "wait":
                 out[sub] = self._decide(sub, verdict)
         return out
 
