@@ -165,3 +165,20 @@ def test_the_runs_progress_line_shows_the_pilot_summary_while_paused() -> None:
          "money": {"spent": "2.80", "reserved": "2.80", "budget": "40.00"}, "hits": {"posted": 6, "planned": 6, "completed": 0}}
     assert _line(f).splitlines()[-1] == "rules: pilot done: 4 places decided (...)"
     assert "pilot" not in _line({**f, "status": "running"})  # once resumed, the usual line only
+
+
+def test_the_pilot_summary_gives_the_median_time_and_the_hourly_pay_at_it() -> None:
+    from decimal import Decimal
+
+    from campaign.steps.pilot import summary
+
+    facts = [{"id": "a", "status": "APPROVED", "seconds": 240.0, "checks_seen": 2, "checks_failed": 0},
+             {"id": "b", "status": "APPROVED", "seconds": 300.0, "checks_seen": 2, "checks_failed": 1},
+             {"id": "c", "status": "REJECTED", "seconds": 360.0, "checks_seen": 2, "checks_failed": 2},
+             {"id": "d", "status": "RETURNED", "seconds": None, "checks_seen": 1, "checks_failed": 0}]
+    line, figures = summary(facts, Counter({"FAILED_CHECK": 1}), Decimal("0.50"), "GBP", 5)
+    assert figures["median_seconds"] == 300.0 and figures["hourly_pay"] == "6.00"
+    assert (figures["places"], figures["approved"], figures["rejected"], figures["returned_or_timed_out"]) == (3, 2, 1, 1)
+    assert (figures["checks_seen"], figures["checks_failed"], figures["submissions_failing_a_check"]) == (7, 3, 2)
+    assert "median time 5 min 0 s (estimated 5 min)" in line and "\u00a36.00 an hour at the median" in line
+    assert "attention checks: 3 of 7 failed" in line and "rejections: FAILED_CHECK 1" in line
