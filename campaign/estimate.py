@@ -321,6 +321,8 @@ def estimate_campaign(campaign: Campaign, items: Sequence[PlanItem], seed: int =
         else:
             bonuses = MTURK_FEES.bonus(amount).total * people
     expected, why = _expected_with_simulated_crowd(campaign, stages)
+    if cfg is not None and cfg.pilot is not None and stages:
+        notes.append(_pilot_note(cfg.pilot, stages))
     hourly = minimum = None
     if cfg is not None:
         from campaign.prolific.study import MINIMUM_HOURLY, reward_per_submission
@@ -329,6 +331,18 @@ def estimate_campaign(campaign: Campaign, items: Sequence[PlanItem], seed: int =
         minimum = MINIMUM_HOURLY.get(cfg.currency)
     return CampaignEstimate(campaign.name, campaign.currency, campaign.budget, tuple(stages), bonuses, hourly, minimum,
                             tuple(notes), expected, why)
+
+
+def _pilot_note(pilot: int, stages: Sequence[StageEstimate]) -> str:
+    """What `prolific.pilot` runs, against the places the stages' studies need."""
+    first = stages[0]
+    total = sum(s.places or 0 for s in stages)
+    if pilot > total:
+        return (f"prolific.pilot {pilot} is more than the {total} places of the whole campaign: it ends before the pilot "
+                "is over, and never pauses")
+    where = (f"of stage {first.stage}'s {first.places}" if first.places is not None and pilot <= first.places
+             else f"(stage {first.stage} has {first.places}: the pilot goes on into the next stage)")
+    return f"pilot: the first {pilot} places {where}, then the campaign pauses for `campaign resume`"
 
 
 def spammer_share(campaign: Campaign) -> float:

@@ -182,3 +182,21 @@ def test_the_pilot_summary_gives_the_median_time_and_the_hourly_pay_at_it() -> N
     assert (figures["checks_seen"], figures["checks_failed"], figures["submissions_failing_a_check"]) == (7, 3, 2)
     assert "median time 5 min 0 s (estimated 5 min)" in line and "\u00a36.00 an hour at the median" in line
     assert "attention checks: 3 of 7 failed" in line and "rejections: FAILED_CHECK 1" in line
+
+
+def test_validate_tells_which_places_the_pilot_runs() -> None:
+    from dataclasses import replace
+
+    from campaign.estimate import estimate_campaign, plan_items
+    from tests.support.paths import ROOT
+
+    c = load_spec(ROOT / "examples" / "prolific.yaml").campaigns[0]
+    assert c.prolific is not None
+
+    def notes(pilot: int) -> tuple[str, ...]:
+        piloted = replace(c, prolific=replace(c.prolific, pilot=pilot))
+        return estimate_campaign(piloted, plan_items(piloted)).notes
+
+    assert "pilot: the first 4 places of stage likert's 12, then the campaign pauses for `campaign resume`" in notes(4)
+    assert any("goes on into the next stage" in n for n in notes(13))
+    assert any("more than the 32 places of the whole campaign" in n and "never pauses" in n for n in notes(40))
