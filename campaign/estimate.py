@@ -321,6 +321,8 @@ def estimate_campaign(campaign: Campaign, items: Sequence[PlanItem], seed: int =
         else:
             bonuses = MTURK_FEES.bonus(amount).total * people
     expected, why = _expected_with_simulated_crowd(campaign, stages)
+    if cfg is not None and cfg.pilot is not None and stages:
+        notes.append(_pilot_note(cfg.pilot, stages))
     hourly = minimum = None
     if cfg is not None:
         from campaign.prolific.study import MINIMUM_HOURLY, reward_per_submission
@@ -329,6 +331,18 @@ def estimate_campaign(campaign: Campaign, items: Sequence[PlanItem], seed: int =
         minimum = MINIMUM_HOURLY.get(cfg.currency)
     return CampaignEstimate(campaign.name, campaign.currency, campaign.budget, tuple(stages), bonuses, hourly, minimum,
                             tuple(notes), expected, why)
+
+
+def _pilot_note(pilot: int, stages: Sequence[StageEstimate]) -> str:
+    """What `prolific.pilot` runs, against the places the stages' studies need."""
+    first = stages[0]
+    total = sum(s.places or 0 for s in stages)
+    if pilot > total:
+        return (f"prolific.pilot {pilot} is more than the {total} places of the whole campaign: it ends before the pilot "
+                "is over, and never pauses")
+    where = (f"of stage {first.stage}'s {first.places}" if first.places is not None and pilot <= first.places
+             else f"(stage {first.stage} has {first.places}: the pilot goes on into the next stage)")
+    return f"pilot: the first {pilot} places {where}, then the campaign pauses for `campaign resume`"
 
 
 def spammer_share(campaign: Campaign) -> float:
@@ -360,6 +374,8 @@ def _expected_with_simulated_crowd(campaign: Campaign, stages: Sequence[StageEst
         expected_extra = min(s.extra, int(Decimal(s.assignments) * Decimal(str(share)) + Decimal("0.5")))
         total += (s.total if s.expected_total is None else s.expected_total) - s.extra_cost * (s.extra - expected_extra)
     q = campaign.quality
+    if campaign.prolific is not None:  # Prolific: only submissions that failed their attention checks are rejected
+        return _expected_on_prolific(campaign, stages, total, share)
     if not (q.enabled and q.reject_spam):
         return total, "quality control rejects nothing"
     primary = next((st for st in campaign.stages if get_kind(st.kind).policed and get_kind(st.kind).primary_evidence), None)
@@ -373,6 +389,41 @@ def _expected_with_simulated_crowd(campaign: Campaign, stages: Sequence[StageEst
         rewards, fees = prolific_work_cost(campaign.prolific, rejected)
         return total - rewards - fees, why
     return total - MTURK_FEES.assignment(primary.reward, primary.assignments).total * rejected, why
+
+
+def _expected_on_prolific(campaign: Campaign, stages: Sequence[StageEstimate], total: Decimal,
+                          share: float) -> tuple[Decimal, str]:
+    """The simulated crowd's expected spend on Prolific, where a submission is rejected (unpaid) only for
+    failed attention checks (`campaign.prolific.checks`): per stage with traps (Likert, ranking), its
+    spammers' bundles that fail enough checks (`failing_share`); everyone else is paid."""
+    from campaign.prolific.checks import checks_needed, failing_share
+    from campaign.simulation import allot
+
+    cfg = campaign.prolific
+    assert cfg is not None
+    kinds = allot(campaign.crowd.workers, dict(campaign.crowd.mix))
+    needed = checks_needed(cfg.estimated_minutes)
+    rejected, parts = 0, []
+    for stage in campaign.stages:
+        if stage.traps.share <= 0 or stage.kind not in ("likert", "ranking"):
+            continue
+        est = next(s for s in stages if s.stage == stage.name)
+        if stage.kind == "likert":  # a rating outside 1..max_rating fails; a constant one fails every check or none
+            fail = (5 - stage.traps.max_rating) / 5
+            rate = failing_share(kinds, cfg.bundle, stage.traps.share, needed, fail, fail, True)
+        else:  # a trap not placed within `tolerance` of last fails; a ranking left as shown has it where it landed
+            shown = getattr(stage, "items_per_hit", 5) + 1
+            fail = 1 - min(shown, stage.traps.tolerance + 1) / shown
+            rate = failing_share(kinds, cfg.bundle, stage.traps.share, needed, fail, fail, False)
+        n = int(Decimal(est.assignments) * Decimal(str(rate)) + Decimal("0.5"))
+        rejected += n
+        parts.append(f"{n} of stage {stage.name}'s {est.assignments}")
+    if not parts:
+        return total, "no stage with attention checks: every submission is paid"
+    rewards, fees = prolific_work_cost(cfg, rejected)
+    return total - rewards - fees, (f"about {' and '.join(parts)} assignments in submissions rejected unpaid for failed "
+                                    f"attention checks (the crowd's spammers are {share:.0%} of its workers; the others' "
+                                    "submissions are paid)")
 
 
 def plan_items(campaign: Campaign) -> list[PlanItem]:

@@ -106,11 +106,13 @@ def _slug(text: str) -> str:
 
 def _texts(campaign: Campaign, items: Sequence[PlanItem]) -> dict[str, str]:
     from campaign.estimate import trap_keys
+    from campaign.prolific.checks import attention_text
 
     out = {it.key: it.text for it in items}
     for stage in campaign.stages:
         for key, text in zip(trap_keys(stage), stage.traps.texts):
-            out[key] = text
+            # on Prolific a trap shows its attention check's instruction, as the run stores it (`load_items`)
+            out[key] = attention_text(stage.kind, text) if campaign.prolific is not None else text
     return out
 
 

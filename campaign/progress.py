@@ -16,7 +16,9 @@ def _line(f: dict[str, Any]) -> str:
     a, m, h, cur = f["assignments"], f["money"], f["hits"], f["currency"]
     return (f"{f['name']}: {f['status']}; HITs {h['posted']}/{h['planned']} posted, {h['completed']} done; "
             f"answers {a['submitted']}/{a['expected']} ({a['approved']} approved, {a['rejected']} rejected); "
-            f"spent {shown(m['spent'], cur)}, reserved {shown(m['reserved'], cur)} of {shown(m['budget'], cur)}")
+            f"spent {shown(m['spent'], cur)}, reserved {shown(m['reserved'], cur)} of {shown(m['budget'], cur)}"
+            # paused by a Prolific pilot: its summary, for the researcher to read before `campaign resume`
+            + (f"\n{f['name']}: {f['pilot']}" if f["status"] == "paused" and f.get("pilot") else ""))
 
 
 class PlainProgress:

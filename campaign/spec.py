@@ -583,6 +583,9 @@ def _campaign(ck: _Checker, raw: Any, at: At, base_dir: Path) -> tuple[str, Camp
         if budget < one_place:
             ck.err(at + ("budget",), f"{budget} is below the cost of one Prolific place ({one_place} {prolific.currency} "
                    "with fee and VAT)")
+        elif prolific.pilot is not None and prolific.pilot * one_place > budget:
+            ck.err(at + ("prolific", "pilot"), f"{prolific.pilot} places are more than the budget pays for "
+                   f"({int(budget // one_place)} at {one_place} {prolific.currency} a place)")
     elif stages and budget > 0:
         first = stages[0]
         one_hit = hit_cost(first.reward, first.assignments)
@@ -670,7 +673,7 @@ def with_adversaries(spec: Spec, share: float, behaviours: Mapping[str, float] |
 
 
 PROLIFIC_KEYS = {"workspace", "project", "reward", "reward_per_hour", "currency", "bundle", "estimated_minutes",
-                 "maximum_minutes", "devices", "filters", "fee_rate", "vat_rate", "completion_url"}
+                 "maximum_minutes", "devices", "filters", "fee_rate", "vat_rate", "completion_url", "too_quick", "pilot"}
 PROLIFIC_FILTER_KEYS = {"approval_rate", "countries", "languages", "block_list"}
 PROLIFIC_DEVICES = ("desktop", "mobile", "tablet")
 PROLIFIC_CURRENCIES = ("GBP", "USD")
@@ -746,9 +749,11 @@ def _prolific_and_site(ck: _Checker, m: dict, at: At, marketplace: str) -> tuple
         devices = _words(ck, p["devices"], here + ("devices",), "|".join(PROLIFIC_DEVICES), ", ".join(PROLIFIC_DEVICES))
         if devices:
             kw["devices"] = devices
-    for key in ("fee_rate", "vat_rate"):
+    for key in ("fee_rate", "vat_rate", "too_quick"):
         if p.get(key) is not None:
             kw[key] = _rate(ck, p[key], here + (key,))
+    if p.get("pilot") is not None:
+        kw["pilot"] = ck.integer(1)(p["pilot"], here + ("pilot",))
     if "filters" in p:
         fat = here + ("filters",)
         f = ck.mapping(p["filters"], fat, PROLIFIC_FILTER_KEYS)

@@ -155,3 +155,18 @@ def test_crowd_run_plays_participants_only_on_an_emulator_here(tmp_path, monkeyp
     monkeypatch.setenv("PROLIFIC_TOKEN", "t")
     assert cli("crowd", "run", "--config", spec, "--prolific-url", "https://api.prolific.com/api/v1/") == 2
     assert "is not on this machine" in capsys.readouterr().err
+
+
+def test_pilot_and_too_quick_are_read_and_checked(tmp_path):
+    """`prolific.pilot: N` (a whole number of places, at least 1, no more than the budget pays for) and
+    `prolific.too_quick` (a share of the expected time, 0 to 1; 0.2 when absent, 0: never)."""
+    plain = load_spec(write(tmp_path, GOOD)).campaigns[0].prolific
+    assert plain is not None and plain.pilot is None and plain.too_quick == Decimal("0.2")
+    given = load_spec(write(tmp_path, GOOD.replace('vat_rate: "0.2"', 'vat_rate: "0.2"\n      pilot: 3\n      too_quick: "0"')))
+    cfg = given.campaigns[0].prolific
+    assert cfg is not None and cfg.pilot == 3 and cfg.too_quick == Decimal("0")
+    for value, needle in (("0", "at least 1"), ("two", "whole number"), ("8", "more than the budget pays for (4 at")):
+        ps = problems(tmp_path, GOOD.replace('vat_rate: "0.2"', f'vat_rate: "0.2"\n      pilot: {value}'))
+        assert any("prolific.pilot" in p and needle in p for p in ps), ps
+    ps = problems(tmp_path, GOOD.replace('vat_rate: "0.2"', 'vat_rate: "0.2"\n      too_quick: "1.5"'))
+    assert any("prolific.too_quick" in p and "between 0 and 1" in p for p in ps), ps

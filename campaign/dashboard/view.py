@@ -65,6 +65,8 @@ def build(figures: dict, width: int = WIDE) -> Group:
         qt.add_row("labels excluded", q["labels_excluded_text"])
         for w in q["worst_workers"]:
             qt.add_row(f"worker {escape(w['worker'])}", escape(str(w["reason"])))
+        if c.get("pilot"):
+            qt.add_row("Prolific pilot", escape(c["pilot"]))
         held = c.get("held") or {}
         if held.get("open"):
             waiting = f", {held['waiting']} decided, waiting for the daemon" if held.get("waiting") else ""

@@ -8,7 +8,8 @@ work (`places_wanted`), opened by `refill` once the ledger has reserved them, an
 stage is complete. Returned, timed-out and rejected submissions free their place on Prolific itself
 (the reference, S9), so places are raised only for work that no place covers any more. Single HITs are
 decided on the task site as for `local`; once every HIT of a participant's submission is decided, the
-bundle's verdict (`bundle_verdict`) is sent to Prolific (`settle`, also run as a sweep every pass, which
+bundle's verdict (`bundle_verdict`: approved, or rejected only by Prolific's rules, failed attention
+checks or exceptionally fast completion, `campaign.prolific.checks`) is sent to Prolific (`settle`, also run as a sweep every pass, which
 repairs a decision a crash cut off). Bonuses go to the submission that did the assignment, through
 Prolific's bonus batches. Every remote Prolific call goes through `ProlificStudies`, which journals
 intent before the call.
@@ -44,6 +45,14 @@ from campaign.marketplaces.base import (
 )
 from campaign.money import Cost
 from campaign.prolific.account import Account, AccountMismatch, percent, read_account, study_cost_minor
+from campaign.prolific.checks import (
+    REJECTED_EVENT,
+    CheckCount,
+    checks_needed,
+    expected_seconds,
+    seconds_taken,
+    too_quick,
+)
 from campaign.prolific.client import ProlificError
 from campaign.prolific.filters import FilterChoiceError
 from campaign.prolific.gate import StudySeat, site_worker_id
@@ -57,7 +66,7 @@ from campaign.prolific.study import (
     study_body,
     work_pay,
 )
-from campaign.prolific.verdict import bundle_verdict, no_work_verdict, places_needed
+from campaign.prolific.verdict import Verdict, bundle_verdict, no_work_verdict, places_needed
 from campaign.state import LedgerKind, SubmissionStatus
 from campaign.store import LedgerRow, ProlificHitTypeRow, ProlificPostedRow, ProlificVerdictRow, Store
 
@@ -130,9 +139,11 @@ class ProlificFees:
 
 class ProlificMarketplace:
     def __init__(self, inner: Marketplace, studies: ProlificStudies, door: ProlificDoor | RemoteDoor, cfg: ProlificConfig,
-                 store: Store, campaign: str, *, name: str = "prolific-local") -> None:
+                 store: Store, campaign: str, *, name: str = "prolific-local",
+                 checks: Callable[[Sequence[str]], CheckCount] | None = None) -> None:
         """What the adapter remembers (HITs posted per study, HIT types, decisions noted) is `campaign`'s,
-        in `store`, beside its journal (`studies`)."""
+        in `store`, beside its journal (`studies`). `checks` counts the attention checks among assignments'
+        answers (`campaign.prolific.checks.store_checks`); without it a submission has none."""
         self.inner = inner
         self.studies = studies
         self.door = door
@@ -146,6 +157,8 @@ class ProlificMarketplace:
         self._lock = threading.RLock()
         self._filters: list[dict[str, object]] | None = None
         self._eligible: dict[str, int | None] = {}
+        self._checks = checks
+        self._times: dict[str, dict[str, float]] = {}  # study -> completed submission -> seconds taken (from listings)
 
     def close(self) -> None:
         """Nothing to release: the store is its opener's."""
@@ -293,7 +306,9 @@ class ProlificMarketplace:
         owed (`work_owed`)."""
         out = []
         for key, study_id in self.studies.study_ids():
-            for s in self.studies.api.submissions(study_id):
+            listed = self.studies.api.submissions(study_id)
+            self._note_times(study_id, listed)
+            for s in listed:
                 sub, status = str(s["id"]), str(s.get("status"))
                 work = self.work_owed(sub) if status in GONE else None
                 out.append(StudySubmission(key, sub, site_worker_id(str(s.get("participant_id", ""))),
@@ -434,9 +449,19 @@ class ProlificMarketplace:
                 sub = str(s["id"])
                 if str(s.get("status")) != "AWAITING REVIEW" or sub in done or self.door.assignments_of(sub):
                     continue
-                if self.studies.decide(sub, no_work_verdict()) == "REJECTED":
+                if self._decide(sub, no_work_verdict()) == "REJECTED":
                     out.append(sub)
         return out
+
+    def _decide(self, submission_id: str, verdict: Verdict) -> str:
+        """Send a verdict (once: the journal); a rejection made now is an event with its category and its one
+        message, what the participant reads (the pilot's summary counts them by category)."""
+        before = submission_id in self.studies.decided()
+        status = self.studies.decide(submission_id, verdict)
+        if status == "REJECTED" and not before and verdict.action == "reject":
+            self.store.event(self.campaign, REJECTED_EVENT, f"{verdict.category}: submission {submission_id} rejected on "
+                             f"Prolific: {verdict.message}", subject=submission_id, data={"category": verdict.category})
+        return status
 
     def send_verdicts(self, submission_id: str | None = None) -> dict[str, str]:
         """Send the verdict of every submission whose HITs are all decided (or just `submission_id`); a
@@ -456,9 +481,55 @@ class ProlificMarketplace:
                         rows[a] = ("approve" if status == SubmissionStatus.APPROVED else "reject", "" if status == SubmissionStatus.APPROVED
                                    else "rejected by the quality policy on the task site")
                         self._note_verdict(a, *rows[a])
-            verdict = bundle_verdict([rows[a][0] if a in rows else None for a in aids], [rows[a][1] for a in aids if a in rows])
+            decisions = [rows[a][0] if a in rows else None for a in aids]
+            verdict = bundle_verdict(decisions)
+            if verdict.action != "wait" and sub not in done:  # (a decided one: the journal answers, nothing is sent)
+                checks = self._checks(aids) if self._checks is not None and aids else CheckCount()
+                found = self.door.submission_of(aids[0]) if aids else None
+                quick = self._quick(sub, found[1]) if found is not None and checks.failed < checks_needed(self.cfg.estimated_minutes) else None
+                verdict = bundle_verdict(decisions, checks, checks_needed(self.cfg.estimated_minutes), quick)
             if verdict.action != "wait":
-                out[sub] = self.studies.decide(sub, verdict)
+                out[sub] = self._decide(sub, verdict)
+        return out
+
+    def _note_times(self, study_id: str, listed: Sequence[dict[str, object]]) -> None:
+        """Remember how long each completed submission of a study took (its listing has the times)."""
+        times = self._times.setdefault(study_id, {})
+        for s in listed:
+            took = seconds_taken(s.get("started_at"), s.get("completed_at"))
+            if took is not None:
+                times[str(s["id"])] = took
+
+    def _quick(self, submission_id: str, study_id: str) -> tuple[float, float, Decimal] | None:
+        """(seconds taken, expected seconds, share) when the submission was exceptionally fast
+        (`campaign.prolific.checks`), else None. The study's times come from the sweep's listings; a
+        submission not in them yet is read once."""
+        share = self.cfg.too_quick
+        if not share:
+            return None
+        times = self._times.setdefault(study_id, {})
+        if submission_id not in times:
+            self._note_times(study_id, [self.studies.api.submission(submission_id)])
+        took = times.get(submission_id)
+        if took is None:
+            return None  # not completed: nothing to judge (and nothing is sent before it is)
+        expected = expected_seconds(self.cfg.estimated_minutes, times.values())
+        return (took, expected, Decimal(share)) if too_quick(took, expected, share) else None
+
+    def submission_facts(self) -> list[dict[str, object]]:
+        """Per submission of every study: status, seconds taken (None unless completed), attention checks
+        seen and failed, and the rejection category when rejected; for the pilot's summary."""
+        out: list[dict[str, object]] = []
+        for _key, study_id in self.studies.study_ids():
+            listed = self.studies.api.submissions(study_id)
+            self._note_times(study_id, listed)
+            for s in listed:
+                sub = str(s["id"])
+                aids = self.door.assignments_of(sub)
+                checks = self._checks(aids) if self._checks is not None and aids else CheckCount()
+                out.append({"id": sub, "status": str(s.get("status")), "hits": len(aids),
+                            "seconds": seconds_taken(s.get("started_at"), s.get("completed_at")),
+                            "checks_seen": checks.seen, "checks_failed": checks.failed})
         return out
 
     def _short_completion(self, submission_id: str, aids: Sequence[str]) -> bool:

@@ -41,6 +41,10 @@ class ProlificConfig:
     project: str | None = None
     completion_url: str = "https://app.prolific.com/submissions/complete"
     extra_filters: tuple[dict[str, object], ...] = field(default_factory=tuple)
+    # exceptionally fast (rejected TOO_QUICKLY): under this share of the study's expected time
+    # (`campaign.prolific.checks.too_quick`); 0 or None: never
+    too_quick: Decimal | None = Decimal("0.2")
+    pilot: int | None = None  # places run first, then the campaign pauses with a summary (`campaign.steps.pilot`)
 
 
 def reward_per_submission(cfg: ProlificConfig) -> Decimal:

@@ -238,7 +238,10 @@ class ProlificRun:
         emulator = self.pieces.emulator
         studies = ProlificStudies(self.pieces.api, store, campaign.name,  # bonus reconciliation on the service's clock
                                   now=emulator.emulator.clock.now if emulator is not None else time.time)
-        market = ProlificMarketplace(inner, studies, self.pieces.door, cfg, store, campaign.name, name=self.provider.name)
+        from campaign.prolific.checks import store_checks
+
+        market = ProlificMarketplace(inner, studies, self.pieces.door, cfg, store, campaign.name, name=self.provider.name,
+                                     checks=store_checks(store, campaign))
         self.pieces.markets.append(market)
         self.opened[campaign.name] = market
         return market

@@ -57,6 +57,9 @@ def campaign_figures(store: Store, name: str, now: float | None = None) -> dict[
         recent = s.exec(select(func.count()).select_from(AssignmentRow).where(
             AssignmentRow.campaign == name, AssignmentRow.collected_at >= now - 600)).one()
         events = s.exec(select(EventRow).where(EventRow.campaign == name).order_by(col(EventRow.id).desc()).limit(8)).all()
+        # a Prolific pilot's summary (`campaign.steps.pilot`), shown until the campaign ends
+        pilot = s.exec(select(EventRow.message).where(EventRow.campaign == name, EventRow.kind == "pilot")
+                       .order_by(col(EventRow.id).desc())).first()
         worst = s.exec(select(WorkerRow).where(WorkerRow.campaign == name, WorkerRow.reason != None)  # noqa: E711
                        .order_by(col(WorkerRow.excluded).desc(), col(WorkerRow.blocked).desc(), col(WorkerRow.worker_id)).limit(5)).all()
         evidence = [json.loads(e) for e in s.exec(select(WorkerRow.evidence).where(
@@ -109,6 +112,7 @@ def campaign_figures(store: Store, name: str, now: float | None = None) -> dict[
         "events": [{"ts": e.ts, "level": e.level, "kind": e.kind, "message": e.message} for e in events],
         # each finished study's ledger figure against what the service charged (steps.studies.reconcile_costs)
         "reconciliation": [{**json.loads(v), "key": str(k)[len(Keys.STUDY_COST):]} for k, v in sorted(costs)],
+        "pilot": pilot,
         # rows a step failed on, quarantined for the operator (`campaign held`, `campaign decide`)
         "held": {**held, "rows": held_rows(store, name, limit=HELD_SHOWN) if held["open"] else []},
     }

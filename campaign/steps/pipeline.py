@@ -10,7 +10,7 @@ a restart starts from the store alone).
 `PIPELINE`'s order is the order of one pass: heartbeat, adopt a new budget, load items, plan (at once
 or batch by batch), post and open study places, extend, finish interrupted posts and cancel, collect,
 carry out the operator's decisions on held rows, review quality, block, decide on work, ask again for
-refused answers, close HITs, settle studies, release what a cancel closed, plan a stage's repeat, pay
+refused answers, close HITs, settle studies, pause after a pilot, release what a cancel closed, plan a stage's repeat, pay
 bonuses, finish (or end out of money), raise alerts. A step that raises costs only itself
 (`isolation.StepGuard`).
 """
@@ -32,6 +32,7 @@ from campaign.steps.context import Context
 from campaign.steps.control import alerts, apply_cancel, apply_extend, heartbeat, post_interrupted
 from campaign.steps.finish import finish_if_done
 from campaign.steps.isolation import StepGuard
+from campaign.steps.pilot import pilot_pause
 from campaign.steps.plan import load_items, plan_stage
 from campaign.steps.post import post_pending
 from campaign.steps.quality_pass import blocks, bonuses, quality_pass
@@ -97,6 +98,7 @@ PIPELINE: tuple[Step, ...] = (
     Step("replace", _statuses(CampaignStatus.RUNNING), run=replace_refused),  # before close: a HIT short of answers stays open
     Step("close", ACTIVE, run=close_finished_hits),
     Step("studies", ACTIVE, run=settle_studies),  # marketplaces with studies: decisions, charges, stopping
+    Step("pilot", _statuses(CampaignStatus.RUNNING), run=pilot_pause),  # prolific.pilot: pause once its places are decided
     Step("cancel-again", _statuses(CampaignStatus.CANCELLING), run=apply_cancel),  # HITs closed by this pass release their money now
     Step("repeat", _statuses(CampaignStatus.RUNNING), run_stage=plan_repeat),  # before finish: a stage's repeat keeps it open
     Step("bonuses", _statuses(CampaignStatus.RUNNING, CampaignStatus.PAUSED), run=bonuses),

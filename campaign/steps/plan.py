@@ -15,6 +15,7 @@ from sqlmodel import Session, SQLModel, col, func, select
 
 from campaign.inputs import load_items as read_input
 from campaign.money import fmt
+from campaign.prolific.checks import attention_text
 from campaign.spec import Stage
 from campaign.steps.context import Context
 from campaign.store import HitRow, ItemRow
@@ -26,7 +27,8 @@ log = logging.getLogger(__name__)
 
 
 def load_items(ctx: Context) -> int:
-    """Copy the input's items (and the stage's trap sentences) into the store, once."""
+    """Copy the input's items (and the stage's trap sentences) into the store, once. On Prolific a trap
+    sentence carries its explicit instruction (`campaign.prolific.checks.attention_text`)."""
     with ctx.store.session() as s:
         have = s.exec(select(func.count()).select_from(ItemRow).where(ItemRow.campaign == ctx.name)).one()
         if have:
@@ -34,8 +36,11 @@ def load_items(ctx: Context) -> int:
         items = read_input(ctx.campaign.input_kind, ctx.campaign.input_path)
         rows = [ItemRow(campaign=ctx.name, item_key=it.key, text=it.text, doc=it.doc, position=it.position) for it in items]
         n = len(items)
+        prolific = ctx.campaign.prolific is not None
         for stage in ctx.campaign.stages:
             for j, text in enumerate(stage.traps.texts if stage.traps.share > 0 else ()):
+                if prolific:  # on Prolific a trap is a fair attention check: it says which answer to give
+                    text = attention_text(stage.kind, text)
                 rows.append(ItemRow(campaign=ctx.name, item_key=f"{TRAP_PREFIX}{stage.name}:{j}", text=text, position=n + j, is_trap=True))
         _insert(s, rows)
         ctx.store.event(ctx.name, "items_loaded", f"{n} items loaded from {ctx.campaign.input_path}", session=s)

@@ -114,8 +114,12 @@ def running_evidence(ctx: Context, stage: Stage) -> RunningEvidence | None:
 
 def evaluate(ctx: Context, stage: Stage) -> ReviewResult:
     """The review policy over the stage's evidence, as its task kind states it."""
+    # On Prolific no work is rejected for disagreeing: a submission is rejected only by Prolific's rules
+    # (failed attention checks, exceptionally fast, no work: `campaign.prolific.verdict`); spam is excluded
+    # from the scores and paid.
     config = dataclasses.replace(PolicyConfig.from_spec(ctx.campaign.quality),
-                                 low_agreement_absolute=get_kind(stage.kind).low_agreement_absolute)
+                                 low_agreement_absolute=get_kind(stage.kind).low_agreement_absolute,
+                                 reject_spam=ctx.campaign.quality.reject_spam and ctx.campaign.prolific is None)
     book = running_evidence(ctx, stage)
     return judge(book.evidence(config.min_shared) if book is not None else {}, config)
 

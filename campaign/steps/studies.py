@@ -57,6 +57,7 @@ from campaign.state import CampaignStatus, HeldKind, Keys, SubmissionStatus
 from campaign.steps.budget import note_blocked
 from campaign.steps.context import Context
 from campaign.steps.isolation import held_keys, hold, note_once
+from campaign.steps.pilot import pilot_cap
 from campaign.steps.stages import OPEN, stage_done
 from campaign.steps.study_state import keys_by_stage
 from campaign.store import CampaignRow, HitRow
@@ -84,7 +85,11 @@ def open_places(ctx: Context) -> int:
         block(ctx, f"Prolific account: {exc}")
         return 0
     opened = 0
+    cap = pilot_cap(ctx)
     for key, places in sorted(wanted.items()):
+        if cap is not None:  # a pilot runs: no more places in all than it has (`campaign.steps.pilot`)
+            others = sum(int(ctx.store.get_kv(ctx.name, Keys.study_places(k), "0") or 0) for k in wanted if k != key)
+            places = min(places, max(0, cap - others))
         try:
             opened += _open(ctx, market, key, places, cost)
         except Exception as exc:  # this study only: the others still get their places (invariant 8)

@@ -3,21 +3,24 @@ participants doing bundles through the door, per-HIT decisions turned into one d
 
 from __future__ import annotations
 
+import json
 import urllib.parse
 import urllib.request
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
 import pytest
+from sqlmodel import select
 
 from campaign.marketplaces.base import HitRequest, HitType, Marketplace, Studies
+from campaign.prolific.checks import CheckCount
 from campaign.prolific.client import ProlificClient
 from campaign.prolific.emulator.participant import Participant, add_participant
 from campaign.prolific.study import ProlificConfig
 from campaign.spec import Qualifications
-from campaign.store import Store
+from campaign.store import EventRow, Store
 from tests.prolific.support import adapter_stack
 from tests.support.http import call_json
 from tests.support.market import FORM_PAGE
@@ -75,16 +78,18 @@ def test_studies_places_and_bundle_verdicts(tmp_path: Path) -> None:
         assert api.submission(a_sub)["status"] == "APPROVED"  # mixed bundle: approved
         for a in b_aids:
             m.reject(a, "constant answers on every statement")
-        assert api.submission(b_sub)["status"] == "REJECTED"  # every HIT rejected: rejected
-        # the rejected place reopens on Prolific itself; a new HIT of 2 assignments fits in it ...
+        # every HIT rejected by quality control, no attention check failed: Prolific's rules allow no
+        # rejection for that, so the submission is paid and its judgments stay out of the scores
+        assert api.submission(b_sub)["status"] == "APPROVED"
+        # both places taken for good; a new HIT of 2 assignments needs a new place ...
         m.create_hit(t, HitRequest(html=FORM_PAGE, max_assignments=2, lifetime=86400, annotation="a2", token="t2"))
-        assert m.places_wanted() == {t: 2}
-        # ... and one more needs a new place (1 approved + 4 open assignments / 2)
-        m.create_hit(t, HitRequest(html=FORM_PAGE, max_assignments=2, lifetime=86400, annotation="a3", token="t3"))
         assert m.places_wanted() == {t: 3}
-        assert m.refill(t, 3) == 3 and api.study(sid)["total_available_places"] == 3
+        # ... and one more another (2 approved + 4 open assignments / 2)
+        m.create_hit(t, HitRequest(html=FORM_PAGE, max_assignments=2, lifetime=86400, annotation="a3", token="t3"))
+        assert m.places_wanted() == {t: 4}
+        assert m.refill(t, 4) == 4 and api.study(sid)["total_available_places"] == 4
         settled = {s.submission_id: s.status for s in m.settle()}  # settling again sends nothing new
-        assert settled == {a_sub: "approved", b_sub: "rejected"}
+        assert settled == {a_sub: "approved", b_sub: "approved"}
         cost = m.place_cost()  # 1.50 + 0.45 fee (30%), no VAT
         assert (cost.total, cost.fee) == (Decimal("1.95"), Decimal("0.45"))
 
@@ -93,6 +98,80 @@ def test_studies_places_and_bundle_verdicts(tmp_path: Path) -> None:
         assert api.submission(a_sub)["bonus_payments"] == [50]
         assert m.stop(t) is True  # nobody is still working on it: nothing more can be paid
         assert api.study(sid)["status"] != "ACTIVE"
+
+
+def _rating_hits(m: Any, n: int, bundle_tag: str) -> str:
+    t = m.create_hit_type(HitType(title="Rate", description="Rate statements", reward=Decimal("0.10"), duration=600,
+                                  auto_approval_delay=86400, keywords="k", qualifications=Qualifications()), sandbox=True)
+    for i in range(n):
+        m.create_hit(t, HitRequest(html=FORM_PAGE, max_assignments=1, lifetime=86400, annotation=f"{bundle_tag}{i}",
+                                   token=f"{bundle_tag}{i}"))
+    return str(t)
+
+
+@pytest.mark.slow
+def test_submissions_are_rejected_only_for_failed_attention_checks_each_with_one_message(tmp_path: Path) -> None:
+    """Prolific's rule for a study of 5 minutes or more: two failed fair attention checks allow a
+    rejection (FAILED_CHECK), one does not; the rejection carries one message of its own. The old code
+    rejected as LOW_EFFORT whatever quality control rejected, with the HITs' feedback nested inside."""
+    failed: set[str] = set()  # assignments whose attention check was answered against its instruction
+
+    def checks(aids: Sequence[str]) -> CheckCount:
+        return CheckCount(len(aids), sum(1 for a in aids if a in failed))
+
+    with adapter_stack(tmp_path, _config(bundle=2), checks=checks) as st:
+        em, server, api, studies, m = st.em, st.server, st.api, st.studies, st.market
+        t = _rating_hits(m, 4, "f")
+        m.refill(t, 2)
+        sid = studies.study(t).study_id  # type: ignore[union-attr]
+        alice, bob = add_participant(em.root_url, em.token), add_participant(em.root_url, em.token)
+        a_sub, a_aids = _do_bundle(server.endpoint_url, alice, sid, "careful")
+        b_sub, b_aids = _do_bundle(server.endpoint_url, bob, sid, "careless")
+        failed.update([a_aids[0], *b_aids])  # alice failed one of her two checks, bob both
+        for a in a_aids:
+            m.approve(a)
+        m.approve(b_aids[0])  # quality control kept his work: the checks alone decide
+        m.approve(b_aids[1])
+        assert api.submission(a_sub)["status"] == "APPROVED"  # one failed check: paid
+        assert api.submission(b_sub)["status"] == "REJECTED"
+        rejected = em.store.get("submission", b_sub)
+        assert rejected["rejection_category"] == "FAILED_CHECK"
+        message = rejected["rejection_message"]
+        assert len(message) >= 100 and "2 of its 2 attention checks" in message
+        assert message.count("Thank you") == 1 and "because Thank" not in message  # one message, none nested
+        with st.store.session() as s:
+            events = s.exec(select(EventRow).where(EventRow.kind == "submission_rejected")).all()
+        assert [(e.subject, json.loads(e.data or "{}")["category"]) for e in events] == [(b_sub, "FAILED_CHECK")]
+
+
+@pytest.mark.slow
+def test_an_exceptionally_fast_submission_is_rejected_as_too_quickly(tmp_path: Path) -> None:
+    """Exceptionally fast: under `too_quick` (0.2) of the lesser of the estimate (10 min) and the median
+    time the study's completed submissions took. Two participants take 6 minutes, one 30 seconds."""
+    with adapter_stack(tmp_path, _config(bundle=1)) as st:
+        em, server, api, studies, m = st.em, st.server, st.api, st.studies, st.market
+        t = _rating_hits(m, 3, "q")
+        m.refill(t, 3)
+        sid = studies.study(t).study_id  # type: ignore[union-attr]
+        done = []
+        for took in (360.0, 360.0, 30.0):
+            p = add_participant(em.root_url, em.token)
+            sub, _ = p.start(sid)
+            session = {"PROLIFIC_PID": p.id, "STUDY_ID": sid, "SESSION_ID": sub}
+            step = call_json(f"{server.endpoint_url}/prolific/api/next?" + urllib.parse.urlencode(session))
+            st.clock.advance(took)
+            aid = step["AssignmentId"]
+            step = call_json(f"{server.endpoint_url}/prolific/api/submit", {**session, "assignmentId": aid,
+                                                                            "fields": [["answer", "x"]]})
+            assert p.complete_from_redirect(sub, step["redirect"]) == "AWAITING REVIEW"
+            done.append((sub, aid))
+        m.settle()  # the sweep lists the study: its submissions' times
+        for _sub, aid in done:
+            m.approve(aid)
+        assert [api.submission(s)["status"] for s, _ in done] == ["APPROVED", "APPROVED", "REJECTED"]
+        quick = em.store.get("submission", done[2][0])
+        assert quick["rejection_category"] == "TOO_QUICKLY" and len(quick["rejection_message"]) >= 100
+        assert "30 s" in quick["rejection_message"]
 
 
 def test_a_blocked_participant_joins_the_block_list_group_and_no_longer_sees_the_study(tmp_path: Path) -> None:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from decimal import Decimal
@@ -17,6 +17,7 @@ from campaign.market.server import RunningMarket, start_market
 from campaign.marketplaces import open_marketplace
 from campaign.marketplaces.base import HitRequest, HitType
 from campaign.marketplaces.prolific import ProlificMarketplace
+from campaign.prolific.checks import CheckCount
 from campaign.prolific.client import ProlificClient
 from campaign.prolific.emulator.server import RunningEmulator, start_emulator
 from campaign.prolific.studies import ProlificStudies
@@ -59,8 +60,10 @@ class Stack:
 
 
 @contextmanager
-def adapter_stack(tmp: Path, configure: Callable[[str, ProlificClient], ProlificConfig]) -> Iterator[Stack]:
-    """`configure(task site URL, API client)` gives the campaign's Prolific settings (it may make groups)."""
+def adapter_stack(tmp: Path, configure: Callable[[str, ProlificClient], ProlificConfig],
+                  checks: Callable[[Sequence[str]], CheckCount] | None = None) -> Iterator[Stack]:
+    """`configure(task site URL, API client)` gives the campaign's Prolific settings (it may make groups);
+    `checks` counts the attention checks among assignments (as `campaign.prolific.checks.store_checks` does)."""
     clock = ManualClock()
     em = start_emulator(tmp / "em", clock, fee_rate=Decimal("0.3"))
     server = start_market(tmp / "market", clock=clock, mode="prod", balance=Decimal("100.00"))
@@ -71,7 +74,7 @@ def adapter_stack(tmp: Path, configure: Callable[[str, ProlificClient], Prolific
     store = Store.open(tmp / "store")
     studies = ProlificStudies(api, store, "c")
     inner = open_marketplace("local", server.endpoint_url, credentials=server.credentials)
-    market = ProlificMarketplace(inner, studies, door, cfg, store, "c")
+    market = ProlificMarketplace(inner, studies, door, cfg, store, "c", checks=checks)
     stack = Stack(clock, em, server, api, door, studies, market, cfg, store)
     try:
         yield stack

@@ -20,6 +20,7 @@ from campaign.market.server import start_market
 from campaign.marketplaces import open_marketplace
 from campaign.marketplaces.base import HitRequest, HitType
 from campaign.prolific.audit import AuditState, Finding, check, gather
+from campaign.prolific.checks import CheckCount
 from campaign.prolific.client import ProlificClient
 from campaign.prolific.emulator.participant import Participant, add_participant
 from campaign.prolific.emulator.server import start_emulator
@@ -158,7 +159,7 @@ def test_gather_reads_a_real_run_and_finds_what_was_done_twice(tmp_path: Path) -
         b_sub, b_aids = _bundle(server.endpoint_url, bob, sid)
         assert len(a_aids) == len(b_aids) == 2
         assert studies.decide(a_sub, bundle_verdict(["approve", "approve"])) == "APPROVED"
-        assert studies.decide(b_sub, bundle_verdict(["reject", "reject"], ["constant answers"] * 2)) == "REJECTED"
+        assert studies.decide(b_sub, bundle_verdict(["reject", "reject"], CheckCount(2, 2))) == "REJECTED"
         studies.decide(a_sub, bundle_verdict(["approve", "approve"]))  # asked again: the journal sends nothing
         studies.bonus("bonus-a", sid, a_sub, Decimal("0.50"))
         studies.bonus("bonus-a", sid, a_sub, Decimal("0.50"))  # asked again: paid once
