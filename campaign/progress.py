@@ -10,6 +10,7 @@ if TYPE_CHECKING:
 
 from campaign.money import shown
 from campaign.readmodel.figures import campaign_figures
+from campaign.state import CampaignStatus
 
 
 def _line(f: dict[str, Any]) -> str:
@@ -18,7 +19,7 @@ def _line(f: dict[str, Any]) -> str:
             f"answers {a['submitted']}/{a['expected']} ({a['approved']} approved, {a['rejected']} rejected); "
             f"spent {shown(m['spent'], cur)}, reserved {shown(m['reserved'], cur)} of {shown(m['budget'], cur)}"
             # paused by a Prolific pilot: its summary, for the researcher to read before `campaign resume`
-            + (f"\n{f['name']}: {f['pilot']}" if f["status"] == "paused" and f.get("pilot") else ""))
+            + (f"\n{f['name']}: {f['pilot']}" if f["status"] == CampaignStatus.PAUSED and f.get("pilot") else ""))
 
 
 class PlainProgress:

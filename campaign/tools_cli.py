@@ -25,7 +25,7 @@ BENCHES: dict[str, str] = {
 
 #: `campaign market NAME ...` runs the function named here with the remaining arguments.
 MARKET_COMMANDS: dict[str, tuple[str, str]] = {
-    "serve": ("campaign.market.server:main", "run the built-in MTurk-compatible marketplace as a standalone server"),
+    "serve": ("campaign.providers.prolific_door:market_serve", "run the built-in MTurk-compatible marketplace as a standalone server"),
     "account": ("campaign.market.server:account_main", "requester accounts: `account add NAME` writes its keys to STATE/credentials"),
     "worker": ("campaign.market.server:worker_main", "workers: `worker add WORKER_ID` sets the profile and prints a sign-in link"),
 }

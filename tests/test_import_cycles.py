@@ -128,7 +128,7 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("task kinds", ("campaign.tasks",)),
     ("pure rules", ("campaign.stage", "campaign.simulation", "campaign.quality", "campaign.aggregate", "campaign.plan",
                     "campaign.metrics", "campaign.prolific.study", "campaign.prolific.verdict", "campaign.prolific.gate",
-                    "campaign.prolific.filters")),
+                    "campaign.prolific.filters", "campaign.prolific.checks")),
     ("store", ("campaign.store", "campaign.ledger", "campaign.leases", "campaign.migrations")),
     ("foundations", ("campaign.money", "campaign.clock", "campaign.rng", "campaign.state", "campaign.crash",
                      "campaign.credentials", "campaign.answer_xml", "campaign.filemodes", "campaign.paths", "campaign.jsonout",

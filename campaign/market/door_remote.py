@@ -14,18 +14,14 @@ A daemon that dies leaves the door serving; the one that takes its campaigns ove
 from __future__ import annotations
 
 import json
-import os
-import threading
 import urllib.parse
-from collections.abc import Callable
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from campaign.market.protocol import ApiError
 from campaign.prolific.gate import StudySeat
 
 if TYPE_CHECKING:
-    from campaign.market.server import RunningMarket
+    pass
 
 TARGET_PREFIX = "ProlificDoor."
 OPERATIONS = ("AddSeat", "GetSeat", "GetServedCounts", "GetCouldServe", "ListAssignmentsOf", "GetSubmissionOf", "Release",
@@ -143,82 +139,3 @@ class RemoteDoor:
 
     def submissions(self) -> list[tuple[str, str]]:
         return [(str(a), str(b)) for a, b in self._call("ListSubmissions", {})["Submissions"]]
-
-
-class DoorStartError(Exception):
-    """Why `campaign market serve --prolific-door` cannot serve the door."""
-
-
-def serve_door(market: RunningMarket, state_dir: Path, *, db: str | None = None, config: str | None = None) -> Callable[[], None]:
-    """Mount a Prolific door on `market`'s worker site and answer its operations on the requester
-    endpoint; returns what closes it. The door asks Prolific (`PROLIFIC_TOKEN`, `PROLIFIC_BASE_URL`)
-    whether each participant's submission is active, as a daemon's own door does.
-
-    With `db` (the campaigns' store) the door knows each HIT's items; the store is opened at the first
-    question, by then a daemon has made it (opening it earlier would race the daemons' migrations).
-    With `config` too, an answer the HIT's task kind cannot read is refused at the door."""
-    from campaign.market.prolific_site import ProlificDoor
-    from campaign.prolific.client import ProlificClient
-
-    if not os.environ.get("PROLIFIC_TOKEN"):
-        raise DoorStartError("--prolific-door asks Prolific about each participant: set PROLIFIC_TOKEN (and "
-                             "PROLIFIC_BASE_URL for an emulator)")
-    if config and not db:
-        raise DoorStartError("--door-config needs --door-db (the answers are checked against the HITs in the store)")
-    campaigns: list[Any] = []
-    if config:
-        from campaign.spec import SpecError, load_spec
-
-        try:
-            campaigns = list(load_spec(config).campaigns)
-        except SpecError as exc:
-            raise DoorStartError("--door-config: " + "; ".join(exc.problems)) from None
-    lazy = _LazyStore(state_dir / "door-store", db) if db else None
-    items_of = check_answer = None
-    if lazy is not None:
-        lazy_store = lazy
-
-        def items_of(hit_id: str) -> frozenset[str]:
-            from campaign.providers.prolific import store_items_of
-
-            return store_items_of(lazy_store.get())(hit_id)
-
-        if campaigns:
-            def check_answer(hit_id: str, fields: list[tuple[str, str]]) -> None:
-                from campaign.providers.prolific import store_answer_check
-
-                store_answer_check(lazy_store.get(), campaigns)(hit_id, fields)
-    door = ProlificDoor(market.engine, market.site_config, state_dir / "prolific-site", ProlificClient(max_retries=3, timeout=30.0),
-                        items_of=items_of, check_answer=check_answer)
-    market.mount("/prolific/", door)
-    market.core.door_ops = DoorOperations(door)
-
-    def close() -> None:
-        market.core.door_ops = None
-        door.close()
-        if lazy is not None:
-            lazy.close()
-    return close
-
-
-class _LazyStore:
-    """The campaigns' store, opened at first use (one connection pool for the door's process)."""
-
-    def __init__(self, state_dir: Path, db: str) -> None:
-        self.state_dir, self.db = state_dir, db
-        self._store: Any = None
-        self._lock = threading.Lock()
-
-    def get(self) -> Any:
-        with self._lock:
-            if self._store is None:
-                from campaign.store import Store
-
-                self._store = Store.open(self.state_dir, self.db)
-            return self._store
-
-    def close(self) -> None:
-        with self._lock:
-            if self._store is not None:
-                self._store.close()
-                self._store = None

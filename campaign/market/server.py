@@ -26,6 +26,7 @@ import sys
 import threading
 import time
 import urllib.parse
+from collections.abc import Callable
 from decimal import Decimal
 from pathlib import Path
 from typing import Any
@@ -370,8 +371,14 @@ def _parser() -> argparse.ArgumentParser:
     return ap
 
 
-def main(argv: list[str] | None = None) -> int:
-    """`campaign market serve ...`; `account` and `worker` subcommands go to `admin_main`."""
+class DoorStartError(Exception):
+    """Why `campaign market serve --prolific-door` cannot serve the door (raised by the `door` hook)."""
+
+
+def main(argv: list[str] | None = None, door: Callable[..., Callable[[], None]] | None = None) -> int:
+    """`campaign market serve ...`; `account` and `worker` subcommands go to `admin_main`. `door` mounts the
+    Prolific door for `--prolific-door` (`campaign.providers.prolific_door.serve_door`, passed in by the
+    command line: the server package does not reach up to the Prolific client)."""
     argv = list(sys.argv[1:] if argv is None else argv)
     if argv and argv[0] in ("account", "worker"):
         return admin_main(argv)
@@ -395,11 +402,14 @@ def main(argv: list[str] | None = None) -> int:
         print(f"requester account 'default': credentials written to {creds_file} (profile default)", file=sys.stderr)
     close_door = None
     if args.prolific_door:
-        from campaign.market.door_remote import DoorStartError, serve_door
-
+        if door is None:
+            print("campaign market serve: --prolific-door is served by `campaign market serve` (this entry point has "
+                  "no Prolific client)", file=sys.stderr)
+            market.stop()
+            return 2
         try:
-            close_door = serve_door(market, Path(args.state), db=args.door_db, config=args.door_config)
-        except DoorStartError as exc:
+            close_door = door(market, Path(args.state), db=args.door_db, config=args.door_config)
+        except DoorStartError as exc:  # the door's own refusal to start, said as it is
             print(f"campaign market serve: {exc}", file=sys.stderr)
             market.stop()
             return 2

@@ -143,7 +143,7 @@ class ProlificMarketplace:
                  checks: Callable[[Sequence[str]], CheckCount] | None = None) -> None:
         """What the adapter remembers (HITs posted per study, HIT types, decisions noted) is `campaign`'s,
         in `store`, beside its journal (`studies`). `checks` counts the attention checks among assignments'
-        answers (`campaign.prolific.checks.store_checks`); without it a submission has none."""
+        answers (`campaign.prolific.check_reader.store_checks`); without it a submission has none."""
         self.inner = inner
         self.studies = studies
         self.door = door

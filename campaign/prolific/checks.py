@@ -18,7 +18,7 @@ disagreeing with other participants. So on Prolific:
   about as long rejects nobody for speed);
 - a participant quality control excludes on agreement alone is paid and left out of the scores.
 
-Pure functions, except `store_checks`, which reads the answers of a submission's assignments from the
+Pure functions; `campaign.prolific.check_reader.store_checks` reads the answers of a submission's assignments from the
 store (the I/O edge the Prolific adapter is given).
 """
 
@@ -26,15 +26,14 @@ from __future__ import annotations
 
 import math
 import statistics
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from datetime import datetime
 from decimal import Decimal
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from campaign.spec import Campaign
-    from campaign.store import Store
+    pass
 
 FAILED_CHECK = "FAILED_CHECK"
 TOO_QUICKLY = "TOO_QUICKLY"
@@ -126,43 +125,3 @@ def failing_share(kinds: Mapping[str, int], bundle: int, trap_share: float, need
     constant_p = (constant_fail * _at_least(bundle, trap_share, needed) if constant_all
                   else _at_least(bundle, trap_share * constant_fail, needed))
     return (kinds.get("random_spammer", 0) * random_p + kinds.get("constant_spammer", 0) * constant_p) / workers
-
-
-def store_checks(store: Store, campaign: Campaign) -> Callable[[Sequence[str]], CheckCount]:
-    """assignment ids -> the attention checks among their answers and how many failed, by each stage's
-    own pass rule (`TaskKind.evidence`), read from the store (where collect wrote the answers)."""
-    from sqlmodel import col, select
-
-    from campaign.store import AssignmentRow, JudgmentRow
-    from campaign.tasks import get as get_kind
-    from campaign.tasks.base import TRAP_PREFIX
-    from campaign.tasks.kind import ReviewedJudgment
-
-    def count(aids: Sequence[str]) -> CheckCount:
-        if not aids:
-            return CheckCount()
-        with store.session() as s:
-            rows = s.exec(select(col(JudgmentRow.stage), col(JudgmentRow.item_key), col(JudgmentRow.value),  # type: ignore[call-overload]
-                                 col(JudgmentRow.worker_id), col(JudgmentRow.assignment_id), col(AssignmentRow.hit_key))
-                          .join(AssignmentRow, col(AssignmentRow.assignment_id) == col(JudgmentRow.assignment_id))
-                          .where(JudgmentRow.campaign == campaign.name, col(JudgmentRow.assignment_id).in_(list(aids)))).all()
-        shown: dict[str, int] = {}
-        for r in rows:
-            shown[r[4]] = shown.get(r[4], 0) + 1
-        by_stage: dict[str, list[ReviewedJudgment]] = {}
-        for stage, item, value, worker, aid, hit_key in rows:
-            if item.startswith(TRAP_PREFIX):
-                by_stage.setdefault(stage, []).append(ReviewedJudgment(item_key=item, value=value, worker_id=worker,
-                                                                       assignment_id=aid, hit_key=hit_key, shown=shown[aid]))
-        seen = failed = 0
-        for name, judged in by_stage.items():
-            try:
-                stage = campaign.stage(name)
-            except (KeyError, ValueError, LookupError):
-                continue
-            found = get_kind(stage.kind).evidence(stage, judged)
-            for t in (found[1] if found is not None else []):
-                seen += 1
-                failed += 0 if t.passed else 1
-        return CheckCount(seen, failed)
-    return count

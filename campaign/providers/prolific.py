@@ -238,7 +238,7 @@ class ProlificRun:
         emulator = self.pieces.emulator
         studies = ProlificStudies(self.pieces.api, store, campaign.name,  # bonus reconciliation on the service's clock
                                   now=emulator.emulator.clock.now if emulator is not None else time.time)
-        from campaign.prolific.checks import store_checks
+        from campaign.prolific.check_reader import store_checks
 
         market = ProlificMarketplace(inner, studies, self.pieces.door, cfg, store, campaign.name, name=self.provider.name,
                                      checks=store_checks(store, campaign))

@@ -63,7 +63,7 @@ class Stack:
 def adapter_stack(tmp: Path, configure: Callable[[str, ProlificClient], ProlificConfig],
                   checks: Callable[[Sequence[str]], CheckCount] | None = None) -> Iterator[Stack]:
     """`configure(task site URL, API client)` gives the campaign's Prolific settings (it may make groups);
-    `checks` counts the attention checks among assignments (as `campaign.prolific.checks.store_checks` does)."""
+    `checks` counts the attention checks among assignments (as `campaign.prolific.check_reader.store_checks` does)."""
     clock = ManualClock()
     em = start_emulator(tmp / "em", clock, fee_rate=Decimal("0.3"))
     server = start_market(tmp / "market", clock=clock, mode="prod", balance=Decimal("100.00"))

@@ -11,11 +11,12 @@ import pytest
 
 from campaign.clock import ManualClock
 from campaign.market.auth import sign_headers
-from campaign.market.door_remote import DoorStartError, RemoteDoor, RemoteDoorError, serve_door
+from campaign.market.door_remote import RemoteDoor, RemoteDoorError
 from campaign.market.server import start_market
 from campaign.prolific.emulator.participant import add_participant
 from campaign.prolific.emulator.server import start_emulator
 from campaign.prolific.gate import StudySeat
+from campaign.providers.prolific_door import DoorStartError, serve_door
 from campaign.web.loopback import open_url
 
 pytestmark = pytest.mark.prolific

@@ -25,7 +25,8 @@ import pytest
 from sqlmodel import select
 
 from campaign.daemon import RunOptions, run
-from campaign.prolific.checks import FAILED_CHECK, TOO_QUICKLY, store_checks
+from campaign.prolific.check_reader import store_checks
+from campaign.prolific.checks import FAILED_CHECK, TOO_QUICKLY
 from campaign.prolific.emulator.engine import REJECTION_CATEGORIES
 from campaign.prolific.emulator.store import DocStore
 from campaign.prolific.verdict import NO_WORK_CATEGORY
