@@ -14,6 +14,7 @@ never retries: its caller records the intent first and checks `bonus_payments` b
 
 from __future__ import annotations
 
+import copy
 import json
 import logging
 import os
@@ -61,6 +62,13 @@ class ProlificClient:
 
     def __repr__(self) -> str:
         return f"ProlificClient({self.base_url!r})"
+
+    def clone(self) -> ProlificClient:
+        """Another client of the same service with the same token, counting its own `calls` (one per
+        campaign: what each campaign costs Prolific)."""
+        other = copy.copy(self)
+        other.calls = 0
+        return other
 
     # -- transport -------------------------------------------------------------------------------------
     def request(self, method: str, path: str, body: Any = None, query: dict[str, Any] | None = None,

@@ -91,8 +91,9 @@ class ProlificGate:
                 cached = self._ok.get(sub)
             if cached is not None and cached[0] > now and cached[1].participant_id == pid and cached[1].seat.study_id == sid:
                 return cached[1]
+        route = getattr(self.api, "for_study", None)  # one client per campaign: its calls are counted as its own
         try:
-            record = self.api.submission(sub)
+            record = (route(sid) if route is not None else self.api).submission(sub)
         except Exception:  # noqa: BLE001 - unknown or unreachable: nobody gets in on an unconfirmed claim
             self.forget(sub)
             raise Refused("Prolific could not confirm this session; please try again from Prolific.") from None

@@ -22,7 +22,9 @@ from campaign.readmodel.definitions import cancel_waiting, excluded_text, trap_p
 from campaign.readmodel.retest import retest_figures
 from campaign.spec import currency_of
 from campaign.state import DONE, AssignmentStatus, CampaignStatus, HitStatus
-from campaign.store import AssignmentRow, CampaignRow, EventRow, HitRow, JudgmentRow, Store, WorkerRow
+from campaign.store import AssignmentRow, CampaignRow, EventRow, HitRow, JudgmentRow, KVRow, Store, WorkerRow
+
+PROLIFIC_USAGE_KEY = "prolific.api_usage"  # campaign.prolific.studies.USAGE_KEY (not imported: the read model stays light)
 
 HIT_OPEN = (HitStatus.POSTED,)
 HELD_SHOWN = 20  # held rows listed in a campaign's figures (all of them: `campaign held`)
@@ -63,6 +65,7 @@ def campaign_figures(store: Store, name: str, now: float | None = None) -> dict[
             WorkerRow.campaign == name, WorkerRow.evidence != None)).all() if e]  # noqa: E711
         held = held_counts(s, name)
         pay = read_stage_pay(s, name)
+        usage = s.exec(select(KVRow.value).where(KVRow.campaign == name, KVRow.key == PROLIFIC_USAGE_KEY)).first()
     traps = trap_pass_rate(evidence)
     agreement = weighted_agreement(evidence)
     posted = sum(v for k, v in hit_counts.items() if k in (HitStatus.POSTED, HitStatus.CLOSED))
@@ -107,6 +110,8 @@ def campaign_figures(store: Store, name: str, now: float | None = None) -> dict[
         "events": [{"ts": e.ts, "level": e.level, "kind": e.kind, "message": e.message} for e in events],
         # rows a step failed on, quarantined for the operator (`campaign held`, `campaign decide`)
         "held": {**held, "rows": held_rows(store, name, limit=HELD_SHOWN) if held["open"] else []},
+        # a Prolific campaign's API calls, submissions, calls per submission and whether webhooks were on (else None)
+        "prolific": json.loads(usage) if usage else None,
     }
 
 

@@ -73,6 +73,7 @@ def client_methods() -> set[str]:
 
 def test_every_client_call_and_its_answer_follow_the_description(checked: Checked) -> None:
     api = Recording(checked.client)
+    assert api.clone().calls == 0
     me = api.me()
     ws = api.workspaces()[0]["id"]
     api.balance(ws)

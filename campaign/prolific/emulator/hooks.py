@@ -232,7 +232,10 @@ class HookDelivery:
         if self._due == -math.inf:
             with self.em.db.transaction():
                 self._due = min((float(d["next_at"]) for d in self.em.db.all("hook_due")), default=math.inf)
-        due = min(self._due, self.em._sweep_due)
+        sweep = self.em._sweep_due  # -inf: a write since the last sweep, which may have started a clock
+        # a time-out (or an automatic approval) happens once its limit is passed, not at the limit itself
+        sweep = sweep if sweep == -math.inf else math.nextafter(sweep, math.inf)
+        due = min(self._due, sweep)
         return now if due < now else due
 
     def step(self) -> int:
