@@ -16,12 +16,12 @@ from campaign.store import (
     BASELINE,
     HOOK_TABLES,
     PROLIFIC_TABLES,
+    SCHEMA_HEAD,
     STORE_TABLES,
     CampaignRow,
     EventRow,
     Store,
     StoreError,
-    SCHEMA_HEAD,
     schema_head,
 )
 from tests.support.cli import cli

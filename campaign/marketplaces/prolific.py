@@ -421,8 +421,11 @@ class ProlificMarketplace:
             return self._refill(key, places)
 
     def stop(self, key: str) -> bool:
-        with _as_market_errors():
-            return self._stop(key)
+        try:
+            with _as_market_errors():
+                return self._stop(key)
+        finally:
+            self.studies.note_usage()  # a study's last listing is asked here
 
     def settle(self) -> list[StudySubmission]:
         try:

@@ -203,7 +203,7 @@ class StudyWatch:
         self._where: dict[str, str] = {}  # submission -> study, from the listings
         self._dirty: set[str] = set()
         with store.session() as s:  # marks from before this start are covered by the first listings
-            self._cursor = int(s.exec(select(func.coalesce(func.max(ProlificHookMarkRow.id), 0))).one())
+            self._cursor = int(s.exec(select(func.coalesce(func.max(ProlificHookMarkRow.id), 0))).one() or 0)
         self.listings = 0  # how many listings were fetched
         self.reused = 0  # how many were answered from the last listing
 
@@ -212,7 +212,7 @@ class StudyWatch:
             rows = s.exec(select(ProlificHookMarkRow.id, ProlificHookMarkRow.submission_id, ProlificHookMarkRow.study_id)
                           .where(col(ProlificHookMarkRow.id) > self._cursor).order_by(col(ProlificHookMarkRow.id))).all()
         for mark_id, sub, study in rows:
-            self._cursor = max(self._cursor, int(mark_id))
+            self._cursor = max(self._cursor, int(mark_id or 0))
             known = study if study in self._cache else self._where.get(str(sub))
             if known is not None:
                 self._dirty.add(known)

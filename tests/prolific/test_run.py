@@ -14,6 +14,7 @@ participants doing the work through the task site's door.
 from __future__ import annotations
 
 import csv
+import json
 import socket
 import subprocess
 import time
@@ -144,6 +145,13 @@ def test_example_runs_on_prolific_local_with_spam_excluded_and_the_ledger_equal_
     paid = [w for w in honest if w in worked_for]  # a whole bundle approved, or a shorter one's HITs paid
     assert len(paid) >= 0.8 * len(honest), statuses
     assert not any(workers[w].excluded for w in honest)
+    # webhooks first: the calls the daemon's client made per submission, as `status --json` gives them
+    status = run_campaign("status", "--state", str(state), "--json", env=_env(), timeout=120)
+    usage = next(c for c in json.loads(status.stdout)["campaigns"] if c["name"] == campaign.name)["prolific"]
+    assert usage["webhooks"] is True and usage["submissions"] == len(subs), usage
+    assert usage["api_calls"] <= 5 * usage["submissions"], usage
+    assert (f"water-prolific: Prolific API calls: {usage['api_calls']} for {usage['submissions']} submissions "
+            f"({usage['api_calls'] / usage['submissions']:.1f} per submission; webhooks on)") in out.stdout
     print(f"example run: {took:.1f} s; spent {t.spent} = charged {charged}; {len(approved)} approved submissions; "
           f"places paid {paid_places:.2f} for {used} approved HITs; "
           f"spam {spam_all} of {sum(worked.values())} judgments, {spam_kept} of the {kept} kept; spammers (HITs, excluded): {who}")
