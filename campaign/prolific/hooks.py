@@ -69,11 +69,14 @@ class HookReceiver:
     the study the task site knows a submission from, if any."""
 
     def __init__(self, store: Store, now: Callable[[], float], *, max_age: float = MAX_AGE,
-                 study_of: Callable[[str], str | None] | None = None) -> None:
+                 study_of: Callable[[str], str | None] | None = None, changed: Callable[[str], None] | None = None) -> None:
+        """`changed(submission)` is told of every verified delivery (the door's gate forgets what it
+        remembered of that session)."""
         self.store = store
         self.now = now
         self.max_age = max_age
         self.study_of = study_of
+        self.changed = changed
         self._secret: str | None = None  # in memory only
         self.accepted = 0
         self.refused = 0
@@ -126,6 +129,8 @@ class HookReceiver:
         given = _header(headers, EVENT_ID_HEADER)
         event_id = given if given and EVENT_ID_RE.match(given) else "h:" + hashlib.sha256(body).hexdigest()[:40]
         study = self.study_of(sub) if self.study_of is not None else None
+        if self.changed is not None:
+            self.changed(sub)
         try:
             with self.store.session() as s:
                 s.add(ProlificHookMarkRow(event_id=event_id, submission_id=sub, study_id=study, status=status,

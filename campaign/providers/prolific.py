@@ -43,6 +43,7 @@ if TYPE_CHECKING:
     from campaign.steps.context import Context
 
 TOKEN_ENV = "PROLIFIC_TOKEN"
+GATE_TTL = 60.0  # seconds (run's clock) a session's confirmation serves read-only requests, with webhooks on
 DOOR_PREFIX = "/prolific/"
 
 
@@ -220,7 +221,8 @@ class ProlificProvider:
             return
         assert first.prolific is not None and pieces.clients is not None and site.server is not None
         api = pieces.clients.client(first.name)  # the subscription's calls are counted as the first campaign's
-        receiver = HookReceiver(services.store, site.server.engine.clock.now, study_of=pieces.door.study_of_submission)
+        receiver = HookReceiver(services.store, site.server.engine.clock.now, study_of=pieces.door.study_of_submission,
+                                changed=pieces.door.gate.forget)
         try:
             workspace = first.prolific.workspace or str(api.workspaces()[0]["id"])
             receiver.arm(ensure_subscription(api, services.store, workspace, hook_url(self.public_url(first, site.endpoint_url))))
@@ -229,6 +231,11 @@ class ProlificProvider:
             return
         pieces.door.hooks = receiver
         pieces.webhooks = True
+        # Prolific now tells the site when a session changes: a confirmation may serve the requests that
+        # change nothing (showing the task held) for a while; recording an answer or handing out a task
+        # still asks, and a hook about the session drops what was remembered of it at once
+        if pieces.door.gate.ttl <= 0:
+            pieces.door.gate.ttl = GATE_TTL
 
 
 def start_pieces(provider: ProlificProvider, campaigns: Sequence[Campaign], state_dir: Path, clock: Clock,
