@@ -241,8 +241,13 @@ class ProlificMarketplace:
         def over(subs: list[dict[str, object]]) -> bool:
             return not any(s.get("status") in PENDING or (s.get("status") in GONE and not self._work_settled(str(s["id"])))
                            for s in subs)
-        # the last listing may say "wait" (a hook brings the change); "over" is final, so it is asked afresh
-        return over(self.studies.submissions_of(row.study_id)) and over(self.studies.submissions_of(row.study_id, fresh=True))
+        # the last listing may say "wait" (a hook brings the change); "over" is final, so it is asked afresh,
+        # and a fresh listing that differs from the last one is settled (charged, paid) by a pass first
+        last = self.studies.submissions_of(row.study_id)
+        if not over(last):
+            return False
+        now = self.studies.submissions_of(row.study_id, fresh=True)
+        return over(now) and {s.get("id"): s.get("status") for s in now} == {s.get("id"): s.get("status") for s in last}
 
     def study_submissions(self) -> list[StudySubmission]:
         """Every submission with its status; a returned or timed-out one with the pay its used work is
