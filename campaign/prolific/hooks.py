@@ -30,6 +30,7 @@ import re
 from collections.abc import Callable, Mapping
 from typing import Any
 
+from sqlalchemy import delete
 from sqlalchemy.exc import IntegrityError
 from sqlmodel import col, func, select
 
@@ -48,6 +49,8 @@ HOOK_PATH = "/prolific/hooks"
 MAX_AGE = 300.0  # seconds a signed timestamp stays good, either way (clock skew, a slow delivery)
 MAX_BODY = 16 * 1024  # a submission.status.change event is a few hundred bytes
 CATCH_UP = 3600.0  # seconds of the service's clock between listings of a study that got no hook
+KEEP_MARKS = 7 * 86400.0  # seconds a mark is kept
+PRUNE_EVERY = 500  # marks accepted between two prunings
 ID_RE = re.compile(r"^[0-9a-f]{24}$")
 EVENT_ID_RE = re.compile(r"^[A-Za-z0-9_.:-]{1,100}$")
 STATE_INTENT, STATE_CREATED, STATE_CONFIRMED = "intent", "created", "confirmed"
@@ -142,7 +145,15 @@ class HookReceiver:
                 return 409, "replayed"  # the same signed request again
             return 200, "already received"  # Prolific sending an event again, signed anew: nothing more to mark
         self.accepted += 1
+        if self.accepted % PRUNE_EVERY == 0:
+            self._prune()
         return 200, "marked"
+
+    def _prune(self) -> None:
+        """Drop marks older than `KEEP_MARKS`: every sweep has listed its studies since (the catch-up poll),
+        and a replay that old is refused for its timestamp anyway."""
+        with self.store.session() as s:
+            s.execute(delete(ProlificHookMarkRow).where(col(ProlificHookMarkRow.received_at) < self.now() - KEEP_MARKS))
 
 
 def ensure_subscription(api: Any, store: Store, workspace_id: str, target_url: str,

@@ -169,3 +169,36 @@ def test_a_lost_hook_is_caught_by_the_catch_up_poll(tmp_path: Path) -> None:
         st.market.settle()
         assert listings.count > before
         assert st.api.submission(sub)["status"] == "REJECTED"
+
+
+def test_an_event_sent_again_is_marked_once_and_old_marks_are_dropped(tmp_path: Path) -> None:
+    """Prolific sends an event again (signed anew) when it did not see our 2xx: 200, nothing marked twice;
+    marks older than a week are dropped as new ones come in."""
+    from campaign.clock import ManualClock
+    from campaign.prolific import hooks
+    from campaign.store import Store
+
+    clock = ManualClock()
+    store = Store.open(tmp_path / "store")
+    receiver = HookReceiver(store, clock.now)
+    receiver.arm("s3cret")
+
+    def deliver(event_id: str, sub: str) -> int:
+        body = json.dumps({"event_type": "submission.status.change", "resource_id": sub, "status": "RETURNED"}).encode()
+        stamp = str(int(clock.now()))
+        return receiver.receive({"X-Prolific-Request-Timestamp": stamp, "X-Event-ID": event_id,
+                                 "X-Prolific-Request-Signature": sign("s3cret", stamp, body)}, body)[0]
+
+    try:
+        assert deliver("e1", "a" * 24) == 200
+        clock.advance(30)
+        assert deliver("e1", "a" * 24) == 200  # the same event, signed again
+        assert receiver.accepted == 1
+        clock.advance(hooks.KEEP_MARKS + 1)
+        for n in range(hooks.PRUNE_EVERY - 1):
+            assert deliver(f"n{n}", f"{n:024x}") == 200
+        with store.session() as s:
+            left = s.exec(select(ProlificHookMarkRow.event_id)).all()
+        assert "e1" not in left and len(left) == hooks.PRUNE_EVERY - 1
+    finally:
+        store.close()
