@@ -25,6 +25,7 @@ marketplace behind the task site (`campaign.market.prolific_site`).
 from __future__ import annotations
 
 import json
+import logging
 import secrets
 import threading
 import time
@@ -42,6 +43,7 @@ from campaign.store import ProlificBonusRow, ProlificDecisionRow, ProlificStudyR
 
 FINAL = ("APPROVED", "REJECTED", "RETURNED", "TIMED-OUT", "SCREENED OUT")
 RECONCILE_SECONDS = 900.0  # how long a pay call's payment may take to show ("in the following minutes")
+log = logging.getLogger(__name__)
 UNCERTAIN = ProlificBonusState.UNCERTAIN  # a bonus state: maybe paid, not visible on Prolific in time; the researcher decides
 
 
@@ -99,7 +101,11 @@ class ProlificStudies:
         """Write `usage()` to the store when it changed (read by `status --json` and the end of `run`)."""
         now = self.usage()
         if now != self._usage_written:
-            self.store.set_kv(self.campaign, USAGE_KEY, json.dumps(now, sort_keys=True))
+            try:
+                self.store.set_kv(self.campaign, USAGE_KEY, json.dumps(now, sort_keys=True))
+            except Exception as exc:  # noqa: BLE001 - a figure, never the reason a pass fails: written next time
+                log.warning("API usage of %s not recorded: %s", self.campaign, exc)
+                return
             self._usage_written = now
 
     def close(self) -> None:
