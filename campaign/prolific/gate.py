@@ -73,6 +73,10 @@ class ProlificGate:
         self.ttl = ttl
         self.clock = clock
         self._ok: dict[str, tuple[float, Admission]] = {}
+        # With webhooks on, Prolific tells the site when a session stops being active and the site forgets
+        # it at once (`forget`); then a confirmation younger than `ttl` serves every request, recording
+        # ones too (False: those always ask; the window is the time a lost hook could go unnoticed).
+        self.trust_hooks = False
         self._lock = threading.Lock()
 
     def admit(self, participant_id: str | None, study_id: str | None, session_id: str | None, *,
@@ -86,7 +90,7 @@ class ProlificGate:
         if seat is None:
             raise Refused("This study is not served here.")
         now = self.clock()
-        if not fresh and self.ttl > 0:
+        if (not fresh or self.trust_hooks) and self.ttl > 0:
             with self._lock:
                 cached = self._ok.get(sub)
             if cached is not None and cached[0] > now and cached[1].participant_id == pid and cached[1].seat.study_id == sid:

@@ -43,7 +43,7 @@ if TYPE_CHECKING:
     from campaign.steps.context import Context
 
 TOKEN_ENV = "PROLIFIC_TOKEN"
-GATE_TTL = 60.0  # seconds (run's clock) a session's confirmation serves read-only requests, with webhooks on
+GATE_TTL = 300.0  # seconds (run's clock) a session's confirmation is used again, with webhooks on (`ProlificGate.trust_hooks`)
 DOOR_PREFIX = "/prolific/"
 
 
@@ -231,11 +231,12 @@ class ProlificProvider:
             return
         pieces.door.hooks = receiver
         pieces.webhooks = True
-        # Prolific now tells the site when a session changes: a confirmation may serve the requests that
-        # change nothing (showing the task held) for a while; recording an answer or handing out a task
-        # still asks, and a hook about the session drops what was remembered of it at once
+        # Prolific now tells the site when a session changes, and a hook about a session drops what was
+        # remembered of it at once: a confirmation serves the session's requests for a while (answers
+        # recorded, tasks handed out) instead of asking Prolific at each one
         if pieces.door.gate.ttl <= 0:
             pieces.door.gate.ttl = GATE_TTL
+        pieces.door.gate.trust_hooks = True
 
 
 def start_pieces(provider: ProlificProvider, campaigns: Sequence[Campaign], state_dir: Path, clock: Clock,

@@ -202,3 +202,56 @@ def test_an_event_sent_again_is_marked_once_and_old_marks_are_dropped(tmp_path: 
         assert "e1" not in left and len(left) == hooks.PRUNE_EVERY - 1
     finally:
         store.close()
+
+
+@pytest.mark.slow
+def test_a_small_prolific_local_run_makes_at_most_5_api_calls_per_submission(tmp_path: Path) -> None:
+    """A small prolific-local campaign (test_kill's: one Likert stage, 16 simulated participants) run to its
+    end with webhooks on: the daemon's Prolific calls, counted by its client, are at most 5 per
+    submission, and the finished run passes the audit (every submission decided once, the ledger equal
+    to the charges)."""
+    from tests.prolific.test_kill import NAME, check_once, run_cli, write_spec
+    from tests.support.cli import clean_env, run_campaign
+
+    config = write_spec(tmp_path)
+    state = tmp_path / "state"
+    proc = run_cli(config, state)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    check_once(state)
+    out = run_campaign("status", "--state", str(state), "--json", env=clean_env(["PROLIFIC_TOKEN"]), timeout=120)
+    usage = next(c for c in json.loads(out.stdout)["campaigns"] if c["name"] == NAME)["prolific"]
+    assert usage["webhooks"] is True and usage["submissions"] > 0, usage
+    assert usage["api_calls"] <= 5 * usage["submissions"], usage
+    assert f"{NAME}: Prolific API calls: {usage['api_calls']} for {usage['submissions']} submissions" in proc.stdout
+
+
+def test_with_webhooks_a_confirmation_serves_a_session_until_a_hook_says_it_changed(tmp_path: Path) -> None:
+    """The gate with webhooks on (`trust_hooks`, as the provider arms it): a session confirmed once is not
+    asked about again for every answer; the hook of its return makes the very next request ask, and be
+    refused."""
+    with hooked(tmp_path) as (st, t, _listings, receiver):
+        gate = st.door.gate
+        gate.ttl, gate.trust_hooks = 300.0, True
+        receiver.changed = gate.forget
+        asked: list[str] = []
+        real = gate.api
+
+        class Counting:
+            def submission(self, sub: str) -> dict[str, object]:
+                asked.append(sub)
+                return real.submission(sub)
+
+        gate.api = Counting()
+        row = st.studies.study(t)
+        assert row is not None and row.study_id
+        person = add_participant(st.em.root_url, st.em.token, country="US", languages=["English"])
+        sub, _url = person.start(row.study_id)
+        gate.admit(person.id, row.study_id, sub)
+        gate.admit(person.id, row.study_id, sub)  # an answer recorded on the same confirmation
+        assert asked == [sub]
+        person.give_back(sub)
+        gate.admit(person.id, row.study_id, sub)  # the hook has not arrived yet: the window a lost hook leaves
+        assert st.em.hooks.step() >= 1  # the return's hook: the gate forgets the session
+        with pytest.raises(Exception, match="returned"):
+            gate.admit(person.id, row.study_id, sub)
+        assert asked == [sub, sub]
