@@ -311,7 +311,31 @@ def cmd_run(args: argparse.Namespace) -> int:
                           f"`campaign budget {c.name} --set AMOUNT` and run again to go on")
                 if out.is_file():
                     print(f"{c.name}: scores written to {out} and {out.with_suffix('.jsonl')}")
+                usage = _prolific_usage(args, c.name) if c.prolific is not None else None
+                if usage:
+                    print(usage)
     return code
+
+
+def _prolific_usage(args: argparse.Namespace, name: str) -> str | None:
+    """`NAME: Prolific API calls: N for M submissions (X.X per submission; webhooks on)`: what the
+    campaign cost Prolific's API (Prolific answers load with 429s and asks for webhooks, not polling)."""
+    import json
+
+    from campaign.prolific.studies import USAGE_KEY
+    from campaign.store import Store
+
+    store = Store.open(Path(args.state), args.db)
+    try:
+        raw = store.get_kv(name, USAGE_KEY, "")
+    finally:
+        store.close()
+    if not raw:
+        return None
+    u = json.loads(raw)
+    per = f"{u['api_calls'] / u['submissions']:.1f} per submission" if u.get("submissions") else "no submissions"
+    return (f"{name}: Prolific API calls: {u['api_calls']} for {u['submissions']} submissions "
+            f"({per}; webhooks {'on' if u.get('webhooks') else 'off'})")
 
 
 def _exhausted(args: argparse.Namespace, names: list[str]) -> set[str]:

@@ -43,7 +43,7 @@ BASELINE = "0001"
 # The newest revision in campaign/migrations/versions (a test checks they agree). Known here so that
 # opening a store that is already at it needs no Alembic import, which costs a second of start-up on a
 # busy machine for every `campaign status`.
-SCHEMA_HEAD = "0004"
+SCHEMA_HEAD = "0005"
 
 
 class StoreError(Exception):
@@ -315,7 +315,39 @@ class ProlificVerdictRow(SQLModel, table=True):
     reason: str
 
 
+class ProlificHookRow(SQLModel, table=True):
+    """The journal of a webhook subscription on Prolific (`campaign.prolific.hooks.ensure_subscription`):
+    one per workspace, event type and target URL (one run's task site serves every campaign there). `state`:
+    intent (written before the create call), created (its id known, not yet confirmed), confirmed. The
+    signing secret is not kept: it is read from Prolific at each start."""
+
+    __tablename__ = "prolific_hooks"
+    __table_args__ = (UniqueConstraint("workspace_id", "event_type", "target_url"),)
+    id: int | None = Field(default=None, primary_key=True)
+    workspace_id: str
+    event_type: str
+    target_url: str
+    subscription_id: str | None = None
+    state: str
+
+
+class ProlificHookMarkRow(SQLModel, table=True):
+    """A verified webhook delivery as the task site received it: only which submission changed (and its
+    study when the site knows it), for the Prolific campaigns' sweeps to read (`StudyWatch`). `event_id`
+    and `sent_at` (the signed timestamp) make a replay recognisable."""
+
+    __tablename__ = "prolific_hook_marks"
+    id: int | None = Field(default=None, primary_key=True)
+    event_id: str = Field(unique=True)
+    submission_id: str
+    study_id: str | None = None
+    status: str
+    sent_at: int
+    received_at: float
+
+
 PROLIFIC_TABLES = (ProlificStudyRow, ProlificDecisionRow, ProlificBonusRow, ProlificPostedRow, ProlificHitTypeRow, ProlificVerdictRow)
+HOOK_TABLES = (ProlificHookRow, ProlificHookMarkRow)  # revision 0005: per run's task site, not per campaign
 
 
 def _sqlite_pragmas(dbapi_conn: Any, _record: Any) -> None:
@@ -328,7 +360,8 @@ def _sqlite_pragmas(dbapi_conn: Any, _record: Any) -> None:
 
 
 STORE_TABLES = frozenset(str(row.__tablename__) for row in (CampaignRow, ItemRow, HitRow, AssignmentRow, JudgmentRow, WorkerRow,
-                                                            LedgerRow, EventRow, KVRow, LeaseRow, HeldRow, *PROLIFIC_TABLES))
+                                                            LedgerRow, EventRow, KVRow, LeaseRow, HeldRow, *PROLIFIC_TABLES,
+                                                            *HOOK_TABLES))
 
 
 def metadata() -> MetaData:

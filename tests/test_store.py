@@ -14,7 +14,9 @@ from sqlmodel import SQLModel
 
 from campaign.store import (
     BASELINE,
+    HOOK_TABLES,
     PROLIFIC_TABLES,
+    SCHEMA_HEAD,
     STORE_TABLES,
     CampaignRow,
     EventRow,
@@ -37,7 +39,7 @@ def schema_diff(store: Store) -> list:
 def legacy_store(url: str) -> None:
     """A store as the previous version left it: `create_all`, no version table, some rows."""
     engine = create_engine(url)
-    later = {"leases", "held", *(str(t.__tablename__) for t in PROLIFIC_TABLES)}  # tables of the revisions after the baseline
+    later = {"leases", "held", *(str(t.__tablename__) for t in (*PROLIFIC_TABLES, *HOOK_TABLES))}  # tables of the revisions after the baseline
     SQLModel.metadata.create_all(engine, tables=[t for n, t in SQLModel.metadata.tables.items() if n in STORE_TABLES - later])
     with engine.begin() as conn:
         conn.execute(CampaignRow.__table__.insert(), [{"name": "old", "fingerprint": "f", "spec_json": "{}", "status": "finished",  # type: ignore[attr-defined]
@@ -76,7 +78,7 @@ def test_a_store_from_the_previous_version_is_stamped_and_kept(tmp_path):
 def test_a_newer_store_is_refused_and_commands_exit_2(tmp_path, capsys):
     Store.open(tmp_path).close()
     set_version(f"sqlite:///{tmp_path / 'campaign.db'}", "9999_future")
-    with pytest.raises(StoreError, match=r"schema version '9999_future' is newer than this campaign knows \(it knows up to '0004'\)"):
+    with pytest.raises(StoreError, match=r"schema version '9999_future' is newer than this campaign knows \(it knows up to '" + SCHEMA_HEAD + r"'\)"):
         Store.open(tmp_path)
     assert cli("status", "--state", str(tmp_path)) == 2
     assert "newer than this campaign knows" in capsys.readouterr().err
@@ -210,7 +212,7 @@ def test_an_old_store_is_migrated_through_a_later_revision(tmp_path, monkeypatch
     (scripts / "versions" / "0099_kv_note.py").write_text(
         '"""Add kv.note."""\n'
         "import sqlalchemy as sa\nfrom alembic import op\n\n"
-        "revision = '0099'\ndown_revision = '0004'\nbranch_labels = None\ndepends_on = None\n\n\n"
+        f"revision = '0099'\ndown_revision = '{SCHEMA_HEAD}'\nbranch_labels = None\ndepends_on = None\n\n\n"
         "def upgrade():\n    with op.batch_alter_table('kv') as b:\n        b.add_column(sa.Column('note', sa.String(), nullable=True))\n\n\n"
         "def downgrade():\n    with op.batch_alter_table('kv') as b:\n        b.drop_column('note')\n",
         encoding="utf-8")

@@ -95,10 +95,29 @@ class ProlificDoor:
         self._db.row_factory = sqlite3.Row
         self._db.executescript(SCHEMA)
         self._lock = threading.RLock()
+        self.hooks: Any = None  # a `campaign.prolific.hooks.HookReceiver` once webhooks are on
         self.gate = ProlificGate(gate_api, self.seat, ttl=ttl, clock=engine.clock.now)
 
     def close(self) -> None:
         self._db.close()
+
+    # -- webhooks (campaign.prolific.hooks) ----------------------------------------------------------------
+    def route_with_headers(self, method: str, path: str, q: dict[str, str], body: bytes,
+                           headers: dict[str, str]) -> Reply | None:
+        """`POST /prolific/hooks`: Prolific's webhook deliveries, verified and only marked by `hooks`
+        (a `HookReceiver`); None for every other path (the participants' routes, `route`)."""
+        if path.rstrip("/") != "/prolific/hooks":
+            return None
+        if method != "POST" or self.hooks is None:
+            return _json(404 if self.hooks is None else 405, {"error": "NotFound" if self.hooks is None else "MethodNotAllowed"})
+        status, reason = self.hooks.receive(headers, body)
+        return _json(status, {"status": "ok" if status < 300 else "refused", "detail": reason})
+
+    def study_of_submission(self, submission_id: str) -> str | None:
+        """The study a submission worked in here (None: it never reached the task site)."""
+        with self._lock:
+            row = self._db.execute("SELECT study_id FROM served WHERE submission_id=? LIMIT 1", (submission_id,)).fetchone()
+        return None if row is None else str(row[0])
 
     # -- seats (written by the Prolific marketplace adapter) -------------------------------------------------
     def add_seat(self, seat: StudySeat, stage: str) -> None:

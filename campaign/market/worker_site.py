@@ -376,6 +376,11 @@ class WorkerSite:
         """`peer`: the client's address (sign-in attempts are limited per address)."""
         for prefix, extension in self._mounted.items():
             if path.startswith(prefix):
+                with_headers = getattr(extension, "route_with_headers", None)  # an extension that reads headers
+                if with_headers is not None:
+                    reply = with_headers(method, path, query, body, headers)
+                    if reply is not None:
+                        return reply
                 return extension.route(method, path, query, body)
         found = self._session(headers)
         session = found[1] if found else None

@@ -234,7 +234,7 @@ class ProlificMarketplace:
             if self.studies.stopping(type_id):  # its stage is complete: more places would only reopen it on Prolific
                 out[type_id] = int(row.places)
                 continue
-            raw = self.studies.api.submissions(row.study_id)
+            raw = self.studies.submissions_of(row.study_id)
             subs = {s["id"]: str(s.get("status")) for s in raw}
             served = self.door.served_counts(row.study_id)
             taking = sum(1 for st in subs.values() if st in TAKES_PLACE)
@@ -297,16 +297,23 @@ class ProlificMarketplace:
         row = self.studies.study(key)
         if row is None or row.study_id is None:
             return True
-        subs = self.studies.api.submissions(row.study_id)
-        return not any(s.get("status") in PENDING or (s.get("status") in GONE and not self._work_settled(str(s["id"])))
-                       for s in subs)
+        def over(subs: list[dict[str, object]]) -> bool:
+            return not any(s.get("status") in PENDING or (s.get("status") in GONE and not self._work_settled(str(s["id"])))
+                           for s in subs)
+        # the last listing may say "wait" (a hook brings the change); "over" is final, so it is asked afresh,
+        # and a fresh listing that differs from the last one is settled (charged, paid) by a pass first
+        last = self.studies.submissions_of(row.study_id)
+        if not over(last):
+            return False
+        now = self.studies.submissions_of(row.study_id, fresh=True)
+        return over(now) and {s.get("id"): s.get("status") for s in now} == {s.get("id"): s.get("status") for s in last}
 
     def study_submissions(self) -> list[StudySubmission]:
         """Every submission with its status; a returned or timed-out one with the pay its used work is
         owed (`work_owed`)."""
         out = []
         for key, study_id in self.studies.study_ids():
-            listed = self.studies.api.submissions(study_id)
+            listed = self.studies.submissions_of(study_id)
             self._note_times(study_id, listed)
             for s in listed:
                 sub, status = str(s["id"]), str(s.get("status"))
@@ -445,7 +452,7 @@ class ProlificMarketplace:
         out: list[str] = []
         done = self.studies.decided()
         for _key, study_id in self.studies.study_ids():
-            for s in self.studies.api.submissions(study_id):
+            for s in self.studies.submissions_of(study_id):
                 sub = str(s["id"])
                 if str(s.get("status")) != "AWAITING REVIEW" or sub in done or self.door.assignments_of(sub):
                     continue
@@ -587,12 +594,18 @@ class ProlificMarketplace:
             return self._refill(key, places)
 
     def stop(self, key: str) -> bool:
-        with _as_market_errors():
-            return self._stop(key)
+        try:
+            with _as_market_errors():
+                return self._stop(key)
+        finally:
+            self.studies.note_usage()  # a study's last listing is asked here
 
     def settle(self) -> list[StudySubmission]:
-        with _as_market_errors():
-            return self._settle()
+        try:
+            with _as_market_errors():
+                return self._settle()
+        finally:
+            self.studies.note_usage()  # what the pass cost Prolific, for `status --json` and the end of `run`
 
     def bonus(self, worker_id: str, assignment_id: str, amount: Decimal, reason: str, token: str) -> None:
         found = self.door.submission_of(assignment_id)

@@ -14,6 +14,7 @@ never retries: its caller records the intent first and checks `bonus_payments` b
 
 from __future__ import annotations
 
+import copy
 import json
 import logging
 import os
@@ -56,13 +57,24 @@ class ProlificClient:
         self.timeout = timeout
         self.max_retries = max_retries
         self._sleep = sleep
+        # every HTTP request sent to Prolific (retries included): what a campaign costs the service
+        self.calls = 0
 
     def __repr__(self) -> str:
         return f"ProlificClient({self.base_url!r})"
 
+    def clone(self) -> ProlificClient:
+        """Another client of the same service with the same token, counting its own `calls` (one per
+        campaign: what each campaign costs Prolific)."""
+        other = copy.copy(self)
+        other.calls = 0
+        return other
+
     # -- transport -------------------------------------------------------------------------------------
     def request(self, method: str, path: str, body: Any = None, query: dict[str, Any] | None = None,
-                retry: bool = True) -> Any:
+                retry: bool = True, answer_headers: dict[str, str] | None = None) -> Any:
+        """The decoded answer; `answer_headers`, if given, receives the successful answer's headers
+        (lower-case names)."""
         url = path if path.startswith(("http://", "https://")) else urllib.parse.urljoin(self.base_url, path.lstrip("/"))
         if query:
             url += ("&" if "?" in url else "?") + urllib.parse.urlencode(query)
@@ -74,15 +86,18 @@ class ProlificClient:
             headers["Content-Type"] = "application/json"
         for attempt in range(attempts):
             try:
-                status, answer_headers, raw = open_url(method, url, headers, data, self.timeout)
+                self.calls += 1
+                status, got_headers, raw = open_url(method, url, headers, data, self.timeout)
                 if status < 400:
+                    if answer_headers is not None:
+                        answer_headers.update(got_headers)
                     try:  # bounded like every JSON from outside (campaign.untrusted): never a RecursionError
                         return loads_json(raw, "Prolific's answer") if raw.strip() else None
                     except Refused as exc:
                         raise ProlificError(status, "Unreadable answer", str(exc)) from None
                 if status in (429, 500, 502, 503, 504) and attempt + 1 < attempts:
                     log.info("Prolific answered %s to %s %s; retrying", status, method, path)
-                    wait = _retry_after(answer_headers.get("retry-after")) if status == 429 else 0.0
+                    wait = _retry_after(got_headers.get("retry-after")) if status == 429 else 0.0
                     self._sleep(max(_jittered(delay), wait))
                     delay = min(delay * 2, 30.0)
                     continue
@@ -225,6 +240,51 @@ class ProlificClient:
 
     def delete_group(self, group_id: str) -> None:
         self.request("DELETE", f"participant-groups/{group_id}/")
+
+    # -- webhooks ("hooks") -------------------------------------------------------------------------------------------
+    def event_types(self) -> list[str]:
+        return [str(e.get("event_type")) for e in self.request("GET", "hooks/event-types/").get("results", [])]
+
+    def hook_secrets(self, workspace_id: str) -> list[dict[str, Any]]:
+        """The workspace's signing secret(s): `value` is the secret itself, never to be logged."""
+        return list(self.request("GET", "hooks/secrets/", query={"workspace_id": workspace_id}).get("results", []))
+
+    def create_hook_secret(self, workspace_id: str) -> dict[str, Any]:
+        """A new signing secret for the workspace; it replaces the old one (whoever verifies with it must
+        read the new one)."""
+        return self.request("POST", "hooks/secrets/", {"workspace_id": workspace_id}, retry=False)
+
+    def subscriptions(self, workspace_id: str | None = None, enabled: bool = True) -> list[dict[str, Any]]:
+        query: dict[str, Any] = {"is_enabled": "true" if enabled else "false"}
+        if workspace_id:
+            query["workspace_id"] = workspace_id
+        return list(self.request("GET", "hooks/subscriptions/", query=query).get("results", []))
+
+    def create_subscription(self, workspace_id: str, event_type: str, target_url: str) -> tuple[dict[str, Any], str]:
+        """(the subscription, disabled until confirmed, and the confirmation secret from `X-Hook-Secret`)."""
+        headers: dict[str, str] = {}
+        answer = self.request("POST", "hooks/subscriptions/", {"workspace_id": workspace_id, "event_type": event_type,
+                                                               "target_url": target_url}, retry=False, answer_headers=headers)
+        results = answer.get("results") if isinstance(answer, dict) else None
+        sub = results[0] if isinstance(results, list) and results else answer
+        return sub, headers.get("x-hook-secret", "")
+
+    def confirm_subscription(self, subscription_id: str, secret: str) -> dict[str, Any]:
+        return self.request("POST", f"hooks/subscriptions/{subscription_id}/", {"secret": secret})
+
+    def subscription(self, subscription_id: str) -> dict[str, Any]:
+        return self.request("GET", f"hooks/subscriptions/{subscription_id}/")
+
+    def update_subscription(self, subscription_id: str, **fields: Any) -> dict[str, Any]:
+        return self.request("PATCH", f"hooks/subscriptions/{subscription_id}/", fields)
+
+    def delete_subscription(self, subscription_id: str) -> None:
+        self.request("DELETE", f"hooks/subscriptions/{subscription_id}/")
+
+    def subscription_events(self, subscription_id: str, status: str | None = None,
+                            resource_id: str | None = None) -> list[dict[str, Any]]:
+        query = {k: v for k, v in (("status", status), ("resource_id", resource_id)) if v}
+        return self.pages(f"hooks/subscriptions/{subscription_id}/events/", query or None)
 
 
 def _jittered(delay: float) -> float:

@@ -73,6 +73,10 @@ class ProlificGate:
         self.ttl = ttl
         self.clock = clock
         self._ok: dict[str, tuple[float, Admission]] = {}
+        # With webhooks on, Prolific tells the site when a session stops being active and the site forgets
+        # it at once (`forget`); then a confirmation younger than `ttl` serves every request, recording
+        # ones too (False: those always ask; the window is the time a lost hook could go unnoticed).
+        self.trust_hooks = False
         self._lock = threading.Lock()
 
     def admit(self, participant_id: str | None, study_id: str | None, session_id: str | None, *,
@@ -86,13 +90,14 @@ class ProlificGate:
         if seat is None:
             raise Refused("This study is not served here.")
         now = self.clock()
-        if not fresh and self.ttl > 0:
+        if (not fresh or self.trust_hooks) and self.ttl > 0:
             with self._lock:
                 cached = self._ok.get(sub)
             if cached is not None and cached[0] > now and cached[1].participant_id == pid and cached[1].seat.study_id == sid:
                 return cached[1]
+        route = getattr(self.api, "for_study", None)  # one client per campaign: its calls are counted as its own
         try:
-            record = self.api.submission(sub)
+            record = (route(sid) if route is not None else self.api).submission(sub)
         except Exception:  # noqa: BLE001 - unknown or unreachable: nobody gets in on an unconfirmed claim
             self.forget(sub)
             raise Refused("Prolific could not confirm this session; please try again from Prolific.") from None

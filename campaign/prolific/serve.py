@@ -42,7 +42,8 @@ def serve(args: argparse.Namespace, stop: threading.Event | None = None) -> int:
 
     clock: Clock = WallClock() if args.speed == 1.0 else ScaledClock(args.speed)
     em = start_emulator(args.state, clock, fee_rate=args.fee_rate, vat_rate=args.vat_rate, balance_minor=args.balance,
-                        currency=args.currency, host=args.host, port=args.port, bonus_delay=args.bonus_delay)
+                        currency=args.currency, host=args.host, port=args.port, bonus_delay=args.bonus_delay,
+                        deliver_hooks=True)  # webhooks are sent as Prolific sends them: on their own
     if args.record_exchanges:
         em.app.observers.append(exchange_recorder(Path(args.state) / EXCHANGES))
     done = stop or threading.Event()

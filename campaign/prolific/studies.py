@@ -24,6 +24,8 @@ marketplace behind the task site (`campaign.market.prolific_site`).
 
 from __future__ import annotations
 
+import json
+import logging
 import secrets
 import threading
 import time
@@ -35,12 +37,14 @@ from sqlmodel import SQLModel, col, func, select
 
 from campaign.crash import crash_point
 from campaign.marketplaces.base import PaymentUncertain
+from campaign.prolific.hooks import StudyWatch
 from campaign.prolific.verdict import Verdict
 from campaign.state import ProlificBonusState, ProlificDecisionState, ProlificStudyState
 from campaign.store import ProlificBonusRow, ProlificDecisionRow, ProlificStudyRow, Store
 
 FINAL = ("APPROVED", "REJECTED", "RETURNED", "TIMED-OUT", "SCREENED OUT")
 RECONCILE_SECONDS = 900.0  # how long a pay call's payment may take to show ("in the following minutes")
+log = logging.getLogger(__name__)
 UNCERTAIN = ProlificBonusState.UNCERTAIN  # a bonus state: maybe paid, not visible on Prolific in time; the researcher decides
 
 
@@ -54,17 +58,56 @@ class BonusUncertain(PaymentUncertain):
     program will not pay it again; the researcher checks on Prolific."""
 
 
+USAGE_KEY = "prolific.api_usage"  # kv: this campaign's Prolific API calls and submissions, for `status` and `run`
+
+
 class ProlificStudies:
     def __init__(self, api: Any, store: Store, campaign: str, *, reconcile_seconds: float = RECONCILE_SECONDS,
-                 now: Callable[[], float] = time.time) -> None:
+                 now: Callable[[], float] = time.time, watch: StudyWatch | None = None) -> None:
         """The journal of `campaign` in `store`. `now` is wall time: Prolific processes a payment in real
-        minutes, whatever a run's clock says."""
+        minutes, whatever a run's clock says. `watch`: with webhooks, which studies must be listed again
+        (`campaign.prolific.hooks.StudyWatch`); without, every listing asks Prolific."""
         self.api = api
         self.store = store
         self.campaign = campaign
         self.reconcile_seconds = reconcile_seconds
         self._now = now
         self._lock = threading.RLock()
+        self.watch = watch
+        usage = json.loads(store.get_kv(campaign, USAGE_KEY, "") or "{}")
+        self._calls_before = int(usage.get("api_calls", 0))  # earlier runs' calls (this client counts from 0)
+        self._submissions_before = int(usage.get("submissions", 0))
+        self._seen: set[str] = set()
+        self._usage_written: dict[str, Any] = usage
+
+    # -- listings and what they cost --------------------------------------------------------------------
+    def submissions_of(self, study_id: str, *, fresh: bool = False) -> list[dict[str, Any]]:
+        """A study's submissions: from Prolific, or with webhooks the last listing while no hook said one
+        of them changed (`StudyWatch`); `fresh` asks Prolific in any case."""
+        if self.watch is None:
+            rows = list(self.api.submissions(study_id))
+        else:
+            rows = self.watch.listing(study_id, lambda: list(self.api.submissions(study_id)), fresh=fresh)
+        self._seen.update(str(r.get("id")) for r in rows)
+        return rows
+
+    def usage(self) -> dict[str, Any]:
+        """Prolific API calls made for this campaign (every run's) and the submissions its studies had."""
+        calls = self._calls_before + int(getattr(self.api, "calls", 0))
+        subs = max(self._submissions_before, len(self._seen))
+        return {"api_calls": calls, "submissions": subs, "per_submission": round(calls / subs, 2) if subs else None,
+                "webhooks": self.watch is not None}
+
+    def note_usage(self) -> None:
+        """Write `usage()` to the store when it changed (read by `status --json` and the end of `run`)."""
+        now = self.usage()
+        if now != self._usage_written:
+            try:
+                self.store.set_kv(self.campaign, USAGE_KEY, json.dumps(now, sort_keys=True))
+            except Exception as exc:  # noqa: BLE001 - a figure, never the reason a pass fails: written next time
+                log.warning("API usage of %s not recorded: %s", self.campaign, exc)
+                return
+            self._usage_written = now
 
     def close(self) -> None:
         """Nothing to release: the store is its opener's."""

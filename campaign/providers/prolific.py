@@ -43,7 +43,38 @@ if TYPE_CHECKING:
     from campaign.steps.context import Context
 
 TOKEN_ENV = "PROLIFIC_TOKEN"
+GATE_TTL = 300.0  # seconds (run's clock) a session's confirmation is used again, with webhooks on (`ProlificGate.trust_hooks`)
 DOOR_PREFIX = "/prolific/"
+
+
+class CampaignClients:
+    """One Prolific client per campaign (`ProlificClient.clone`), so that each campaign's API calls are
+    counted as its own; the task site's gate asks through the client of the campaign whose study the
+    participant claims (`for_study`), anything else through the run's own client."""
+
+    def __init__(self, api: ProlificClient) -> None:
+        self.api = api
+        self.by_campaign: dict[str, ProlificClient] = {}
+        self.studies: dict[str, Callable[[], list[tuple[str, str]]]] = {}  # campaign -> its (key, study id)s
+        self._by_study: dict[str, ProlificClient] = {}
+
+    def client(self, campaign: str) -> ProlificClient:
+        if campaign not in self.by_campaign:
+            self.by_campaign[campaign] = self.api.clone()
+        return self.by_campaign[campaign]
+
+    def for_study(self, study_id: str) -> ProlificClient:
+        if study_id not in self._by_study:
+            for name, listed in self.studies.items():
+                if any(sid == study_id for _key, sid in listed()):
+                    self._by_study[study_id] = self.client(name)
+                    break
+            else:
+                return self.api
+        return self._by_study[study_id]
+
+    def submission(self, submission_id: str) -> dict[str, Any]:
+        return self.api.submission(submission_id)
 
 
 @dataclass
@@ -55,6 +86,8 @@ class ProlificPieces:
     emulator: RunningEmulator | None = None  # prolific-local
     markets: list[ProlificMarketplace] = field(default_factory=list)
     crowds: list[Stoppable] = field(default_factory=list)
+    clients: CampaignClients | None = None
+    webhooks: bool = False  # Prolific tells the task site of submission status changes (`campaign.prolific.hooks`)
 
     def stop(self) -> None:
         for crowd in self.crowds:
@@ -168,11 +201,46 @@ class ProlificProvider:
             from campaign.web.loopback import add_route
 
             add_route(pieces.emulator.root_url, pieces.emulator.app)
+            services.sim_crowds.append(pieces.emulator.hooks)  # Prolific's deliveries, on the run's timeline
+        elif pieces.emulator is not None:
+            pieces.emulator.hooks.start()
+        self._webhooks(campaigns, services, site, pieces)
         if services.say is not None:
             for c in campaigns:
                 services.say(f"task site for {c.name} (Prolific participants): {self.public_url(c, site.endpoint_url)}/prolific/start "
                              f"(served here at {site.endpoint_url}; HIT frames from {site.content_url})")
         return ProlificRun(self, services, site, pieces)
+
+    def _webhooks(self, campaigns: Sequence[Campaign], services: RunServices, site: BuiltInSite, pieces: ProlificPieces) -> None:
+        """Webhooks first: when Prolific can reach the task site (the emulator always; Prolific through
+        `task_site.public_url`), subscribe to submission status changes at the site's hook URL and arm
+        the door's receiver with the workspace's secret (read from Prolific now, kept in memory only).
+        If that fails, the campaigns poll as before (`webhooks: false` in their usage)."""
+        import logging
+
+        from campaign.prolific.hooks import HookReceiver, ensure_subscription, hook_url
+
+        first = campaigns[0]
+        if not self.emulated and not first.public_url:
+            return
+        assert first.prolific is not None and pieces.clients is not None and site.server is not None
+        api = pieces.clients.client(first.name)  # the subscription's calls are counted as the first campaign's
+        receiver = HookReceiver(services.store, site.server.engine.clock.now, study_of=pieces.door.study_of_submission,
+                                changed=pieces.door.gate.forget)
+        try:
+            workspace = first.prolific.workspace or str(api.workspaces()[0]["id"])
+            receiver.arm(ensure_subscription(api, services.store, workspace, hook_url(self.public_url(first, site.endpoint_url))))
+        except Exception as exc:  # noqa: BLE001 - polling still works: say so, and go on without
+            logging.getLogger(__name__).warning("Prolific webhooks are off (polling only): %s", exc)
+            return
+        pieces.door.hooks = receiver
+        pieces.webhooks = True
+        # Prolific now tells the site when a session changes, and a hook about a session drops what was
+        # remembered of it at once: a confirmation serves the session's requests for a while (answers
+        # recorded, tasks handed out) instead of asking Prolific at each one
+        if pieces.door.gate.ttl <= 0:
+            pieces.door.gate.ttl = GATE_TTL
+        pieces.door.gate.trust_hooks = True
 
 
 def start_pieces(provider: ProlificProvider, campaigns: Sequence[Campaign], state_dir: Path, clock: Clock,
@@ -197,7 +265,8 @@ def start_pieces(provider: ProlificProvider, campaigns: Sequence[Campaign], stat
         api = ProlificClient(emulator.base_url, emulator.token, max_retries=2, timeout=30.0)
     else:
         api = ProlificClient(max_retries=3, timeout=30.0)  # PROLIFIC_TOKEN / PROLIFIC_BASE_URL from the environment
-    door = ProlificDoor(server.engine, server.site_config, state_dir / "prolific-site", api, items_of=items_of,
+    clients = CampaignClients(api)
+    door = ProlificDoor(server.engine, server.site_config, state_dir / "prolific-site", clients, items_of=items_of,
                         check_answer=check_answer)
     try:
         server.mount(DOOR_PREFIX, door)
@@ -206,7 +275,7 @@ def start_pieces(provider: ProlificProvider, campaigns: Sequence[Campaign], stat
         if emulator is not None:
             emulator.stop()
         raise ValueError("one run serves one Prolific: run the prolific and prolific-local campaigns separately") from None
-    return ProlificPieces(api=api, door=door, emulator=emulator)
+    return ProlificPieces(api=api, door=door, emulator=emulator, clients=clients)
 
 
 class ProlificRun:
@@ -222,6 +291,7 @@ class ProlificRun:
         from campaign.marketplaces.mturk import open_mturk
         from campaign.marketplaces.prolific import ProlificMarketplace
         from campaign.migrations.prolific_files import import_campaign
+        from campaign.prolific.hooks import StudyWatch
         from campaign.prolific.studies import ProlificStudies
 
         options: dict[str, Any] = {"max_rps": campaign.max_rps} if campaign.max_rps else {}
@@ -236,8 +306,14 @@ class ProlificRun:
         import_campaign(store.engine, self.services.state_dir, campaign.name)
         cfg = dataclasses.replace(campaign.prolific, public_url=self.provider.public_url(campaign, self.site.endpoint_url))
         emulator = self.pieces.emulator
-        studies = ProlificStudies(self.pieces.api, store, campaign.name,  # bonus reconciliation on the service's clock
-                                  now=emulator.emulator.clock.now if emulator is not None else time.time)
+        service_now = emulator.emulator.clock.now if emulator is not None else time.time
+        clients = self.pieces.clients
+        api = clients.client(campaign.name) if clients is not None else self.pieces.api
+        watch = StudyWatch(store, service_now) if self.pieces.webhooks else None
+        studies = ProlificStudies(api, store, campaign.name, now=service_now,  # bonus reconciliation on the service's clock
+                                  watch=watch)
+        if clients is not None:
+            clients.studies[campaign.name] = studies.study_ids
         from campaign.prolific.check_reader import store_checks
 
         market = ProlificMarketplace(inner, studies, self.pieces.door, cfg, store, campaign.name, name=self.provider.name,

@@ -24,6 +24,8 @@ from campaign.spec import currency_of
 from campaign.state import DONE, AssignmentStatus, CampaignStatus, HitStatus, Keys
 from campaign.store import AssignmentRow, CampaignRow, EventRow, HitRow, JudgmentRow, KVRow, Store, WorkerRow
 
+PROLIFIC_USAGE_KEY = "prolific.api_usage"  # campaign.prolific.studies.USAGE_KEY (not imported: the read model stays light)
+
 HIT_OPEN = (HitStatus.POSTED,)
 HELD_SHOWN = 20  # held rows listed in a campaign's figures (all of them: `campaign held`)
 
@@ -68,6 +70,7 @@ def campaign_figures(store: Store, name: str, now: float | None = None) -> dict[
         pay = read_stage_pay(s, name)
         costs = s.exec(select(KVRow.key, KVRow.value).where(KVRow.campaign == name,
                                                             col(KVRow.key).startswith(Keys.STUDY_COST))).all()
+        usage = s.exec(select(KVRow.value).where(KVRow.campaign == name, KVRow.key == PROLIFIC_USAGE_KEY)).first()
     traps = trap_pass_rate(evidence)
     agreement = weighted_agreement(evidence)
     posted = sum(v for k, v in hit_counts.items() if k in (HitStatus.POSTED, HitStatus.CLOSED))
@@ -115,6 +118,8 @@ def campaign_figures(store: Store, name: str, now: float | None = None) -> dict[
         "pilot": pilot,
         # rows a step failed on, quarantined for the operator (`campaign held`, `campaign decide`)
         "held": {**held, "rows": held_rows(store, name, limit=HELD_SHOWN) if held["open"] else []},
+        # a Prolific campaign's API calls, submissions, calls per submission and whether webhooks were on (else None)
+        "prolific": json.loads(usage) if usage else None,
     }
 
 

@@ -29,6 +29,7 @@ from campaign.migrations.prolific_files import import_campaign
 from campaign.prolific.audit import audit_run, gather
 from campaign.state import Keys, ProlificBonusState
 from campaign.store import (
+    HOOK_TABLES,
     PROLIFIC_TABLES,
     SCHEMA_HEAD,
     CampaignRow,
@@ -63,7 +64,7 @@ CREATE TABLE IF NOT EXISTS hit_types (type_id TEXT PRIMARY KEY, title TEXT NOT N
 CREATE TABLE IF NOT EXISTS verdicts (assignment_id TEXT PRIMARY KEY, decision TEXT NOT NULL, reason TEXT NOT NULL);
 """
 PREVIOUS = "0003"
-NEW_TABLES = {str(t.__tablename__) for t in PROLIFIC_TABLES}
+NEW_TABLES = {str(t.__tablename__) for t in (*PROLIFIC_TABLES, *HOOK_TABLES)}  # the tables of the revisions after PREVIOUS
 
 
 # -- the previous release's layout ------------------------------------------------------------------------------

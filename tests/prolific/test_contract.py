@@ -73,6 +73,7 @@ def client_methods() -> set[str]:
 
 def test_every_client_call_and_its_answer_follow_the_description(checked: Checked) -> None:
     api = Recording(checked.client)
+    assert api.clone().calls == 0
     me = api.me()
     ws = api.workspaces()[0]["id"]
     api.balance(ws)
@@ -116,6 +117,19 @@ def test_every_client_call_and_its_answer_follow_the_description(checked: Checke
     api.transition_study(sid, "STOP")
     api.study(sid)
     api.delete_group(block)
+    # webhooks: a secret, a subscription confirmed with its X-Hook-Secret, its events, then gone
+    assert "submission.status.change" in api.event_types()
+    assert api.hook_secrets(ws) == []
+    api.create_hook_secret(ws)
+    assert len(api.hook_secrets(ws)) == 1
+    hook, confirm = api.create_subscription(ws, "submission.status.change", "https://tasks.example.org/prolific/hooks")
+    assert confirm and hook["is_enabled"] is False
+    assert api.subscriptions(ws) == [] and [h["id"] for h in api.subscriptions(ws, enabled=False)] == [hook["id"]]
+    assert api.confirm_subscription(hook["id"], confirm)["is_enabled"] is True
+    assert api.subscription(hook["id"])["target_url"].endswith("/prolific/hooks")
+    api.update_subscription(hook["id"], is_enabled=True)
+    assert api.subscription_events(hook["id"]) == []
+    api.delete_subscription(hook["id"])
     assert me["id"]
     assert client_methods() <= api.called, f"client calls not exercised here: {client_methods() - api.called}"
     checked.ok()
@@ -139,6 +153,13 @@ TOOLS_OPERATIONS = {
     ("PATCH", "/api/v1/filter-sets/{id}/"), ("DELETE", "/api/v1/filter-sets/{id}/"), ("POST", "/api/v1/filter-sets/{id}/clone/"),
     ("POST", "/api/v1/filter-sets/{id}/lock/"), ("POST", "/api/v1/filter-sets/{id}/unlock/"),
     ("POST", "/api/v1/studies/"), ("DELETE", "/api/v1/studies/{id}/"), ("DELETE", "/api/v1/projects/{project_id}/studies/{study_id}/"),
+}
+HOOK_OPERATIONS = {
+    ("GET", "/api/v1/hooks/event-types/"), ("GET", "/api/v1/hooks/secrets/"), ("POST", "/api/v1/hooks/secrets/"),
+    ("GET", "/api/v1/hooks/subscriptions/"), ("POST", "/api/v1/hooks/subscriptions/"),
+    ("GET", "/api/v1/hooks/subscriptions/{subscription_id}/"), ("POST", "/api/v1/hooks/subscriptions/{subscription_id}/"),
+    ("PATCH", "/api/v1/hooks/subscriptions/{subscription_id}/"), ("DELETE", "/api/v1/hooks/subscriptions/{subscription_id}/"),
+    ("GET", "/api/v1/hooks/subscriptions/{subscription_id}/events/"),
 }
 
 
@@ -236,3 +257,82 @@ def test_the_checker_refuses_what_the_emulator_used_to_answer() -> None:
         ("/api/v1/participant-groups/", "request"), ("/api/v1/studies/abc/", "response 204"),
         ("/api/v1/studies/abc/", "response 404"), ("/api/v1/submissions/abc/", "response 200"),
         ("/api/v1/submissions/abc/transition/", "request"), ("/api/v1/workspaces/abc/projects/", "response 200")]
+
+
+def test_hook_operations_and_signed_deliveries_follow_the_description(checked: Checked) -> None:
+    """Every `hooks/` operation as the description has it (a subscription disabled until confirmed with
+    the `X-Hook-Secret` of its creation); a submission's status changes are POSTed to the target as
+    `submission.status.change` events, signed base64(HMAC-SHA256(secret, timestamp + body)) with the
+    workspace's secret, sent only after the change and tried again (bounded) while the target fails."""
+    import base64
+    import hashlib
+    import hmac
+    import json
+
+    from campaign.prolific.emulator import hooks
+
+    r = checked.client.request
+    ws = r("GET", "workspaces/")["results"][0]["id"]
+    assert [e["event_type"] for e in r("GET", "hooks/event-types/")["results"]] == ["submission.status.change"]
+    with pytest.raises(Exception, match="secret"):  # a subscription needs the workspace's secret first
+        r("POST", "hooks/subscriptions/", {"workspace_id": ws, "event_type": "submission.status.change",
+                                            "target_url": "https://tasks.example.org/hooks"})
+    r("POST", "hooks/secrets/", {"workspace_id": ws})
+    secret = r("POST", "hooks/secrets/", {"workspace_id": ws})["value"]  # replaces the first one
+    assert [s["value"] for s in r("GET", "hooks/secrets/", query={"workspace_id": ws})["results"]] == [secret]
+    headers: dict[str, str] = {}
+    created = r("POST", "hooks/subscriptions/", {"workspace_id": ws, "event_type": "submission.status.change",
+                                                 "target_url": "https://tasks.example.org/hooks"}, answer_headers=headers)
+    hook = created["results"][0]
+    with pytest.raises(Exception, match="not the secret"):
+        r("POST", f"hooks/subscriptions/{hook['id']}/", {"secret": "guessed"})
+    assert r("POST", f"hooks/subscriptions/{hook['id']}/", {"secret": headers["x-hook-secret"]})["is_enabled"] is True
+    assert [h["id"] for h in r("GET", "hooks/subscriptions/", query={"workspace_id": ws})["results"]] == [hook["id"]]
+    r("GET", f"hooks/subscriptions/{hook['id']}/")
+    body = study_body(CFG, name="Rate", description="Rate statements.", internal_name="h", places=2, completion_code="CH",
+                      seat="s", project_id=None, block_group_id=None, catalogue=checked.client.filters())
+    sid = checked.client.create_study(body)["id"]
+    checked.client.transition_study(sid, "PUBLISH")
+    sent: list[tuple[str, dict[str, str], bytes]] = []
+    answers = [500, 200, 200, 200]
+    checked.em.hooks.post = lambda url, h, b: (sent.append((url, h, b)), answers.pop(0) if answers else 200)[1]
+    person = checked.person(country="GB", languages=["English"])
+    sub, _url = person.start(sid)
+    assert sent == []  # written with the change, sent afterwards
+    assert checked.em.hooks.step() == 0  # the target answered 500: tried again later, not at once
+    assert checked.em.hooks.step() == 0 and len(sent) == 1
+    person.complete(sub, "CH")
+    assert checked.em.hooks.step() == 1  # the completion now; the failed start waits for its back-off
+    checked.clock.advance(hooks.RETRY_BASE)
+    assert checked.em.hooks.step() == 1
+    statuses = []
+    for url, h, raw in sent:
+        assert url == "https://tasks.example.org/hooks" and h["Content-Type"] == "application/json"
+        stamp = h["X-Prolific-Request-Timestamp"]
+        mac = hmac.new(secret.encode(), stamp.encode() + raw, hashlib.sha256).digest()
+        assert hmac.compare_digest(h["X-Prolific-Request-Signature"], base64.b64encode(mac).decode())
+        payload = json.loads(raw)
+        assert raw == json.dumps(payload).encode()  # Python's default serialisation, as Prolific's sample verifies
+        assert payload["event_type"] == "submission.status.change" and payload["resource_id"] == sub
+        assert payload["participant_id"] == person.id and h["X-Event-ID"]
+        statuses.append(payload["status"])
+    assert statuses == ["ACTIVE", "AWAITING REVIEW", "ACTIVE"]
+    events = r("GET", f"hooks/subscriptions/{hook['id']}/events/", query={"resource_id": sub})["results"]
+    assert sorted(e["status"] for e in events) == ["SUCCEEDED", "SUCCEEDED"]
+    assert r("GET", f"hooks/subscriptions/{hook['id']}/events/", query={"status": '["FAILED"]'})["results"] == []
+    # a target that never answers is given up after MAX_ATTEMPTS tries
+    checked.em.hooks.post = lambda url, h, b: (sent.append((url, h, b)), 503)[1]
+    before = len(sent)
+    checked.client.approve(sub)
+    for _ in range(hooks.MAX_ATTEMPTS + 3):
+        checked.em.hooks.step()
+        checked.clock.advance(hooks.RETRY_BASE * 2 ** hooks.MAX_ATTEMPTS)
+    assert len(sent) - before == hooks.MAX_ATTEMPTS
+    assert [e["status"] for e in r("GET", f"hooks/subscriptions/{hook['id']}/events/", query={"status": "FAILED"})["results"]] \
+        == ["FAILED"]
+    assert r("PATCH", f"hooks/subscriptions/{hook['id']}/", {"is_enabled": False})["is_enabled"] is False
+    assert r("GET", "hooks/subscriptions/", query={"is_enabled": "false"})["results"][0]["id"] == hook["id"]
+    r("DELETE", f"hooks/subscriptions/{hook['id']}/")
+    missing = HOOK_OPERATIONS - checked.contract.seen
+    assert not missing, f"operations not exercised: {sorted(missing)}"
+    checked.ok()

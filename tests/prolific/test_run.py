@@ -14,6 +14,7 @@ participants doing the work through the task site's door.
 from __future__ import annotations
 
 import csv
+import json
 import socket
 import subprocess
 import time
@@ -144,6 +145,13 @@ def test_example_runs_on_prolific_local_with_spam_excluded_and_the_ledger_equal_
     paid = [w for w in honest if w in worked_for]  # a whole bundle approved, or a shorter one's HITs paid
     assert len(paid) >= 0.8 * len(honest), statuses
     assert not any(workers[w].excluded for w in honest)
+    # webhooks first: the calls the daemon's client made per submission, as `status --json` gives them
+    status = run_campaign("status", "--state", str(state), "--json", env=_env(), timeout=120)
+    usage = next(c for c in json.loads(status.stdout)["campaigns"] if c["name"] == campaign.name)["prolific"]
+    assert usage["webhooks"] is True and usage["submissions"] == len(subs), usage
+    assert usage["api_calls"] <= 5 * usage["submissions"], usage
+    assert (f"water-prolific: Prolific API calls: {usage['api_calls']} for {usage['submissions']} submissions "
+            f"({usage['api_calls'] / usage['submissions']:.1f} per submission; webhooks on)") in out.stdout
     print(f"example run: {took:.1f} s; spent {t.spent} = charged {charged}; {len(approved)} approved submissions; "
           f"places paid {paid_places:.2f} for {used} approved HITs; "
           f"spam {spam_all} of {sum(worked.values())} judgments, {spam_kept} of the {kept} kept; spammers (HITs, excluded): {who}")
@@ -173,7 +181,8 @@ def test_real_prolific_road_reads_the_token_from_the_environment_only(tmp_path: 
     first_propositions(tmp_path, 10)
     port = _free_port()
     spec = write_spec(tmp_path / "campaigns.yaml", real_road(port))
-    em = start_emulator(tmp_path / "prolific.com", WallClock(), fee_rate=Decimal("0.333"), vat_rate=Decimal("0.2"))
+    em = start_emulator(tmp_path / "prolific.com", WallClock(), fee_rate=Decimal("0.333"), vat_rate=Decimal("0.2"),
+                        deliver_hooks=True)  # webhooks sent to the daemon's task site, as Prolific sends them
     described = contract() if find_spec() is not None else None  # every request of the daemon, every answer
     if described is not None:
         em.app.observers.append(observer(described))
@@ -208,11 +217,21 @@ def test_real_prolific_road_reads_the_token_from_the_environment_only(tmp_path: 
         assert not described.violations, described.report()
     charged, subs, _ = _emulator_charges(tmp_path / "prolific.com")
     assert charged > 0 and any(s["status"] == "APPROVED" for s in subs)
+    # webhooks first: the task site received Prolific's signed deliveries; the signing secret, like the
+    # token, is nowhere in the output or the state directory
+    db = DocStore(tmp_path / "prolific.com" / "prolific.db")
+    try:
+        events = Counter(e["status"] for e in db.all("hook_event"))
+        secrets = [d["value"].encode() for d in db.all("hook_secret")]
+    finally:
+        db.close()
+    assert events["SUCCEEDED"] >= len(subs) and len(secrets) == 1, events
     token = em.token.encode()
-    assert token not in stdout.encode() and token not in stderr.encode()
-    for f in state.rglob("*"):
-        if f.is_file():
-            assert token not in f.read_bytes(), f"the Prolific token was written to {f}"
+    for secret in (token, *secrets):
+        assert secret not in stdout.encode() and secret not in stderr.encode()
+        for f in state.rglob("*"):
+            if f.is_file():
+                assert secret not in f.read_bytes(), f"the Prolific token or hook secret was written to {f}"
 
 
 def test_out_of_money_on_prolific_stops_the_study_and_books_only_what_was_charged(tmp_path: Path) -> None:

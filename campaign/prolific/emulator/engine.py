@@ -26,6 +26,7 @@ from typing import Any
 from campaign.clock import Clock
 from campaign.prolific.emulator import catalogue
 from campaign.prolific.emulator.common import ApiError, iso, new_id, not_found
+from campaign.prolific.emulator.hooks import HookOperations
 from campaign.prolific.emulator.store import ROLLED_BACK, DocStore
 from campaign.prolific.emulator.tools import ResearcherTools
 
@@ -64,7 +65,7 @@ def round_minor(x: Decimal) -> int:
     return int(x.quantize(Decimal(1), rounding=ROUND_HALF_UP))
 
 
-class Emulator(ResearcherTools):
+class Emulator(ResearcherTools, HookOperations):
     """The research API and the participant side over one `DocStore`."""
 
     def __init__(self, store: DocStore, clock: Clock, *, fee_rate: Decimal = Decimal("0.333"),
@@ -85,6 +86,7 @@ class Emulator(ResearcherTools):
         # write makes the next request sweep again (an idle study costs a request nothing, not a scan)
         self._sweep_due = -math.inf
         store.on_put = self._written
+        store.before_put = self._before_put
 
     # -- accounts -------------------------------------------------------------------------------------
     def add_researcher(self, name: str, token: str | None = None) -> str:
@@ -918,6 +920,11 @@ class Emulator(ResearcherTools):
         return [self.submission_out(s) for s in self.db.owned("submission", p["id"])]
 
     # -- time -------------------------------------------------------------------------------------------
+    def _before_put(self, kind: str, doc: dict[str, Any]) -> None:
+        """Every submission written with a new status is a hook event (`hooks.HookOperations.emit`)."""
+        if kind == "submission":
+            self.submission_changed(self.db.get("submission", doc["id"]), doc)
+
     def _written(self, kind: str) -> None:
         if kind in SWEPT_KINDS or kind == ROLLED_BACK:
             self._sweep_due = -math.inf

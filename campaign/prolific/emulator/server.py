@@ -23,6 +23,7 @@ from typing import Any
 from campaign.clock import Clock, WallClock
 from campaign.filemodes import private_dir
 from campaign.prolific.emulator.engine import ApiError, Emulator
+from campaign.prolific.emulator.hooks import HookDelivery
 from campaign.prolific.emulator.store import DocStore
 from campaign.untrusted import Refused, loads_json
 from campaign.web.request import Refusal, Response
@@ -128,6 +129,17 @@ def build_routes(em: Emulator) -> list[Route]:
     add("GET", "messages", lambda q, u: {"results": em.list_messages(u, q.query)})
     add("GET", "messages/unread", lambda q, u: {"results": em.list_messages(u, q.query, unread=True)})
     add("POST", "invitations", lambda q, u: (201, em.invite(u, q.body)))
+    add("GET", "hooks/event-types", lambda q, u: em.event_types())
+    add("GET", "hooks/secrets", lambda q, u: em.list_secrets(u, q.query))
+    add("POST", "hooks/secrets", lambda q, u: (201, em.create_secret(u, q.body)))
+    add("GET", "hooks/subscriptions", lambda q, u: em.list_subscriptions(u, q.query))
+    add("POST", "hooks/subscriptions", lambda q, u: em.create_subscription(u, q.body))
+    add("GET", f"hooks/subscriptions/{hx}", lambda q, u, h: em.get_subscription(u, h))
+    add("POST", f"hooks/subscriptions/{hx}", lambda q, u, h: em.confirm_subscription(u, h, q.body))
+    add("PATCH", f"hooks/subscriptions/{hx}", lambda q, u, h: em.update_subscription(u, h, q.body))
+    add("DELETE", f"hooks/subscriptions/{hx}", lambda q, u, h: _gone(em.delete_subscription, u, h))
+    add("GET", f"hooks/subscriptions/{hx}/events",
+        lambda q, u, h: _page(em.subscription_events(u, h, q.query), q.query, q.path))
     return r
 
 
@@ -158,22 +170,23 @@ class EmulatorApp:
         try:
             req = Request(request.method, request.path, request.query_dict(), read_json_body(request.body),
                           request.headers, request.client)
-            status, payload = self._route(req)
+            status, payload, headers = self._route(req)
         except ApiError as exc:
-            status, payload = exc.status, exc.body()
+            status, payload, headers = exc.status, exc.body(), {}
         except (ValueError, TypeError, KeyError, AttributeError, OverflowError) as exc:  # OverflowError: float(10**4000)
-            status, payload = 400, ApiError(400, f"Malformed request ({type(exc).__name__}).").body()
+            status, payload, headers = 400, ApiError(400, f"Malformed request ({type(exc).__name__}).").body(), {}
         response = _json(status, payload)
+        response.headers.update(headers)
         for observe in self.observers:
             observe(request, response)
         return response
 
-    def _route(self, req: Request) -> tuple[int, Any]:
+    def _route(self, req: Request) -> tuple[int, Any, dict[str, str]]:
         em = self.emulator
         with em.db.transaction():
             em.sweep()
             if req.path.startswith("/emulator/"):
-                return _participant_side(em, req)
+                return (*_participant_side(em, req), {})
             if not req.path.startswith("/api/v1/"):
                 raise ApiError(404, "Not found.")
             rel = req.path[len("/api/v1/"):]
@@ -189,9 +202,9 @@ class EmulatorApp:
                 if req.method in ("POST", "PATCH") and not isinstance(req.body, dict):
                     raise ApiError(400, "Expected a JSON object.")
                 result = fn(req, user, *m.groups())
-                if isinstance(result, tuple):
-                    return result[0], result[1]
-                return 200, result
+                if isinstance(result, tuple):  # (status, answer) or (status, answer, headers)
+                    return result[0], result[1], (result[2] if len(result) > 2 else {})
+                return 200, result, {}
             raise ApiError(405 if matched_path else 404, "Method not allowed." if matched_path else "Not found.")
 
 
@@ -254,8 +267,10 @@ def _participant_side(em: Emulator, req: Request) -> tuple[int, Any]:
 class RunningEmulator:
     """An emulator serving on its own server thread. `base_url` ends in `/api/v1/` as clients expect."""
 
-    def __init__(self, server: RunningServer, app: EmulatorApp, store: DocStore, token: str) -> None:
+    def __init__(self, server: RunningServer, app: EmulatorApp, store: DocStore, token: str,
+                 hooks: HookDelivery | None = None) -> None:
         self.server, self.app, self.store = server, app, store
+        self.hooks = hooks or HookDelivery(app.emulator)  # webhook deliveries: `hooks.step()`, or `hooks.start()`
         host, port = server.address()
         self.root_url = f"http://{host}:{port}"
         self.base_url = f"{self.root_url}/api/v1/"
@@ -274,6 +289,7 @@ class RunningEmulator:
         return f"RunningEmulator({self.base_url})"  # the token is never shown
 
     def stop(self) -> None:
+        self.hooks.stop()
         self.server.stop()
         self.store.close()
 
@@ -287,11 +303,13 @@ class RunningEmulator:
 def start_emulator(state_dir: Path, clock: Clock | None = None, *, fee_rate: Decimal = Decimal("0.333"),
                    vat_rate: Decimal = Decimal("0"), balance_minor: int = 1_000_000, currency: str = "GBP",
                    host: str = "127.0.0.1", port: int = 0, limits: Limits | None = None,
-                   bonus_delay: float = 0.0) -> RunningEmulator:
+                   bonus_delay: float = 0.0, deliver_hooks: bool = False) -> RunningEmulator:
     """Start (or resume) an emulator whose state lives in `state_dir/prolific.db`.
 
     The researcher token is made on first start and kept in `state_dir/token` (mode 0600), the
     emulator's own credentials file, so a restarted emulator accepts the same token.
+    `deliver_hooks`: send webhook events from a thread of its own (wall time); otherwise whoever runs the
+    emulator calls `RunningEmulator.hooks.step()` (a simulation's timeline, a test).
     """
     state_dir = private_dir(state_dir)
     store = DocStore(state_dir / "prolific.db")
@@ -317,7 +335,10 @@ def start_emulator(state_dir: Path, clock: Clock | None = None, *, fee_rate: Dec
         sock.close()
         store.close()
         raise
-    return RunningEmulator(server, app, store, token)
+    running = RunningEmulator(server, app, store, token)
+    if deliver_hooks:
+        running.hooks.start()
+    return running
 
 
 if __name__ == "__main__":  # the server knows nothing of the command line above it: say where the command is

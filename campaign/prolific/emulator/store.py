@@ -48,6 +48,8 @@ class DocStore:
         self._conn.execute("PRAGMA synchronous=NORMAL")
         self._lock = threading.RLock()
         self.on_put: Callable[[str], None] | None = None  # told the kind of every document written
+        # told (kind, document) before each write, while the old version can still be read (hook events)
+        self.before_put: Callable[[str, dict[str, Any]], None] | None = None
         self._conn.executescript(SCHEMA)
         row = self._conn.execute("SELECT value FROM meta WHERE key='schema_version'").fetchone()
         if row is None:
@@ -75,6 +77,8 @@ class DocStore:
     def put(self, kind: str, doc: dict[str, Any], parent: str = "", owner: str = "") -> None:
         if self.on_put is not None:
             self.on_put(kind)
+        if self.before_put is not None:
+            self.before_put(kind, doc)
         body = json.dumps(doc, sort_keys=True)
         cur = self._conn.execute("UPDATE docs SET body=? WHERE kind=? AND id=?", (body, kind, doc["id"]))
         if cur.rowcount == 0:
