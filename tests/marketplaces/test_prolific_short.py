@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import sqlite3
 import urllib.parse
+from collections.abc import Iterator
 from decimal import Decimal
 from pathlib import Path
 
@@ -58,43 +59,45 @@ def _events(st: Stack, kind: str) -> list[str]:
         return [e.message for e in s.exec(select(EventRow).where(EventRow.campaign == "c", EventRow.kind == kind)).all()]
 
 
-def test_a_short_bundle_completed_with_a_leaked_code_is_asked_to_return_and_paid_per_hit(tmp_path: Path,
-                                                                                         monkeypatch: pytest.MonkeyPatch) -> None:
+@pytest.fixture
+def short(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[tuple[Stack, Participant, str]]:
+    """A study of one HIT in bundles of 3: a participant did the HIT (approved) and completed the place
+    with the study's code; yields (the stack, the participant, the submission)."""
     with adapter_stack(tmp_path, _configure) as st:
         monkeypatch.setattr(st.studies, "_now", st.clock.now)
         sid, code = _stack_with_one_hit(st)
         p = add_participant(st.em.root_url, st.em.token)
         sub, aid = _one_hit_then_the_leaked_code(st, p, sid, code)
         st.market.approve(aid)  # the HIT is good: the old code approved the submission at 1.50 here
-        found = st.api.submission(sub)
-        assert found["status"] == "AWAITING REVIEW" and found["return_requested"]
-        assert len(_events(st, "prolific_return_requested")) == 1
-        st.market.settle()
-        st.market.settle()  # asked once, not again
-        assert len(_events(st, "prolific_return_requested")) == 1
-        p.give_back(sub)
-        settled = {s.submission_id: s for s in st.market.settle()}
-        assert settled[sub].status == SubmissionStatus.RETURNED and settled[sub].work == Decimal("0.50")  # 1.50 / 3
-        st.market.pay_work(settled[sub].key, sub, Decimal("0.50"))
-        assert st.api.submission(sub)["bonus_payments"] == [50]
-        assert st.em.store.charged(what="reward") == (0, 0, 0)  # no reward charged: the place was never approved
+        yield st, p, sub
 
 
-def test_a_short_bundle_not_returned_in_time_is_approved_and_its_participant_blocked(tmp_path: Path,
-                                                                                   monkeypatch: pytest.MonkeyPatch) -> None:
-    with adapter_stack(tmp_path, _configure) as st:
-        monkeypatch.setattr(st.studies, "_now", st.clock.now)
-        sid, code = _stack_with_one_hit(st)
-        p = add_participant(st.em.root_url, st.em.token)
-        sub, aid = _one_hit_then_the_leaked_code(st, p, sid, code)
-        st.market.approve(aid)
-        st.clock.advance(29 * 60)
-        st.market.settle()
-        assert st.api.submission(sub)["status"] == "AWAITING REVIEW"  # still within the study's 30 minutes
-        st.clock.advance(2 * 60)
-        st.market.settle()
-        assert st.api.submission(sub)["status"] == "APPROVED"
-        assert len(_events(st, "prolific_short_approved")) == 1
-        assert st.em.store.charged(what="reward")[0] == 150
-        with sqlite3.connect(tmp_path / "market" / "market.db") as db:  # blocked on the task site: no task of the campaign's again
-            assert db.execute("SELECT COUNT(*) FROM blocks WHERE worker_id=?", ("AP" + p.id.upper(),)).fetchone()[0] == 1
+def test_a_short_bundle_completed_with_a_leaked_code_is_asked_to_return_and_paid_per_hit(short: tuple[Stack, Participant, str]) -> None:
+    st, p, sub = short
+    found = st.api.submission(sub)
+    assert found["status"] == "AWAITING REVIEW" and found["return_requested"]
+    assert len(_events(st, "prolific_return_requested")) == 1
+    st.market.settle()
+    st.market.settle()  # asked once, not again
+    assert len(_events(st, "prolific_return_requested")) == 1
+    p.give_back(sub)
+    settled = {s.submission_id: s for s in st.market.settle()}
+    assert settled[sub].status == SubmissionStatus.RETURNED and settled[sub].work == Decimal("0.50")  # 1.50 / 3
+    st.market.pay_work(settled[sub].key, sub, Decimal("0.50"))
+    assert st.api.submission(sub)["bonus_payments"] == [50]
+    assert st.em.store.charged(what="reward") == (0, 0, 0)  # no reward charged: the place was never approved
+
+
+def test_a_short_bundle_not_returned_in_time_is_approved_and_its_participant_blocked(short: tuple[Stack, Participant, str],
+                                                                                   tmp_path: Path) -> None:
+    st, p, sub = short
+    st.clock.advance(29 * 60)
+    st.market.settle()
+    assert st.api.submission(sub)["status"] == "AWAITING REVIEW"  # still within the study's 30 minutes
+    st.clock.advance(2 * 60)
+    st.market.settle()
+    assert st.api.submission(sub)["status"] == "APPROVED"
+    assert len(_events(st, "prolific_short_approved")) == 1
+    assert st.em.store.charged(what="reward")[0] == 150
+    with sqlite3.connect(tmp_path / "market" / "market.db") as db:  # blocked on the task site: no task of the campaign's again
+        assert db.execute("SELECT COUNT(*) FROM blocks WHERE worker_id=?", ("AP" + p.id.upper(),)).fetchone()[0] == 1

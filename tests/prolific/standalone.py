@@ -5,7 +5,6 @@ recorded (`--record-exchanges`) checked against Prolific's API description after
 from __future__ import annotations
 
 import json
-import signal
 import subprocess
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -14,7 +13,7 @@ from typing import IO
 
 from campaign.prolific.serve import EXCHANGES
 from tests.prolific.contract import Contract, contract, find_spec
-from tests.support.cli import clean_env, start_campaign
+from tests.support.cli import clean_env, start_campaign, stop_gently
 
 
 @contextmanager
@@ -38,13 +37,7 @@ def standalone_emulator(state: Path, *extra: str, log: IO[str] | None = None) ->
         assert len(found) == 2, f"`campaign prolific serve` printed no URL and token (exit {proc.poll()})"
         yield found
     finally:
-        if proc.poll() is None:
-            proc.send_signal(signal.SIGTERM)
-            try:
-                proc.wait(timeout=60)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                proc.wait()
+        stop_gently(proc)
         if proc.stdout is not None:
             proc.stdout.close()
 

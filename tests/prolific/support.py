@@ -8,6 +8,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from decimal import Decimal
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -113,3 +114,44 @@ def likert_study(tmp: Path, texts: list[str], hits: int, per_hit: int, assignmen
                                                           token=f"t{i}")).hit_id)
         st.market.refill(t, st.market.places_wanted()[t])
         yield st, t, ids
+
+
+def run_beside_crowd(proc: Any, crowd: Any, em: RunningEmulator, port: int, timeout: float = 300) -> tuple[str, str]:
+    """The real road's last leg: wait until the daemon's task site answers on `port`, let the participants
+    in, and return the daemon's (stdout, stderr) once it has ended; the crowd, the daemon and the
+    emulator are stopped whatever happens."""
+    import socket
+    import time
+
+    try:
+        for _ in range(100):  # the task site is up once the daemon has started
+            try:
+                socket.create_connection(("127.0.0.1", port), timeout=1).close()
+                break
+            except OSError:
+                time.sleep(0.2)
+        crowd.start()
+        stdout, stderr = proc.communicate(timeout=timeout)
+    finally:
+        crowd.stop()
+        if proc.poll() is None:
+            proc.kill()
+            proc.communicate()
+        em.stop()
+    return stdout, stderr
+
+
+def diligent_participants(em: RunningEmulator, port: int, propositions: Path) -> Any:
+    """Six diligent participants of `em`, arriving at once, who find the daemon's task site on `port`;
+    their answers follow the water corpus's truth for `propositions` (a TSV of its first rows)."""
+    from campaign.clock import WallClock
+    from campaign.crowd.models import make_pool
+    from campaign.crowd.participants import ParticipantCrowd
+    from campaign.inputs import load_items, load_truth
+    from tests.support.paths import WATER
+
+    truth = load_truth(WATER / "truth.tsv")
+    by_text = {it.text: truth.get(it.key, 0.5) for it in load_items("propositions", propositions)}
+    return ParticipantCrowd(em.root_url, em.token, f"http://127.0.0.1:{port}",
+                            make_pool(6, 1, {"diligent": 1.0}, arrival_span=0), by_text, seed=1, clock=WallClock(),
+                            return_share=0.0, abandon_share=0.0)

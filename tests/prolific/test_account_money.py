@@ -45,7 +45,7 @@ from campaign.state import CampaignStatus, Keys
 from campaign.steps.context import Context
 from campaign.steps.studies import open_places, reconcile_costs, settle_studies
 from campaign.store import CampaignRow, EventRow, HitRow, KVRow, Store
-from tests.prolific.support import rating_type
+from tests.prolific.support import diligent_participants, rating_type, run_beside_crowd
 from tests.support.http import call_json
 from tests.support.market import FORM_PAGE
 from tests.support.specs import NO_CROWD, campaign, first_propositions, write_spec
@@ -268,12 +268,8 @@ def test_the_real_road_books_the_accounts_rates_and_reconciles_every_study(tmp_p
     the spec assumes 33.3% + 20%: the run finishes, the ledger's spend equals what the emulator charged to
     the penny, and every study's reconciliation agrees."""
     from campaign.clock import WallClock
-    from campaign.crowd.models import make_pool
-    from campaign.crowd.participants import ParticipantCrowd
-    from campaign.inputs import load_items, load_truth
     from tests.prolific.test_run import _emulator_charges, _env, _free_port, real_road
     from tests.support.cli import run_args, start_campaign
-    from tests.support.paths import WATER
 
     first_propositions(tmp_path, 10)
     port = _free_port()
@@ -283,29 +279,8 @@ def test_the_real_road_books_the_accounts_rates_and_reconciles_every_study(tmp_p
     proc = start_campaign(*run_args(spec, state, "--market-port", str(port), "--max-seconds", "240", quiet=False),
                           env=_env(PROLIFIC_TOKEN=em.token, PROLIFIC_BASE_URL=em.base_url),
                           stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    truth = load_truth(WATER / "truth.tsv")
-    by_text = {it.text: truth.get(it.key, 0.5) for it in load_items("propositions", tmp_path / "props.tsv")}
-    crowd = ParticipantCrowd(em.root_url, em.token, f"http://127.0.0.1:{port}",
-                             make_pool(6, 1, {"diligent": 1.0}, arrival_span=0), by_text, seed=1, clock=WallClock(),
-                             return_share=0.0, abandon_share=0.0)
-    try:
-        import socket
-        import time
-
-        for _ in range(100):
-            try:
-                socket.create_connection(("127.0.0.1", port), timeout=1).close()
-                break
-            except OSError:
-                time.sleep(0.2)
-        crowd.start()
-        stdout, stderr = proc.communicate(timeout=300)
-    finally:
-        crowd.stop()
-        if proc.poll() is None:
-            proc.kill()
-            proc.communicate()
-        em.stop()
+    crowd = diligent_participants(em, port, tmp_path / "props.tsv")
+    stdout, stderr = run_beside_crowd(proc, crowd, em, port)
     assert proc.returncode == 0, stderr[-3000:]
     charged, subs, _ = _emulator_charges(tmp_path / "prolific.com")
     approved = sum(1 for s in subs if s["status"] == "APPROVED")

@@ -8,7 +8,6 @@ bonus paid twice, nobody served a HIT twice, the ledger equal to the emulator's 
 
 from __future__ import annotations
 
-import signal
 import socket
 import subprocess
 from pathlib import Path
@@ -19,7 +18,7 @@ from campaign.prolific.audit import check, gather
 from campaign.spec import load_spec
 from campaign.store import Store
 from tests.prolific.standalone import checked_exchanges, standalone_emulator
-from tests.support.cli import clean_env, run_args, start_campaign
+from tests.support.cli import clean_env, run_args, start_campaign, stop_gently
 from tests.support.paths import ROOT, WATER
 
 pytestmark = [pytest.mark.prolific, pytest.mark.slow]
@@ -64,13 +63,7 @@ def test_example_on_the_real_road_with_a_standalone_emulator_and_crowd(tmp_path:
             stdout, stderr = daemon.communicate(timeout=480)
         finally:
             for p in (daemon, crowd):
-                if p.poll() is None:
-                    p.send_signal(signal.SIGTERM)
-                    try:
-                        p.wait(timeout=60)
-                    except subprocess.TimeoutExpired:
-                        p.kill()
-                        p.wait()
+                stop_gently(p)
         token = em["PROLIFIC_TOKEN"]
     crowd_said = (tmp_path / "crowd.log").read_text()
     assert daemon.returncode == 0, stderr[-3000:]

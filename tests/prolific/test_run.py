@@ -33,6 +33,7 @@ from campaign.prolific.study import place_cost
 from campaign.spec import load_spec
 from campaign.store import AssignmentRow, EventRow, LedgerRow, Store, WorkerRow
 from tests.prolific.contract import contract, find_spec, observer
+from tests.prolific.support import diligent_participants, run_beside_crowd
 from tests.support.cli import clean_env, run_args, run_campaign, start_campaign
 from tests.support.paths import ROOT, WATER
 from tests.support.specs import NO_CROWD, campaign, first_propositions, write_spec
@@ -174,8 +175,6 @@ def real_road(port: int) -> dict:
 
 
 def test_real_prolific_road_reads_the_token_from_the_environment_only(tmp_path: Path) -> None:
-    from campaign.crowd.participants import ParticipantCrowd
-    from campaign.inputs import load_items, load_truth
     from campaign.prolific.emulator.server import start_emulator
 
     first_propositions(tmp_path, 10)
@@ -190,26 +189,8 @@ def test_real_prolific_road_reads_the_token_from_the_environment_only(tmp_path: 
     proc = start_campaign(*run_args(spec, state, "--market-port", str(port), "--log-level", "DEBUG", "--max-seconds", "240", quiet=False),
                           env=_env(PROLIFIC_TOKEN=em.token, PROLIFIC_BASE_URL=em.base_url),
                           stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    truth = load_truth(WATER / "truth.tsv")
-    by_text = {it.text: truth.get(it.key, 0.5) for it in load_items("propositions", tmp_path / "props.tsv")}
-    crowd = ParticipantCrowd(em.root_url, em.token, f"http://127.0.0.1:{port}",
-                             make_pool(6, 1, {"diligent": 1.0}, arrival_span=0), by_text, seed=1, clock=WallClock(),
-                             return_share=0.0, abandon_share=0.0)
-    try:
-        for _ in range(100):  # the task site is up once the daemon has started
-            try:
-                socket.create_connection(("127.0.0.1", port), timeout=1).close()
-                break
-            except OSError:
-                time.sleep(0.2)
-        crowd.start()
-        stdout, stderr = proc.communicate(timeout=300)
-    finally:
-        crowd.stop()
-        if proc.poll() is None:
-            proc.kill()
-            proc.communicate()
-        em.stop()
+    crowd = diligent_participants(em, port, tmp_path / "props.tsv")
+    stdout, stderr = run_beside_crowd(proc, crowd, em, port)
     assert proc.returncode == 0, stderr[-3000:]
     assert "real-road: scores written to" in stdout
     if described is not None:
