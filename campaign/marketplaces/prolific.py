@@ -23,6 +23,7 @@ from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import replace
 from decimal import Decimal
+from typing import Any
 
 from sqlmodel import col, func, select
 
@@ -539,6 +540,14 @@ class ProlificMarketplace:
                             "checks_seen": checks.seen, "checks_failed": checks.failed})
         return out
 
+    def _listed(self, study_id: str, submission_id: str) -> dict[str, Any] | None:
+        """The submission as the study's last listing has it, when webhooks keep that listing current (a
+        hook about it makes the next listing fresh); None without webhooks (one GET is cheaper than a
+        listing) or when the listing does not have it yet."""
+        if self.studies.watch is None:
+            return None
+        return next((s for s in self.studies.submissions_of(study_id) if str(s.get("id")) == submission_id), None)
+
     def _short_completion(self, submission_id: str, aids: Sequence[str]) -> bool:
         """True while a submission that did fewer HITs than its bundle must not be approved yet.
 
@@ -555,7 +564,9 @@ class ProlificMarketplace:
         seat = self.door.seat(found[1]) if found else None
         if seat is None or len(aids) >= seat.bundle:
             return False
-        sub = self.studies.api.submission(submission_id)
+        sub = self._listed(found[1], submission_id) if found else None
+        if sub is None:
+            sub = self.studies.api.submission(submission_id)
         status = str(sub.get("status"))
         if status in FINAL:
             return False
@@ -576,7 +587,7 @@ class ProlificMarketplace:
         minutes = self.cfg.maximum_minutes or 10 * self.cfg.estimated_minutes
         if now - float(asked) < 60.0 * minutes:
             return True
-        worker = site_worker_id(str(sub.get("participant", "")))
+        worker = site_worker_id(str(sub.get("participant") or sub.get("participant_id") or ""))
         self.block(worker, "completed a study with a code it was not given and did not return it when asked")
         self.store.event(self.campaign, "prolific_short_approved",
                          f"submission {submission_id} ({len(aids)} of {seat.bundle} tasks) was not returned within "

@@ -274,7 +274,8 @@ def test_the_real_road_books_the_accounts_rates_and_reconciles_every_study(tmp_p
     first_propositions(tmp_path, 10)
     port = _free_port()
     spec = write_spec(tmp_path / "campaigns.yaml", real_road(port))
-    em = start_emulator(tmp_path / "prolific.com", WallClock(), fee_rate=Decimal("0.25"), vat_rate=Decimal("0"))
+    em = start_emulator(tmp_path / "prolific.com", WallClock(), fee_rate=Decimal("0.25"), vat_rate=Decimal("0"),
+                        deliver_hooks=True)  # webhooks sent to the daemon's task site, as Prolific sends them
     state = tmp_path / "state"
     proc = start_campaign(*run_args(spec, state, "--market-port", str(port), "--max-seconds", "240", quiet=False),
                           env=_env(PROLIFIC_TOKEN=em.token, PROLIFIC_BASE_URL=em.base_url),

@@ -9,7 +9,8 @@ answer's `X-Hook-Secret` header and is enabled by `POST /hooks/subscriptions/{id
 A delivery is a JSON `POST` to the target URL whose body is the payload serialised as Python's default
 `json.dumps` does (`", "` and `": "`), signed with the workspace's secret:
 `X-Prolific-Request-Signature` = base64(HMAC-SHA256(secret, timestamp + body)), the timestamp (Unix
-seconds of the emulator's clock) in `X-Prolific-Request-Timestamp`, the event's id in `X-Event-ID`.
+seconds: the emulator's clock on a run's timeline, wall time when it delivers on its own thread) in
+`X-Prolific-Request-Timestamp`, the event's id in `X-Event-ID`.
 Events are written in the same transaction as the change that caused them (a refused request leaves
 none) and sent afterwards, never inside a request, by `HookDelivery`: on the run's timeline as one
 more actor (virtual time) or by its own thread (wall time). A target that does not answer 2xx is tried
@@ -26,6 +27,7 @@ import json
 import math
 import secrets
 import threading
+import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
@@ -216,6 +218,10 @@ class HookDelivery:
         self._due = -math.inf  # the earliest pending event's time; -inf: look again
         self._thread: threading.Thread | None = None
         self._stop = threading.Event()
+        # what the signature's timestamp is read from: the emulator's clock on the run's timeline (the
+        # receiver checks it against the same clock); wall time once delivering on its own thread, as
+        # Prolific signs, since a standalone emulator's clock may run faster than the receiver's
+        self.stamp_now: Callable[[], float] = emulator.clock.now
         self.delivered = 0
         self.failed = 0
         previous = emulator.db.on_put
@@ -257,7 +263,7 @@ class HookDelivery:
                         em.db.put("hook_event", e)
                     continue
                 body = json.dumps(e["payload"]).encode("utf-8")
-                stamp = str(int(now))
+                stamp = str(int(self.stamp_now()))
                 sends.append((e, sub["target_url"], {"Content-Type": "application/json", EVENT_ID_HEADER: e["id"],
                                                      TIMESTAMP_HEADER: stamp,
                                                      SIGNATURE_HEADER: sign(secret["value"], stamp, body)}, body))
@@ -296,6 +302,7 @@ class HookDelivery:
         """Deliver on a thread of its own (wall time)."""
         if self._thread is not None:
             return
+        self.stamp_now = time.time
 
         def loop() -> None:
             while not self._stop.is_set():
