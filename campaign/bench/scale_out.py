@@ -116,8 +116,10 @@ class ProcessMemory:
     sampled from /proc every `every` seconds; `extra` runs at each sample too (the bench counts the
     PostgreSQL connections there)."""
 
-    def __init__(self, every: float = 0.25) -> None:
+    def __init__(self, every: float = 0.25, timeline: Path | None = None, timeline_every: float = 5.0) -> None:
         self.every = every
+        # `timeline`: a line of every process's RSS (name=MiB) every `timeline_every` s, to see what grows when
+        self.timeline, self.timeline_every, self._next_line, self._t0 = timeline, timeline_every, 0.0, time.monotonic()
         self.pids: dict[str, int] = {}
         self.peak_kib: dict[str, int] = {}
         self.total_peak_kib = 0
@@ -152,6 +154,12 @@ class ProcessMemory:
             self.peak_kib[name] = max(self.peak_kib[name], kib)
             total += kib
         self.total_peak_kib = max(self.total_peak_kib, total)
+        now = time.monotonic() - self._t0
+        if self.timeline is not None and now >= self._next_line:
+            self._next_line = now + self.timeline_every
+            with self.timeline.open("a") as fh:
+                fh.write(f"{now:.0f}\t" + "\t".join(f"{n}={self.tree_kib(p, n == 'postgres') / 1024:.1f}"
+                                                        for n, p in self.pids.items()) + "\n")
         for f in self.extra:
             try:
                 f()
@@ -319,14 +327,14 @@ def run_scale_out(n: int, daemons: int, db: str, seed: int = 0, keep: Path | Non
             props, truth = write_inputs(sub, size, seed * 1000 + k)
             entries.append((name, props, truth, size))
         market_state = folder / "market"
-        memory = ProcessMemory()
+        logs = folder / "logs"
+        logs.mkdir(exist_ok=True)
+        memory = ProcessMemory(timeline=logs / "rss.tsv")
         connections_peak = [0]
 
         def count_connections() -> None:
             connections_peak[0] = max(connections_peak[0], _connections(url))
 
-        logs = folder / "logs"
-        logs.mkdir(exist_ok=True)
         market = crowd = None
         running: list[Daemon] = []
         pg_pid = server.postmaster_pid() if server is not None else None
@@ -358,8 +366,12 @@ def run_scale_out(n: int, daemons: int, db: str, seed: int = 0, keep: Path | Non
                 name = f"daemon{i + 1}"
                 state = folder / name
                 err = (logs / f"{name}.log").open("wb")
-                proc = subprocess.Popen(_campaign_cmd("run", "--config", str(spec), "--state", str(state), "--db", url,
-                                                      "--seed", str(seed), "--quiet", "--lease-ttl", str(lease_ttl)),
+                args = ("run", "--config", str(spec), "--state", str(state), "--db", url, "--seed", str(seed), "--quiet",
+                        "--lease-ttl", str(lease_ttl))
+                profile = os.environ.get("CAMPAIGN_BENCH_PROFILE")  # cpu | mem: see campaign.bench.profiled
+                cmd = ([sys.executable, "-m", "campaign.bench.profiled", str(logs / f"{name}-{profile}"), profile, *args]
+                       if profile in ("cpu", "mem") else _campaign_cmd(*args))
+                proc = subprocess.Popen(cmd,
                                         stdout=subprocess.DEVNULL, stderr=err, env=_env(market_state))
                 running.append(Daemon(name, state, proc, err, time.monotonic()))
                 memory.watch(name, proc.pid)
