@@ -1,94 +1,13 @@
 """A throw-away PostgreSQL server for tests: `initdb` into a temporary folder, started on a free loopback port.
 
-Used through the fixtures in tests/conftest.py: `pg_server` (one per test session) and `pg_url` (a fresh,
-empty database on it per test, as a SQLAlchemy URL `postgresql+psycopg://...`). Tests using them are
-marked `postgres` and must run in CI, so a machine without the server binaries fails them, saying so,
-instead of skipping.
+The server itself is campaign.bench.pgserver (the scale bench starts one too). Used through the fixtures
+in tests/conftest.py: `pg_server` (one per test session) and `pg_url` (a fresh, empty database on it per
+test, as a SQLAlchemy URL `postgresql+psycopg://...`). Tests using them are marked `postgres` and must
+run in CI, so a machine without the server binaries fails them, saying so, instead of skipping.
 """
 
 from __future__ import annotations
 
-import glob
-import os
-import shutil
-import socket
-import subprocess
-import tempfile
-import uuid
-from collections.abc import Iterator
-from contextlib import contextmanager
-from dataclasses import dataclass
-from pathlib import Path
+from campaign.bench.pgserver import PgServer, find_bindir, pg_server
 
-
-def find_bindir() -> Path | None:
-    """The newest installed server's bin folder (Debian keeps them under /usr/lib/postgresql/N/bin)."""
-    found = sorted(glob.glob("/usr/lib/postgresql/*/bin/initdb"), key=lambda p: int(Path(p).parent.parent.name)
-                   if Path(p).parent.parent.name.isdigit() else 0)
-    if found:
-        return Path(found[-1]).parent
-    initdb = shutil.which("initdb")
-    return Path(initdb).parent if initdb else None
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
-@dataclass(frozen=True)
-class PgServer:
-    port: int
-    user: str = "postgres"
-
-    def url(self, database: str = "postgres") -> str:
-        return f"postgresql+psycopg://{self.user}@127.0.0.1:{self.port}/{database}"
-
-    def create_database(self) -> str:
-        """A new empty database; returns its SQLAlchemy URL."""
-        import psycopg
-
-        name = "t_" + uuid.uuid4().hex[:12]
-        with psycopg.connect(host="127.0.0.1", port=self.port, user=self.user, dbname="postgres", autocommit=True) as conn:
-            conn.execute(f'CREATE DATABASE "{name}"')
-        return self.url(name)
-
-
-@contextmanager
-def pg_server() -> Iterator[PgServer]:
-    """Start a server in a temporary folder and stop it (and delete the folder) afterwards.
-
-    initdb refuses to run as root, so as root the server runs as the `postgres` system user, with its
-    folder handed over to it.
-    """
-    bindir = find_bindir()
-    if bindir is None:
-        raise RuntimeError("PostgreSQL server binaries (initdb, pg_ctl) not found; install the postgresql package")
-    tmp = Path(tempfile.mkdtemp(prefix="campaign-pg-"))
-    data, sock, logfile = tmp / "data", tmp / "sock", tmp / "server.log"
-    sock.mkdir()
-    prefix: list[str] = []
-    if os.geteuid() == 0:
-        prefix = ["runuser", "-u", "postgres", "--"]
-        os.chmod(tmp, 0o755)
-        shutil.chown(tmp, "postgres")
-        shutil.chown(sock, "postgres")
-    port = _free_port()
-
-    def run(*args: str) -> None:
-        proc = subprocess.run(prefix + list(args), capture_output=True, text=True, timeout=120)
-        if proc.returncode != 0:
-            log = logfile.read_text(errors="replace") if logfile.exists() else ""
-            raise RuntimeError(f"{' '.join(args)} failed ({proc.returncode}): {proc.stderr.strip()}\n{log}")
-
-    try:
-        run(str(bindir / "initdb"), "-D", str(data), "-U", "postgres", "-A", "trust", "-E", "UTF8", "--no-sync")
-        options = f"-p {port} -k {sock} -c listen_addresses=127.0.0.1 -c fsync=off -c full_page_writes=off"
-        run(str(bindir / "pg_ctl"), "-D", str(data), "-o", options, "-l", str(logfile), "-w", "-t", "60", "start")
-        try:
-            yield PgServer(port=port)
-        finally:
-            run(str(bindir / "pg_ctl"), "-D", str(data), "-m", "immediate", "-w", "stop")
-    finally:
-        shutil.rmtree(tmp, ignore_errors=True)
+__all__ = ["PgServer", "find_bindir", "pg_server"]

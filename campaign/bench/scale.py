@@ -221,10 +221,36 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--seed", type=int, default=0, help="seed for the data and the run")
     ap.add_argument("--keep", type=Path, default=None, help="keep inputs and state in this folder")
     ap.add_argument("--json", action="store_true", help="print one JSON object")
+    ap.add_argument("--daemons", type=int, default=None,
+                    help="run N `campaign run` daemons on one shared PostgreSQL store (needs --db), with a standalone "
+                         "marketplace and crowd; the propositions are spread over several campaigns (docs/scale.md)")
+    ap.add_argument("--db", default=None, metavar="URL|postgres",
+                    help="the shared store: a SQLAlchemy PostgreSQL URL, or `postgres` to start a throw-away server")
+    ap.add_argument("--campaigns", type=int, default=None,
+                    help="with --db: how many campaigns to spread the propositions over (default: campaigns of at "
+                         "most 11,750, at least 4)")
+    ap.add_argument("--speed", type=float, default=600.0,
+                    help="with --db: the marketplace's and crowd's clock speed-up (the run is on a scaled wall clock)")
     args = ap.parse_args(argv)
     if args.propositions < ITEMS_PER_HIT:
         ap.error(f"--propositions must be at least {ITEMS_PER_HIT}")
-    out = run_scale(args.propositions, args.seed, args.keep)
+    if args.daemons is not None and args.daemons < 1:
+        ap.error("--daemons must be at least 1")
+    if args.db is None and (args.daemons or 1) > 1:
+        ap.error("several daemons share a PostgreSQL store: give --db URL or --db postgres")
+    if args.db is not None and args.db != "postgres" and not args.db.startswith("postgresql"):
+        ap.error("--db must be a PostgreSQL URL (postgresql+psycopg://...) or `postgres`")
+    if args.db is None and (args.campaigns is not None):
+        ap.error("--campaigns goes with --db")
+    if args.campaigns is not None and args.campaigns < 1:
+        ap.error("--campaigns must be at least 1")
+    if args.db is not None:
+        from campaign.bench.scale_out import run_scale_out
+
+        out = run_scale_out(args.propositions, args.daemons or 1, args.db, seed=args.seed, keep=args.keep,
+                            speed=args.speed, campaigns=args.campaigns)
+    else:
+        out = run_scale(args.propositions, args.seed, args.keep)
     if args.json:
         print(dumps(out, indent=2))
         return 0
@@ -236,7 +262,25 @@ def main(argv: list[str] | None = None) -> int:
     for step, fig in list(out.get("step_ms", {}).items())[:5]:
         print(f"    {step:<10} p50 {fig['p50']} ms, p99 {fig['p99']} ms, {fig['total_s']} s in all")
     print(f"  approved by the marketplace before review: {out['auto_approved_before_review']}")
+    if "per_daemon" in out:
+        print_scale_out(out)
     if out["unfilled_slots"]:
         print(f"  warning: {out['unfilled_slots']:,} assignment slots expired unanswered (the crowd fell behind): "
               "this run did less than the campaign asked for")
     return 0
+
+
+def print_scale_out(out: dict[str, Any]) -> None:
+    """The text report's part that only several daemons have: each daemon, each process, each campaign."""
+    print(f"  {out['daemons']} daemon(s), {len(out['campaigns'])} campaigns, {out['campaigns_finished']} finished; "
+          f"lease events {out['lease_events']}, changes of hands {out['lease_takeovers']}")
+    for d in out["per_daemon"]:
+        print(f"    {d['name']}: {d['seconds']} s, peak RSS {d['peak_rss_mib']} MiB, requests {d['requests']}, "
+              f"{d['ticks']} ticks (p50 {d['tick_ms']['p50']} ms, p99 {d['tick_ms']['p99']} ms)")
+    print("  peak RSS per process (MiB): " + ", ".join(f"{k} {v}" for k, v in out["processes_peak_rss_mib"].items()))
+    print("  quality (Pearson vs truth): " + ", ".join(f"{k} {v}" for k, v in out["quality"].items()))
+    pg = out["postgres"]
+    print(f"  PostgreSQL: database {pg['database_mib']} MiB, connections peak {pg['connections_peak']}")
+    if isinstance(pg.get("slowest_statements"), list):
+        for st in pg["slowest_statements"]:
+            print(f"    {st['total_s']:>8} s {st['calls']:>8} calls {st['mean_ms']:>8} ms  {st['query'][:110]}")

@@ -98,6 +98,26 @@ def _sign_a_nonce(request: Any, **_: Any) -> None:
     request.headers[NONCE_HEADER] = uuid.uuid4().hex
 
 
+_LOADER: Any = None
+_LOADER_LOCK = threading.Lock()
+
+
+def _session() -> boto3.session.Session:
+    """A fresh boto3 session (so each client resolves its credentials from the environment as it is now)
+    sharing one data loader with every other: each session's own loader parsed and kept the MTurk service
+    model again, 8 MiB per client, and a daemon makes a client per campaign (40 campaigns: 320 MiB)."""
+    global _LOADER
+    import botocore.loaders  # type: ignore[import-untyped]
+    import botocore.session  # type: ignore[import-untyped]
+
+    with _LOADER_LOCK:
+        if _LOADER is None:
+            _LOADER = botocore.loaders.create_loader()
+        core = botocore.session.get_session()
+        core.register_component("data_loader", _LOADER)
+    return boto3.session.Session(botocore_session=core)
+
+
 def make_client(marketplace: str, endpoint_url: str | None = None, *, production_ok: bool = False,
                 max_rps: float = 20.0, retry_mode: str = "standard", max_attempts: int = 10,
                 credentials: Credentials | None = None, credentials_file: Path | None = None,
@@ -128,7 +148,7 @@ def make_client(marketplace: str, endpoint_url: str | None = None, *, production
         kwargs["endpoint_url"] = endpoint_url
     else:
         kwargs["endpoint_url"] = endpoint_url or (SANDBOX_ENDPOINT if marketplace == "mturk-sandbox" else PRODUCTION_ENDPOINT)
-    raw = boto3.session.Session().client("mturk", **kwargs)
+    raw = _session().client("mturk", **kwargs)
     if marketplace == "local":
         raw.meta.events.register("before-sign.mturk", _sign_a_nonce)
     return MarketClient(raw, marketplace, kwargs.get("endpoint_url"), max_rps)

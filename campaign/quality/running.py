@@ -75,13 +75,24 @@ class _Sums:
 
 @dataclass(slots=True)
 class _Item:
-    labels: list[tuple[str, Number]] = field(default_factory=list)  # (worker, value)
+    """One item's labels as one flat list [worker, value, worker, value, ...]: a daemon keeps every item
+    of every campaign it holds, so a label costs two list slots here (16 bytes) rather than a tuple of
+    its own (64); the worker ids are the book's one copy of each (`RunningEvidence._names`)."""
+
+    flat: list[str | Number] = field(default_factory=list)
+
+    def extend(self, added: list[tuple[str, Number]]) -> None:
+        for w, v in added:
+            self.flat.append(w)
+            self.flat.append(v)
 
     def pairs(self) -> list[tuple[str, Number, Number, int]]:
         """(worker, x, sum of the other workers' labels, how many) for each label with another worker's beside it."""
+        flat = self.flat
+        labels: list[tuple[str, Number]] = [(flat[i], flat[i + 1]) for i in range(0, len(flat), 2)]  # type: ignore[misc]
         total: Number = 0
         mine: dict[str, list[Number]] = {}
-        for w, v in self.labels:
+        for w, v in labels:
             total += v
             m = mine.get(w)
             if m is None:
@@ -89,9 +100,9 @@ class _Item:
             else:
                 m[0] += v
                 m[1] += 1
-        size = len(self.labels)
+        size = len(labels)
         out = []
-        for w, v in self.labels:
+        for w, v in labels:
             own_sum, own_n = mine[w]
             c = size - int(own_n)
             if c:
@@ -109,14 +120,18 @@ class RunningEvidence:
         self.values: dict[str, set[Number]] = {}  # at most two distinct values per worker: enough for "constant"
         self.traps_seen: dict[str, int] = defaultdict(int)
         self.traps_passed: dict[str, int] = defaultdict(int)
+        # each worker id once: the labels come from the store one row each, and a copy of the id per label
+        # was 45% of a campaign's evidence (4.3 of 9.5 MiB at 11,750 items x 5 labels)
+        self._names: dict[str, str] = {}
 
     def add(self, labels: Iterable[Label], traps: Iterable[TrapResult] = ()) -> None:
         new: dict[str, list[tuple[str, Number]]] = defaultdict(list)
         for lab in labels:
             v = _exact(lab.value)
-            new[lab.item].append((lab.worker, v))
-            self.labels[lab.worker] += 1
-            seen = self.values.setdefault(lab.worker, set())
+            worker = self._names.setdefault(lab.worker, lab.worker)
+            new[lab.item].append((worker, v))
+            self.labels[worker] += 1
+            seen = self.values.setdefault(worker, set())
             if len(seen) < 2:
                 seen.add(v)
         for item, added in new.items():
@@ -125,7 +140,7 @@ class RunningEvidence:
                 it = self.items[item] = _Item()
             for w, x, s, c in it.pairs():
                 self.sums[w].add(x, s, c, -1)
-            it.labels.extend(added)
+            it.extend(added)
             for w, x, s, c in it.pairs():
                 self.sums[w].add(x, s, c, 1)
         for t in traps:

@@ -1,0 +1,71 @@
+"""`python -m campaign.bench.profiled OUT KIND ARGS...`: `campaign ARGS` under a profiler, for
+`campaign bench scale` with CAMPAIGN_BENCH_PROFILE=cpu|mem (the bench starts its daemons this way).
+
+KIND `cpu`: cProfile; OUT.prof (pstats) and OUT.txt (the 40 functions with the most cumulative time and
+the 40 with the most own time). KIND `mem`: tracemalloc (10 frames); every 60 s and at exit OUT.txt gets
+the 25 source lines holding the most memory now, so what grows is seen as it grows.
+Written when the command returns (the daemon's normal end, or SIGTERM turned into SystemExit).
+"""
+
+from __future__ import annotations
+
+import io
+import signal
+import sys
+import threading
+import time
+from pathlib import Path
+
+
+def _mem_report(out: Path, stop: threading.Event) -> None:
+    import tracemalloc
+
+    started = time.monotonic()
+    with out.open("w") as fh:
+        while True:
+            last = stop.wait(60)
+            snap = tracemalloc.take_snapshot().filter_traces([tracemalloc.Filter(False, tracemalloc.__file__)])
+            stats = snap.statistics("lineno")
+            total = sum(s.size for s in stats)
+            fh.write(f"--- {time.monotonic() - started:.0f} s: {total / 2**20:.1f} MiB traced\n")
+            for s in stats[:25]:
+                fh.write(f"{s.size / 2**20:8.1f} MiB {s.count:>9} blocks  {s.traceback[0]}\n")
+            fh.flush()
+            if last:
+                return
+
+
+def main(argv: list[str]) -> int:
+    out, kind, args = Path(argv[0]), argv[1], argv[2:]
+    from campaign.cli import main as campaign_main
+
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
+    if kind == "mem":
+        import tracemalloc
+
+        tracemalloc.start(10)
+        stop = threading.Event()
+        t = threading.Thread(target=_mem_report, args=(out.with_suffix(".txt"), stop), daemon=True)
+        t.start()
+        try:
+            return campaign_main(args)
+        finally:
+            stop.set()
+            t.join()
+    import cProfile
+    import pstats
+
+    prof = cProfile.Profile()
+    try:
+        return int(prof.runcall(campaign_main, args) or 0)
+    finally:
+        prof.dump_stats(str(out.with_suffix(".prof")))
+        buf = io.StringIO()
+        st = pstats.Stats(prof, stream=buf)
+        st.sort_stats("cumulative").print_stats(40)
+        st.sort_stats("tottime").print_stats(40)
+        out.with_suffix(".txt").write_text(buf.getvalue())
+
+
+if __name__ == "__main__":
+    raise SystemExit(main(sys.argv[1:]))
