@@ -37,7 +37,18 @@ def _mem_report(out: Path, stop: threading.Event) -> None:
 
 def main(argv: list[str]) -> int:
     out, kind, args = Path(argv[0]), argv[1], argv[2:]
-    from campaign.cli import main as campaign_main
+
+    def campaign_main(arguments: list[str]) -> int:
+        """`python -m campaign ARGUMENTS` in this process (run as the module is, so this bench does not
+        import the command line above it)."""
+        import runpy
+
+        sys.argv = ["campaign", *arguments]
+        try:
+            runpy.run_module("campaign", run_name="__main__", alter_sys=True)
+        except SystemExit as exc:
+            return exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
+        return 0
 
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
     if kind == "mem":

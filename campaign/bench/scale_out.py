@@ -33,8 +33,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from campaign.bench.quality import write_inputs
-from campaign.bench.scale import (
+from campaign.bench.measure import (
     ASSIGNMENTS,
     ITEMS_PER_HIT,
     _children,
@@ -44,6 +43,7 @@ from campaign.bench.scale import (
     percentile,
     step_figures,
 )
+from campaign.bench.quality import write_inputs
 
 CAMPAIGN_SIZE = 11_750
 
