@@ -396,7 +396,7 @@ def _expected_on_prolific(campaign: Campaign, stages: Sequence[StageEstimate], t
     """The simulated crowd's expected spend on Prolific, where a submission is rejected (unpaid) only for
     failed attention checks (`campaign.prolific.checks`): per stage with traps (Likert, ranking), its
     spammers' bundles that fail enough checks (`failing_share`); everyone else is paid."""
-    from campaign.prolific.checks import checks_needed, failing_share
+    from campaign.prolific.checks import checks_needed, failing_share, full_bundle_chance
     from campaign.simulation import allot
 
     cfg = campaign.prolific
@@ -412,9 +412,13 @@ def _expected_on_prolific(campaign: Campaign, stages: Sequence[StageEstimate], t
             fail = (5 - stage.traps.max_rating) / 5
             rate = failing_share(kinds, cfg.bundle, stage.traps.share, needed, fail, fail, True)
         else:  # a trap not placed within `tolerance` of last fails; a ranking left as shown has it where it landed
-            shown = getattr(stage, "items_per_hit", 5) + 1
+            per_hit = getattr(stage, "items_per_hit", 5)
+            shown = per_hit + 1
             fail = 1 - min(shown, stage.traps.tolerance + 1) / shown
-            rate = failing_share(kinds, cfg.bundle, stage.traps.share, needed, fail, fail, False)
+            # only a whole bundle is completed (and can be rejected); HITs drawn from the shortlist share
+            # items, so most bundles end short: returned and paid per task
+            full = full_bundle_chance(int(getattr(stage, "shortlist", 0) or per_hit * est.hits), per_hit, est.hits, cfg.bundle)
+            rate = full * failing_share(kinds, cfg.bundle, stage.traps.share, needed, fail, fail, False)
         n = int(Decimal(est.assignments) * Decimal(str(rate)) + Decimal("0.5"))
         rejected += n
         parts.append(f"{n} of stage {stage.name}'s {est.assignments}")

@@ -212,6 +212,7 @@ class Keys:
     STUDY_OVER = "study_over:"
     STUDY_PLACES = "study_places:"
     STUDY_COST = "study_cost:"  # a finished study's last reconciliation: JSON {study, booked, charged}
+    STUDY_COST_WAIT = "study_cost_wait:"  # when a finished study was first found unreconciled (the run's clock)
     BATCH_PROGRESS = "_batch:"  # after the kind's name: "<kind>_batch:<stage>:<batch>"
 
     @staticmethod
@@ -260,6 +261,10 @@ class Keys:
     @staticmethod
     def study_cost(study: str) -> str:
         return f"{Keys.STUDY_COST}{study}"
+
+    @staticmethod
+    def study_cost_wait(study: str) -> str:
+        return f"{Keys.STUDY_COST_WAIT}{study}"
 
     @staticmethod
     def study_places(study: str) -> str:

@@ -28,9 +28,12 @@ SPECS = [ROOT / "campaigns.yaml", *sorted(p for p in (ROOT / "examples").glob("*
 # not all: which participants take the places first decides how much of the reviewed work spammers do,
 # and so what is rejected and unpaid, which one figure cannot follow. Since a Prolific submission is
 # rejected only for failed attention checks (spam otherwise paid, issue 27), the expected spend counts
-# the spammers' bundles that fail two checks: 2026-11-26, seeds 0-3: £21.00, £21.00, £22.05, £22.05
-# against £20.78 expected (2 of 4 within 5%); before, with all spam unpaid, seeds 0-5 were £19.74,
-# £19.53, £21.00, £18.90, £19.95, £23.10 against £20.15 (4 of 6).
+# the spammers' whole bundles that fail two checks; a ranking stage's bundles rarely fill (its HITs
+# share shortlisted items, and nobody gets two HITs sharing one), so they end short and are paid per
+# task, never rejected (`full_bundle_chance`): expected £22.04. 2026-11-26, seeds 0-3: £21.00, £21.00,
+# £22.05, £22.05 (all within 5%; against £20.78 when ranking bundles were priced as if whole, 2 of 4);
+# before, with all spam unpaid, seeds 0-5 were £19.74, £19.53, £21.00, £18.90, £19.95, £23.10 against
+# £20.15 (4 of 6).
 
 
 @pytest.mark.slow

@@ -110,6 +110,32 @@ def _at_least(n: int, p: float, k: int) -> float:
     return 1.0 - sum(math.comb(n, i) * p ** i * (1 - p) ** (n - i) for i in range(min(k, n + 1)))
 
 
+def full_bundle_chance(items: int, per_hit: int, hits: int, bundle: int, seed: int = 0, trials: int = 400) -> float:
+    """The chance that a participant can be given a whole bundle in a stage whose HITs share items: the
+    task site never gives anyone two HITs with an item in common in a stage, so a ranking stage (its HITs
+    drawn from a shortlist of `items`, `per_hit` each, `hits` in all) mostly ends bundles short, and a
+    short one is returned and paid per task, never rejected. Estimated by drawing the HITs at random and
+    taking them greedily, as the door does (seeded: the same answer every time)."""
+    import random
+
+    if hits < bundle or per_hit * bundle > items:
+        return 0.0
+    rng = random.Random(seed)
+    full = 0
+    for _ in range(trials):
+        taken: set[int] = set()
+        got = 0
+        for _ in range(hits):
+            hit = set(rng.sample(range(items), per_hit))
+            if not hit & taken:
+                taken |= hit
+                got += 1
+                if got >= bundle:
+                    full += 1
+                    break
+    return full / trials
+
+
 def failing_share(kinds: Mapping[str, int], bundle: int, trap_share: float, needed: int, random_fail: float,
                   constant_fail: float, constant_all: bool) -> float:
     """The expected share of a simulated crowd's submissions rejected for failed attention checks, for

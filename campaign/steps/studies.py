@@ -256,6 +256,8 @@ def reconcile_costs(ctx: Context) -> int:
                     ctx.store.event(ctx.name, "cost_reconciled", f"study {key}: the ledger's {now['booked']} now equals "
                                     f"what the service charged", subject=key, data=now)
             differ += 0 if cost.matches else 1
+            if not cost.matches and not ctx.store.get_kv(ctx.name, Keys.study_cost_wait(key), ""):
+                ctx.store.set_kv(ctx.name, Keys.study_cost_wait(key), repr(ctx.clock.now()))
     return differ
 
 

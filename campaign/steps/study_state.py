@@ -5,9 +5,11 @@ the end for want of money (`campaign.steps.budget`), which must not end a campai
 
 from __future__ import annotations
 
+import json
+
 from sqlmodel import col, select
 
-from campaign.marketplaces.base import Studies
+from campaign.marketplaces.base import ReconcilesCost, Studies
 from campaign.state import Keys
 from campaign.steps.context import Context
 from campaign.store import HitRow
@@ -24,8 +26,28 @@ def keys_by_stage(ctx: Context) -> dict[str, set[str]]:
     return out
 
 
+# How long a finished study's money may disagree with what the service says it charged before the
+# campaign ends all the same (the alert stands): a bonus paid shows on Prolific "in the following minutes",
+# so a reconciliation read right after the last payment may be short of it; it is read again every pass.
+RECONCILE_WAIT = 900.0  # seconds of the run's clock
+
+
 def studies_over(ctx: Context) -> bool:
-    """True when the marketplace has no studies, or every study of this campaign is over."""
+    """True when the marketplace has no studies, or every study of this campaign is over and its money
+    reconciled with the service's figure (or given `RECONCILE_WAIT` to agree)."""
     if not isinstance(ctx.market, Studies):
         return True
-    return all(ctx.store.get_kv(ctx.name, Keys.study_over(k), "") for keys in keys_by_stage(ctx).values() for k in keys)
+    keys = [k for ks in keys_by_stage(ctx).values() for k in ks]
+    return all(ctx.store.get_kv(ctx.name, Keys.study_over(k), "") for k in keys) and all(_reconciled(ctx, k) for k in keys)
+
+
+def _reconciled(ctx: Context, key: str) -> bool:
+    if not isinstance(ctx.market, ReconcilesCost):
+        return True
+    last = json.loads(ctx.store.get_kv(ctx.name, Keys.study_cost(key), "") or "{}")
+    if last and last.get("booked") == last.get("charged"):
+        return True
+    since = ctx.store.get_kv(ctx.name, Keys.study_cost_wait(key), "")
+    if not since:
+        return not last  # not read yet (the costs step reads it this pass), or unreadable: nothing to wait on
+    return ctx.clock.now() - float(since) >= RECONCILE_WAIT

@@ -201,3 +201,15 @@ def test_validate_tells_which_places_the_pilot_runs() -> None:
     assert "pilot: the first 4 places of stage likert's 12, then the campaign pauses for `campaign resume`" in notes(4)
     assert any("goes on into the next stage" in n for n in notes(13))
     assert any("more than the 32 places of the whole campaign" in n and "never pauses" in n for n in notes(40))
+
+
+def test_a_bundle_of_hits_drawn_from_a_small_shortlist_rarely_fills() -> None:
+    """The door gives nobody two HITs sharing an item: 10 HITs of 5 items from 30 almost never yield 5
+    disjoint ones (those bundles end short, returned and paid per task, never rejected); HITs of distinct
+    items always do; too few HITs never do."""
+    from campaign.prolific.checks import full_bundle_chance
+
+    assert full_bundle_chance(30, 5, 10, 5) < 0.05
+    assert full_bundle_chance(10_000, 5, 10, 5) > 0.95
+    assert full_bundle_chance(30, 5, 4, 5) == 0.0
+    assert full_bundle_chance(30, 5, 10, 5) == full_bundle_chance(30, 5, 10, 5)  # seeded
