@@ -206,7 +206,7 @@ def test_real_prolific_road_reads_the_token_from_the_environment_only(tmp_path: 
         secrets = [d["value"].encode() for d in db.all("hook_secret")]
     finally:
         db.close()
-    assert events["SUCCEEDED"] >= len(subs) and len(secrets) == 1, events
+    assert events["SUCCEEDED"] >= len(subs) and len(secrets) == 1, (events, [line for line in stderr.splitlines() if "webhook" in line or "prolific.hooks" in line][-10:])
     token = em.token.encode()
     for secret in (token, *secrets):
         assert secret not in stdout.encode() and secret not in stderr.encode()

@@ -218,6 +218,7 @@ class HookDelivery:
         self._due = -math.inf  # the earliest pending event's time; -inf: look again
         self._thread: threading.Thread | None = None
         self._stop = threading.Event()
+        self._wake = threading.Event()
         # what the signature's timestamp is read from: the emulator's clock on the run's timeline (the
         # receiver checks it against the same clock); wall time once delivering on its own thread, as
         # Prolific signs, since a standalone emulator's clock may run faster than the receiver's
@@ -231,6 +232,7 @@ class HookDelivery:
                 previous(kind)
             if kind in ("hook_due", "submission", "study") or kind.startswith("*"):
                 self._due = -math.inf
+                self._wake.set()  # a delivering thread sends a new event now, not at its next look
         emulator.db.on_put = written
 
     def next_due(self) -> float:
@@ -311,12 +313,14 @@ class HookDelivery:
                     wait = self.next_due() - self.em.clock.now()
                 except Exception:  # noqa: BLE001 - the emulator closed under us, or a bad row: try again shortly
                     wait = 1.0
-                self._stop.wait(min(max(wait, 0.05), 1.0))
+                self._wake.wait(min(max(wait, 0.05), 1.0))
+                self._wake.clear()
         self._thread = threading.Thread(target=loop, name="prolific-hooks", daemon=True)
         self._thread.start()
 
     def stop(self) -> None:
         self._stop.set()
+        self._wake.set()
         if self._thread is not None:
             self._thread.join(timeout=5)
             self._thread = None
