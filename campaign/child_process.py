@@ -60,7 +60,7 @@ def first_line(stream: IO[bytes], timeout: float) -> str:
     return got[0].decode("utf-8", "replace") if got else ""
 
 
-def end(proc: subprocess.Popen[bytes], grace: float = 15.0) -> None:
+def end(proc: subprocess.Popen[Any], grace: float = 15.0) -> None:
     """SIGTERM, then SIGKILL if it has not stopped within `grace` seconds; its stdout closed."""
     if proc.poll() is None:
         proc.terminate()

@@ -21,7 +21,6 @@ from __future__ import annotations
 import json
 import math
 import os
-import signal
 import subprocess
 import sys
 import tempfile
@@ -44,6 +43,7 @@ from campaign.bench.measure import (
     step_figures,
 )
 from campaign.bench.quality import write_inputs
+from campaign.child_process import end
 
 CAMPAIGN_SIZE = 11_750
 
@@ -217,17 +217,6 @@ def _psycopg_dsn(url: str) -> str:
     return "postgresql://" + url.split("://", 1)[1]
 
 
-def _stop(proc: subprocess.Popen[Any] | None, timeout: float = 60) -> None:
-    if proc is None or proc.poll() is not None:
-        return
-    proc.send_signal(signal.SIGTERM)
-    try:
-        proc.wait(timeout=timeout)
-    except subprocess.TimeoutExpired:
-        proc.kill()
-        proc.wait()
-
-
 def store_figures(url: str, names: list[str]) -> dict[str, Any]:
     """What the shared store holds after the run: HITs, answers, posted slots, auto-approvals, each
     campaign's status and who took it when (lease events: the first taker, then every change of hands)."""
@@ -399,10 +388,9 @@ def run_scale_out(n: int, daemons: int, db: str, seed: int = 0, keep: Path | Non
                     d.proc.kill()
                     d.proc.wait()
                 d.err.close()
-            _stop(crowd)
-            _stop(market)
-            if market is not None and market.stdout is not None:
-                market.stdout.close()
+            for child in (crowd, market):  # stopped, their stdout closed
+                if child is not None:
+                    end(child, grace=60)
         figures = store_figures(url, names)
         pg = postgres_figures(url, connections_peak[0], bool(server and server.stat_statements))
         per_daemon = []

@@ -11,9 +11,10 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import IO
 
+from campaign.child_process import end
 from campaign.prolific.serve import EXCHANGES
 from tests.prolific.contract import Contract, contract, find_spec
-from tests.support.cli import clean_env, start_campaign, stop_gently
+from tests.support.cli import clean_env, start_campaign
 
 
 @contextmanager
@@ -37,9 +38,7 @@ def standalone_emulator(state: Path, *extra: str, log: IO[str] | None = None) ->
         assert len(found) == 2, f"`campaign prolific serve` printed no URL and token (exit {proc.poll()})"
         yield found
     finally:
-        stop_gently(proc)
-        if proc.stdout is not None:
-            proc.stdout.close()
+        end(proc, grace=60)  # and its stdout closed
 
 
 def checked_exchanges(state: Path) -> Contract | None:

@@ -14,11 +14,12 @@ from pathlib import Path
 
 import pytest
 
+from campaign.child_process import end
 from campaign.prolific.audit import check, gather
 from campaign.spec import load_spec
 from campaign.store import Store
 from tests.prolific.standalone import checked_exchanges, standalone_emulator
-from tests.support.cli import clean_env, run_args, start_campaign, stop_gently
+from tests.support.cli import clean_env, run_args, start_campaign
 from tests.support.paths import ROOT, WATER
 
 pytestmark = [pytest.mark.prolific, pytest.mark.slow]
@@ -63,7 +64,7 @@ def test_example_on_the_real_road_with_a_standalone_emulator_and_crowd(tmp_path:
             stdout, stderr = daemon.communicate(timeout=480)
         finally:
             for p in (daemon, crowd):
-                stop_gently(p)
+                end(p, grace=60)
         token = em["PROLIFIC_TOKEN"]
     crowd_said = (tmp_path / "crowd.log").read_text()
     assert daemon.returncode == 0, stderr[-3000:]

@@ -112,15 +112,3 @@ def cli_output(*args: str | Path, cwd: Path = ROOT, **env: str) -> subprocess.Co
                 os.environ[k] = v
     return subprocess.CompletedProcess(["campaign", *(str(a) for a in args)], code, out.getvalue(), err.getvalue())
 
-
-def stop_gently(proc: subprocess.Popen, timeout: float = 60) -> None:
-    """SIGTERM a child still running and wait for it (killed if it does not stop within `timeout`)."""
-    import signal
-
-    if proc.poll() is None:
-        proc.send_signal(signal.SIGTERM)
-        try:
-            proc.wait(timeout=timeout)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
