@@ -200,6 +200,8 @@ class Keys:
     PSEUDONYM_SECRET = "pseudonym_secret"
     # "1" once the campaign's Prolific journal files of a release before schema 0004 were read into the store
     PROLIFIC_FILES_IMPORTED = "prolific_files_imported"
+    SHUT_OUT_GROUP = "shut_out_group"  # the worker group later stages' HIT types shut out (`steps.shut_out`)
+    SHUT_OUT = "shut_out"  # JSON list of the workers added to that group
 
     STAGE_COMPLETE = "stage_complete:"
     BATCH_STATE = "batch_state:"
@@ -214,6 +216,7 @@ class Keys:
     STUDY_COST = "study_cost:"  # a finished study's last reconciliation: JSON {study, booked, charged}
     STUDY_COST_WAIT = "study_cost_wait:"  # when a finished study was first found unreconciled (the run's clock)
     BATCH_PROGRESS = "_batch:"  # after the kind's name: "<kind>_batch:<stage>:<batch>"
+    SHUT_OUT_STAGE = "shut_out_stage:"
 
     @staticmethod
     def stage_complete(stage: str) -> str:
@@ -238,6 +241,11 @@ class Keys:
     @staticmethod
     def repeat_group(hit_key: str) -> str:
         return f"{Keys.REPEAT_GROUP}{hit_key}"
+
+    @staticmethod
+    def shut_out_stage(stage: str) -> str:
+        """The group id the stage's HIT types shut out (`steps.shut_out`), "" for none; fixed at its first post."""
+        return f"{Keys.SHUT_OUT_STAGE}{stage}"
 
     @staticmethod
     def review(stage: str) -> str:

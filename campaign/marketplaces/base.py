@@ -326,6 +326,18 @@ class Studies(Protocol):
         ...
 
 
+@runtime_checkable
+class UnservableWork(Protocol):
+    """Optional: a marketplace that can tell when posted work will never reach anyone (Prolific: a study
+    every eligible participant has taken part in, none of them working on it now, and none of them may
+    be given its free HITs), so the campaign stops waiting for it (`campaign.steps.studies.give_up`)
+    instead of holding the HITs open to the end of their lifetime."""
+
+    def unservable(self) -> list[str]:
+        """The posted HITs (marketplace ids) whose free slots nobody who may still come could take."""
+        ...
+
+
 @dataclass(frozen=True)
 class StudyCost:
     """One study's money both ways: what the ledger booked as spent for it and what the service says it

@@ -42,6 +42,7 @@ from campaign.marketplaces.base import (
     StudyCost,
     StudySubmission,
     TransientError,
+    WorkerGroups,
     work_key,
 )
 from campaign.money import Cost
@@ -266,6 +267,33 @@ class ProlificMarketplace:
         if reach is None or len(participants) < reach:
             return True
         return self.door.could_serve(study_id, participants)
+
+    def unservable(self) -> list[str]:
+        """The HITs of every study (not stopped) whose free work nobody may take: nobody working on the study
+        holds a task of it now (a task held may still come back to the pool), everyone its filters reach has
+        taken part, and none of them may be given a free HIT of it (`_servable`: the door keeps a
+        participant from a HIT they were given, one sharing an item with one they saw in the stage, and
+        one whose HIT type shuts them out). With the thousands Prolific's filters reach this is rare; with
+        a small pool (a simulated crowd of 30) a ranking stage's last HIT could otherwise wait out its
+        lifetime, days, for answers that cannot come."""
+        with _as_market_errors():
+            return self._unservable()
+
+    def _unservable(self) -> list[str]:
+        out: list[str] = []
+        for key, study_id in self.studies.study_ids():
+            if self.studies.stopping(key):
+                continue
+            raw = self.studies.submissions_of(study_id)
+            served = self.door.served_counts(study_id)
+            if not raw or any(str(s.get("status")) in WORKING and served.get(str(s["id"]), (0, 0))[1] for s in raw):
+                continue  # a task held now may come back to the pool
+            if self._servable(study_id, {str(s.get("participant_id", "")) for s in raw}):
+                continue
+            with self.store.session() as s:
+                out += [str(h) for h in s.exec(select(ProlificPostedRow.hit_id).where(
+                    ProlificPostedRow.campaign == self.campaign, ProlificPostedRow.type_id == key)).all()]
+        return out
 
     def _refill(self, key: str, places: int) -> int:
         with self.store.session() as s:
@@ -640,6 +668,21 @@ class ProlificMarketplace:
         if self.cfg.block_list and worker_id.startswith("AP"):
             with _as_market_errors():
                 self.studies.api.add_to_group(self.cfg.block_list, [worker_id[2:].lower()])
+
+    # -- worker groups (`campaign.marketplaces.base.WorkerGroups`): on the task site ---------------------------
+    def worker_group(self, name: str) -> str:
+        """A group of the task site's workers (participants are workers there): a HIT type that shuts it out
+        is never offered to them, so the door has no task of it for them and asks them to return the place."""
+        inner = self.inner
+        if not isinstance(inner, WorkerGroups):
+            raise MarketError("the task site keeps no worker groups", "NoWorkerGroups")
+        return inner.worker_group(name)
+
+    def add_to_group(self, group_id: str, worker_id: str) -> None:
+        inner = self.inner
+        if not isinstance(inner, WorkerGroups):
+            raise MarketError("the task site keeps no worker groups", "NoWorkerGroups")
+        inner.add_to_group(group_id, worker_id)
 
     def balance(self) -> Decimal:
         return self.inner.balance()

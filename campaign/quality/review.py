@@ -32,7 +32,7 @@ from __future__ import annotations
 
 import math
 import statistics
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping, Sequence, Set
 from dataclasses import dataclass, field
 from decimal import Decimal
 from typing import Any
@@ -205,6 +205,25 @@ def judge(ev: dict[str, WorkerEvidence], config: PolicyConfig) -> ReviewResult:
                     and e.shared_items >= 2 * config.min_shared and e.traps_seen == e.traps_passed):
                 decisions.append(Decision("bonus", w, f"consistently good work (r={e.correlation:.2f})", facts(e)))
     return ReviewResult(evidence=ev, decisions=decisions)
+
+
+def carried_exclusions(order: Sequence[str], excluded: Mapping[str, Set[str]]) -> dict[str, set[str]]:
+    """Per stage of `order` (a campaign's stages, first to last): the workers whose labels are left out of
+    it, those its own review excluded (`excluded[stage]`) and those any earlier stage excluded.
+
+    A worker found answering at random (or not reading) in one stage is not trusted in the stages that
+    follow it: a later stage sees fewer of their labels (a ranking HIT is five items, a few HITs per
+    worker), so its own evidence often cannot tell (on the hostile bench, constant spammers excluded in
+    the Likert stage kept their orders in the ranking, which leave the shown order as it is and correlate
+    with nothing). An earlier stage's scores do not change with a later stage's evidence: its scores
+    were final when the later stage was planned from them."""
+    out: dict[str, set[str]] = {}
+    before: set[str] = set()
+    for stage in order:
+        own = set(excluded.get(stage, ()))
+        out[stage] = own | before
+        before |= own
+    return out
 
 
 def feedback(reason: str) -> str:

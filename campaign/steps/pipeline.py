@@ -7,10 +7,11 @@ against a store and a marketplace. The one thing steps share in memory is this d
 collect and review note there that the crowd is ahead of them, and post waits for them (never state:
 a restart starts from the store alone).
 
-`PIPELINE`'s order is the order of one pass: heartbeat, adopt a new budget, load items, plan (at once
+`PIPELINE`'s order is the order of one pass: heartbeat, adopt a new budget, load items, keep workers
+excluded in a finished stage out of the later ones, plan (at once
 or batch by batch), post and open study places, extend, finish interrupted posts and cancel, collect,
 carry out the operator's decisions on held rows, review quality, block, decide on work, ask again for
-refused answers, close HITs, settle studies, pause after a pilot, release what a cancel closed, plan a stage's repeat, pay
+refused answers, close HITs, settle studies, expire work nobody may take any more, pause after a pilot, release what a cancel closed, plan a stage's repeat, pay
 bonuses, finish (or end out of money), raise alerts. A step that raises costs only itself
 (`isolation.StepGuard`).
 """
@@ -40,8 +41,9 @@ from campaign.steps.repeat import plan_repeat
 from campaign.steps.replace import replace_refused
 from campaign.steps.review import close_finished_hits, review
 from campaign.steps.settle import settle_decisions
+from campaign.steps.shut_out import shut_out
 from campaign.steps.stages import ready_stages
-from campaign.steps.studies import open_places, reconcile_costs, settle_studies
+from campaign.steps.studies import give_up, open_places, reconcile_costs, settle_studies
 from campaign.tasks import get as get_kind
 
 log = logging.getLogger(__name__)
@@ -83,6 +85,7 @@ PIPELINE: tuple[Step, ...] = (
     Step("heartbeat", TICKED, run=heartbeat),
     Step("budget", TICKED, run=sync_budget),
     Step("load", ACTIVE, run=load_items),
+    Step("shut-out", _statuses(CampaignStatus.RUNNING), run=shut_out),  # before a later stage's first HITs go up
     Step("plan", ACTIVE, run_stage=plan_stage, batch_planned=False),
     Step("batches", _statuses(CampaignStatus.RUNNING), run_stage=plan_next_batch, batch_planned=True),
     Step("post", _statuses(CampaignStatus.RUNNING), run=post_pending),
@@ -98,6 +101,7 @@ PIPELINE: tuple[Step, ...] = (
     Step("replace", _statuses(CampaignStatus.RUNNING), run=replace_refused),  # before close: a HIT short of answers stays open
     Step("close", ACTIVE, run=close_finished_hits),
     Step("studies", ACTIVE, run=settle_studies),  # marketplaces with studies: decisions, charges, stopping
+    Step("give-up", _statuses(CampaignStatus.RUNNING), run=give_up),  # work nobody may take any more: expired
     Step("pilot", _statuses(CampaignStatus.RUNNING), run=pilot_pause),  # prolific.pilot: pause once its places are decided
     Step("cancel-again", _statuses(CampaignStatus.CANCELLING), run=apply_cancel),  # HITs closed by this pass release their money now
     Step("repeat", _statuses(CampaignStatus.RUNNING), run_stage=plan_repeat),  # before finish: a stage's repeat keeps it open

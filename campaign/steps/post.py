@@ -25,6 +25,7 @@ from campaign.steps.budget import note_blocked
 from campaign.steps.context import BEHIND_COLLECT, BEHIND_REVIEW, Context, get_row
 from campaign.steps.isolation import describe, hold
 from campaign.steps.repeat import excluded_groups
+from campaign.steps.shut_out import shut_out_groups
 from campaign.store import CampaignRow, HitRow, ItemRow
 from campaign.tasks import get as get_kind
 from campaign.tasks.base import ShownItem
@@ -84,6 +85,7 @@ def post_pending(ctx: Context, limit: int | None = None, only_interrupted: bool 
     posted = 0
     deadline = work_deadline(ctx.clock, seconds)
     type_ids: dict[tuple[str, tuple[str, ...]], str] = {}
+    shut_out: dict[str, tuple[str, ...]] = {}  # per stage: the groups of excluded workers its HIT types shut out
     if behind(ctx):
         # backpressure: the last pass left finished work uncollected or undecided. New HITs would only
         # feed the crowd faster than this daemon decides, and work it cannot decide in time is
@@ -107,7 +109,10 @@ def post_pending(ctx: Context, limit: int | None = None, only_interrupted: bool 
             stage = ctx.campaign.stage(hit.stage)
             crash_point("post.before_call")
             try:
-                type_key = (stage.name, excluded_groups(ctx, hit))
+                groups = shut_out.get(stage.name)
+                if groups is None:
+                    groups = shut_out[stage.name] = shut_out_groups(ctx, stage)
+                type_key = (stage.name, groups + excluded_groups(ctx, hit))
                 if type_key not in type_ids:
                     type_ids[type_key] = hit_type_id(ctx, stage, type_key[1])
                 remote = _create_or_find(ctx, stage, hit, type_ids[type_key], texts)

@@ -28,7 +28,7 @@ from campaign.ledger import BudgetExceeded, charge_bonus, release_bonus, reserve
 from campaign.marketplaces.base import AlreadyDone, MarketError, TransientError, fees_of
 from campaign.money import shown
 from campaign.quality.evidence import WorkerEvidence
-from campaign.quality.review import Decision, PolicyConfig, ReviewResult, judge
+from campaign.quality.review import Decision, PolicyConfig, ReviewResult, carried_exclusions, judge
 from campaign.quality.running import RunningEvidence
 from campaign.spec import Stage
 from campaign.state import AssignmentStatus, BonusState, HeldKind, HitStatus, Keys
@@ -166,11 +166,34 @@ def quality_pass(ctx: Context) -> int:
             ctx.cache.pop(f"evidence:{stage.name}", None)
         result = evaluate(ctx, stage)
         apply(ctx, stage, result, primary=stage is primary)
+        leave_out_labels(ctx, stage, result)  # before the review is stored: a crash in between reviews again
         ctx.store.set_kv(ctx.name, Keys.review(stage.name), _dump(n, result))
         done += 1
     if done:
         _give_back_memory()
     return done
+
+
+def leave_out_labels(ctx: Context, stage: Stage, result: ReviewResult) -> None:
+    """Mark the judgments quality control leaves out of the scores after `stage`'s new review (`result`),
+    in that stage and every later one: those of the workers the stage's review excluded and of those an
+    earlier stage of the campaign excluded (`campaign.quality.review.carried_exclusions`). A later
+    stage's labels that come afterwards are marked at its own next review, as its own exclusions are."""
+    reviews = {**stage_reviews(ctx), stage.name: result}
+    order = [s.name for s in ctx.campaign.stages if s.name in reviews]
+    left_out = carried_exclusions(order, {name: r.excluded for name, r in reviews.items()})
+    with ctx.store.session() as s:
+        for name in order[order.index(stage.name):]:
+            excluded = sorted(left_out[name])
+            # one statement per direction rather than every judgment of the stage as an ORM object
+            stage_rows = (col(JudgmentRow.campaign) == ctx.name, col(JudgmentRow.stage) == name)
+            s.execute(update(JudgmentRow).where(*stage_rows, col(JudgmentRow.excluded) == True,  # noqa: E712
+                                                col(JudgmentRow.worker_id).not_in(excluded))
+                      .values(excluded=False))
+            if excluded:
+                s.execute(update(JudgmentRow).where(*stage_rows, col(JudgmentRow.excluded) == False,  # noqa: E712
+                                                    col(JudgmentRow.worker_id).in_(excluded))
+                          .values(excluded=True))
 
 
 def _give_back_memory() -> None:
@@ -211,7 +234,8 @@ def apply(ctx: Context, stage: Stage, result: ReviewResult, primary: bool = True
 
     A worker's row keeps the evidence of every policed stage under "stages"; the primary (Likert)
     stage's evidence also sits at the top, where the dashboard reads it. A worker is excluded when any
-    stage excludes them, but their labels are left out only in the stage that excluded them.
+    stage excludes them; their labels are left out of that stage and of every later one
+    (`leave_out_labels`).
     """
     excluded = result.excluded
     with ctx.store.session() as s:
@@ -238,15 +262,6 @@ def apply(ctx: Context, stage: Stage, result: ReviewResult, primary: bool = True
             if (w.excluded, w.reason, w.evidence) != (now_excluded, reason, evidence):
                 w.excluded, w.reason, w.evidence = now_excluded, reason, evidence
                 s.add(w)
-        # one statement per direction rather than every judgment of the stage as an ORM object
-        stage_rows = (col(JudgmentRow.campaign) == ctx.name, col(JudgmentRow.stage) == stage.name)
-        s.execute(update(JudgmentRow).where(*stage_rows, col(JudgmentRow.excluded) == True,  # noqa: E712
-                                            col(JudgmentRow.worker_id).not_in(sorted(excluded)))
-                  .values(excluded=False))
-        if excluded:
-            s.execute(update(JudgmentRow).where(*stage_rows, col(JudgmentRow.excluded) == False,  # noqa: E712
-                                                col(JudgmentRow.worker_id).in_(sorted(excluded)))
-                      .values(excluded=True))
 
 
 def stage_collected(ctx: Context, stage_name: str) -> bool:

@@ -49,13 +49,14 @@ from campaign.marketplaces.base import (
     SetupRefused,
     Studies,
     TransientError,
+    UnservableWork,
     fees_of,
     work_key,
 )
 from campaign.money import Cost, fmt
-from campaign.state import CampaignStatus, HeldKind, Keys, SubmissionStatus
+from campaign.state import CampaignStatus, HeldKind, HitStatus, Keys, SubmissionStatus
 from campaign.steps.budget import note_blocked
-from campaign.steps.context import Context
+from campaign.steps.context import Context, get_row, remote_id
 from campaign.steps.isolation import held_keys, hold, note_once
 from campaign.steps.pilot import pilot_cap
 from campaign.steps.stages import OPEN, stage_done
@@ -121,6 +122,48 @@ def _open(ctx: Context, market: Studies, key: str, places: int, cost: Cost) -> i
     ctx.store.set_kv(ctx.name, Keys.study_places(key), str(now))
     ctx.store.event(ctx.name, "places", f"study {key}: {now} places open ({fmt(cost.total)} reserved each)", subject=key)
     return now - before
+
+
+def give_up(ctx: Context) -> int:
+    """Expire the posted HITs whose free slots nobody can take any more (`UnservableWork`: a study whose
+    every eligible participant took part and may not be given them), instead of waiting out their
+    lifetime; what they got is collected, reviewed and closed as for any expired HIT, and a batch-planned
+    stage plans on from it. Returns how many HITs were expired now.
+
+    Expiring is idempotent on the marketplace and moves no money. The intent is an event written before
+    the call; the HIT's new expiry is written after it, so a crash in between leaves the store with the
+    old expiry, and the next pass finds the work unservable again and expires it again."""
+    market = ctx.market
+    if not isinstance(market, UnservableWork):
+        return 0
+    try:
+        dead = set(market.unservable())
+    except MarketError as exc:
+        ctx.store.event(ctx.name, "marketplace_error", f"finding work nobody can take: {exc}", level="warning")
+        return 0
+    if not dead:
+        return 0
+    now = ctx.clock.now()
+    with ctx.store.session() as s:
+        hits = [h for h in s.exec(select(HitRow).where(HitRow.campaign == ctx.name, HitRow.status == HitStatus.POSTED,
+                                                       col(HitRow.hit_id).in_(sorted(dead)))).all()
+                if h.expires_at is None or h.expires_at > now]
+    done = 0
+    for hit in hits:
+        ctx.store.event(ctx.name, "giving_up", f"{hit.hit_key}: nobody who may still come can take its free slots; "
+                        "expiring it now", subject=hit.hit_key)
+        try:
+            market.expire_hit(remote_id(hit), now)
+        except MarketError as exc:
+            ctx.store.event(ctx.name, "marketplace_error", f"expiring {hit.hit_key}: {exc}", level="warning", subject=hit.hit_key)
+            continue
+        with ctx.store.session() as s:
+            row = get_row(s, HitRow, hit.id)
+            row.expires_at = now
+            s.add(row)
+            ctx.store.event(ctx.name, "gave_up", f"{hit.hit_key}: expired with its free slots unfilled", subject=hit.hit_key, session=s)
+        done += 1
+    return done
 
 
 def block(ctx: Context, reason: str, subject: str | None = None) -> None:
