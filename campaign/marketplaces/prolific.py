@@ -256,6 +256,13 @@ class ProlificMarketplace:
         """Someone eligible could take free work of the study: a participant it has not seen yet (fewer
         took part than its filters reach, `POST /eligibility-count/`, read once per study), or one who
         took part and may still be given a free HIT (`ProlificDoor.could_serve`)."""
+        reach = self._reach(study_id)
+        if reach is None or len(participants) < reach:
+            return True
+        return self.door.could_serve(study_id, participants)
+
+    def _reach(self, study_id: str) -> int | None:
+        """How many participants the study's filters reach (None: not known, new ones assumed)."""
         if study_id not in self._eligible:
             try:
                 self._eligible[study_id] = self.studies.api.eligible_count(
@@ -263,17 +270,16 @@ class ProlificMarketplace:
             except ProlificError as exc:
                 log.info("eligible count of study %s not read (%s): new participants assumed", study_id, exc)
                 self._eligible[study_id] = None
-        reach = self._eligible[study_id]
-        if reach is None or len(participants) < reach:
-            return True
-        return self.door.could_serve(study_id, participants)
+        return self._eligible[study_id]
 
     def unservable(self) -> list[str]:
         """The HITs of every study (not stopped) whose free work nobody may take: nobody working on the study
         holds a task of it now (a task held may still come back to the pool), everyone its filters reach has
-        taken part, and none of them may be given a free HIT of it (`_servable`: the door keeps a
-        participant from a HIT they were given, one sharing an item with one they saw in the stage, and
-        one whose HIT type shuts them out). With the thousands Prolific's filters reach this is rare; with
+        taken part, and none of them may be given a free HIT of it (`ProlificDoor.could_serve`: the door
+        keeps a participant from a HIT they were given, one sharing an item with one they saw in the
+        stage, and one whose HIT type shuts them out), leaving out those whose submission to it was
+        rejected (no work, failed checks: a `no_work` participant, never seen on the task site, would
+        count as able to take anything, and keeps starting places and completing them empty). With the thousands Prolific's filters reach this is rare; with
         a small pool (a simulated crowd of 30) a ranking stage's last HIT could otherwise wait out its
         lifetime, days, for answers that cannot come."""
         with _as_market_errors():
@@ -288,7 +294,13 @@ class ProlificMarketplace:
             served = self.door.served_counts(study_id)
             if not raw or any(str(s.get("status")) in WORKING and served.get(str(s["id"]), (0, 0))[1] for s in raw):
                 continue  # a task held now may come back to the pool
-            if self._servable(study_id, {str(s.get("participant_id", "")) for s in raw}):
+            took_part = {str(s.get("participant_id", "")) for s in raw}
+            reach = self._reach(study_id)
+            if reach is None or len(took_part) < reach:
+                continue  # someone it reaches has not come yet
+            # someone whose submission the study rejected (no work, failed checks) is not counted on
+            rejected = {str(s.get("participant_id", "")) for s in raw if str(s.get("status")) == "REJECTED"}
+            if self.door.could_serve(study_id, took_part - rejected):
                 continue
             with self.store.session() as s:
                 out += [str(h) for h in s.exec(select(ProlificPostedRow.hit_id).where(

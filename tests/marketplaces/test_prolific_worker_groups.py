@@ -65,8 +65,12 @@ def test_free_slots_nobody_eligible_may_take_are_unservable_once_everyone_took_p
         hit = m.create_hit(t, HitRequest(html=FORM_PAGE, max_assignments=3, lifetime=86400, annotation="a0", token="t0"))
         assert m.refill(t, 3) == 3
         sid = st.studies.study(t).study_id  # type: ignore[union-attr]
-        people = [add_participant(st.em.root_url, st.em.token) for _ in range(2)]  # everyone the study reaches
+        people = [add_participant(st.em.root_url, st.em.token) for _ in range(3)]  # everyone the study reaches
         assert m.unservable() == []  # nobody came yet
+        leech = people.pop()  # takes a place and completes it at once with a leaked code, never on the task site
+        l_sub, _ = leech.start(sid)
+        leech.complete(l_sub, st.studies.study(t).completion_code)  # type: ignore[union-attr]
+        assert {s.submission_id: s.status for s in m.settle()}[l_sub] == "rejected"
         _do_bundle(st.server.endpoint_url, people[0], sid, "x")
         assert m.unservable() == []  # someone it reaches has not taken part
         p = people[1]
@@ -78,5 +82,5 @@ def test_free_slots_nobody_eligible_may_take_are_unservable_once_everyone_took_p
         call_json(f"{st.server.endpoint_url}/prolific/api/submit", {**session, "assignmentId": step["AssignmentId"], "fields": [["answer", "y"]]})
         step = call_json(f"{st.server.endpoint_url}/prolific/api/next?" + urllib.parse.urlencode(session))
         assert p.complete_from_redirect(sub, step["redirect"]) == "AWAITING REVIEW"
-        # both did the HIT: its third slot can go to nobody the study reaches
+        # both did the HIT, and the one the study rejected is not counted on: its third slot can go to nobody
         assert m.unservable() == [hit.hit_id]
