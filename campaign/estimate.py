@@ -129,6 +129,9 @@ class _PlanningData:
     def candidates(self, stage: str) -> list[str]:
         return []
 
+    def agreement(self, stage: str) -> dict[str, float]:
+        return {}
+
 
 def stage_batches(campaign: Campaign, stage: Stage, items: Sequence[PlanItem], seed: int,
                   tied: int = 0) -> tuple[list[list[tuple[str, ...]]], int | None]:

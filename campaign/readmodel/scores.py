@@ -95,6 +95,11 @@ class StoreStageData:
         saved = self.store.get_kv(self._campaign.name, Keys.shortlist(stage))
         return list(json.loads(saved)) if saved is not None else []
 
+    def agreement(self, stage: str) -> dict[str, float]:
+        saved = self.store.get_kv(self._campaign.name, Keys.review(stage))
+        evidence = json.loads(saved).get("evidence", {}) if saved is not None else {}
+        return {w: float(e["correlation"]) for w, e in evidence.items() if e.get("correlation") is not None}
+
 
 def _cell(value: object) -> str:
     if value is None:

@@ -134,6 +134,11 @@ class StageData(Protocol):
         """The candidates a batch-planned stage fixed when it started."""
         ...
 
+    def agreement(self, stage: str) -> dict[str, float]:
+        """Each worker's agreement with the others in the stage (worker-rest r, `campaign.quality.evidence`)
+        as the stage's latest review found it; a worker it could not measure is absent."""
+        ...
+
 
 def answers_by_assignment(counted: Sequence[CountedJudgment]) -> list[list[Judgment]]:
     """Counted judgments grouped into answers, in a fixed order (HIT, then worker): what a replay of
