@@ -29,7 +29,7 @@ from campaign.spec import Stage
 from campaign.state import Keys
 from campaign.steps.context import Context
 from campaign.steps.isolation import note_once
-from campaign.steps.quality_pass import stage_reviews
+from campaign.steps.quality_pass import stage_review
 from campaign.steps.stages import stage_done
 from campaign.store import HitRow
 from campaign.tasks import get as get_kind
@@ -85,32 +85,45 @@ def shut_out_groups(ctx: Context, stage: Stage) -> tuple[str, ...]:
     return (decided,) if decided else ()
 
 
+HANDLED = "shut_out:handled"  # ctx.cache: done stage -> the stored review whose exclusions are all in the group
+
+
 def shut_out(ctx: Context) -> int:
-    """The step: every worker excluded by a stage that is done, not yet in the group, is added to it;
-    returns how many were added now. One that fails is tried again next pass, the others are added."""
+    """The step: every worker excluded by a stage that is done (and followed by another), not yet in the
+    group, is added to it; returns how many were added now. One that fails is tried again next pass, the
+    others are added. A done stage whose stored review's exclusions are all in the group is not read
+    again by this daemon while that review stays as it is, so a pass costs one key read per stage."""
     market = ctx.market
     first = _first_policed(ctx)
     if first is None or not isinstance(market, WorkerGroups) or first == len(ctx.campaign.stages) - 1:
         return 0  # no stage follows a policed one
-    reviews = stage_reviews(ctx)
-    done = [name for name in reviews if stage_done(ctx, name)]
-    wanted = sorted(set().union(*(reviews[name].excluded for name in done))) if done else []
-    members = set(json.loads(ctx.store.get_kv(ctx.name, Keys.SHUT_OUT, "[]") or "[]"))
-    todo = [w for w in wanted if w not in members]
-    if not todo:
+    handled: dict[str, int] = ctx.cache.setdefault(HANDLED, {})
+    followed = ctx.campaign.stages[first:-1]  # a stage's exclusions matter to the stages after it
+    stored = {st.name: hash(ctx.store.get_kv(ctx.name, Keys.review(st.name)) or "") for st in followed if get_kind(st.kind).policed}
+    done = [st for st in followed if st.name in stored and handled.get(st.name) != stored[st.name] and stage_done(ctx, st.name)]
+    if not done:
         return 0
+    reviews = {st.name: stage_review(ctx, st) for st in done}
+    members = set(json.loads(ctx.store.get_kv(ctx.name, Keys.SHUT_OUT, "[]") or "[]"))
     added = 0
-    for w in todo:
-        try:
-            market.add_to_group(shut_out_group(ctx), w)
-        except TransientError as exc:
-            ctx.store.event(ctx.name, "marketplace_error", f"keeping {w} out of later stages: {exc}", level="warning", subject=w)
-            break  # throttled or unavailable: the rest next pass
-        except MarketError as exc:
-            note_once(ctx, "shut-out", w, exc)
-            continue
-        members.add(w)
-        ctx.store.set_kv(ctx.name, Keys.SHUT_OUT, json.dumps(sorted(members)))
-        ctx.store.event(ctx.name, "worker_shut_out", f"{w}: excluded, kept out of the campaign's later stages", subject=w)
-        added += 1
+    failed = False
+    for name, review in reviews.items():
+        for w in sorted(review.excluded if review is not None else ()):
+            if w in members:
+                continue
+            try:
+                market.add_to_group(shut_out_group(ctx), w)
+            except TransientError as exc:
+                ctx.store.event(ctx.name, "marketplace_error", f"keeping {w} out of later stages: {exc}", level="warning", subject=w)
+                return added  # throttled or unavailable: the rest next pass
+            except MarketError as exc:
+                note_once(ctx, "shut-out", w, exc)
+                failed = True
+                continue
+            members.add(w)
+            ctx.store.set_kv(ctx.name, Keys.SHUT_OUT, json.dumps(sorted(members)))
+            ctx.store.event(ctx.name, "worker_shut_out", f"{w}: excluded, kept out of the campaign's later stages", subject=w)
+            added += 1
+        if not failed:
+            handled[name] = stored[name]
     return added
