@@ -176,14 +176,14 @@ def quality_pass(ctx: Context) -> int:
 
 def leave_out_labels(ctx: Context, stage: Stage, result: ReviewResult) -> None:
     """Mark the judgments quality control leaves out of the scores after `stage`'s new review (`result`),
-    in that stage and every later one: those of the workers the stage's review excluded and of those an
-    earlier stage of the campaign excluded (`campaign.quality.review.carried_exclusions`). A later
-    stage's labels that come afterwards are marked at its own next review, as its own exclusions are."""
+    in every policed stage: those of the workers any stage's review excluded
+    (`campaign.quality.review.carried_exclusions`). A stage's labels that come afterwards are marked at
+    its own next review, as its own exclusions are."""
     reviews = {**stage_reviews(ctx), stage.name: result}
     order = [s.name for s in ctx.campaign.stages if s.name in reviews]
     left_out = carried_exclusions(order, {name: r.excluded for name, r in reviews.items()})
     with ctx.store.session() as s:
-        for name in order[order.index(stage.name):]:
+        for name in order:
             excluded = sorted(left_out[name])
             # one statement per direction rather than every judgment of the stage as an ORM object
             stage_rows = (col(JudgmentRow.campaign) == ctx.name, col(JudgmentRow.stage) == name)
@@ -234,8 +234,7 @@ def apply(ctx: Context, stage: Stage, result: ReviewResult, primary: bool = True
 
     A worker's row keeps the evidence of every policed stage under "stages"; the primary (Likert)
     stage's evidence also sits at the top, where the dashboard reads it. A worker is excluded when any
-    stage excludes them; their labels are left out of that stage and of every later one
-    (`leave_out_labels`).
+    stage excludes them, and their labels are left out of every stage (`leave_out_labels`).
     """
     excluded = result.excluded
     with ctx.store.session() as s:

@@ -1,4 +1,5 @@
-"""A worker quality control excluded in an earlier stage has their labels left out of later stages too."""
+"""A worker quality control excluded in one stage has their labels left out of the other stages too, and
+once that stage is done is kept out of the later stages' HITs."""
 
 from __future__ import annotations
 
@@ -13,7 +14,7 @@ from campaign.steps.batches import plan_next_batch
 from campaign.steps.collect import collect
 from campaign.steps.plan import load_items, plan_stage
 from campaign.steps.post import post_pending
-from campaign.steps.quality_pass import _dump, quality_pass, stage_review
+from campaign.steps.quality_pass import _dump, leave_out_labels, quality_pass, stage_review
 from campaign.steps.stages import stage_done
 from campaign.store import HitRow, JudgmentRow
 from tests.steps.test_batches_finish import by_length, shortest_first, work_stage
@@ -49,11 +50,16 @@ def test_labels_of_a_worker_the_likert_stage_excluded_are_left_out_of_the_rankin
     assert ranking_review is not None and EXCLUDED not in ranking_review.excluded  # not the ranking's own call
     labels = _labels(h, "ranking")
     assert labels == {"AWORKER0000000": {False}, EXCLUDED: {True}}
-    # an earlier stage's labels are not rewritten by a later stage's review (the stored Likert review was
-    # replaced by hand above, so its labels still show the review it really made)
-    assert _labels(h, "likert") == {"AWORKER0000000": {False}, EXCLUDED: {False}}
+    assert _labels(h, "likert") == {"AWORKER0000000": {False}, EXCLUDED: {True}}  # every stage follows any stage's review
     assert quality_pass(h.ctx) == 0  # nothing new: nothing reviewed, nothing changed
     assert _labels(h, "ranking") == labels
+
+    # the other way round: a worker the ranking's review excludes has their Likert labels left out too
+    other = "AWORKER0000000"
+    leave_out_labels(h.ctx, ranking, ReviewResult(evidence=ranking_review.evidence,
+                                                  decisions=[Decision("exclude", other, "failed the check statements")]))
+    assert _labels(h, "likert") == {other: {True}, EXCLUDED: {True}}
+    assert _labels(h, "ranking") == {other: {True}, EXCLUDED: {True}}
 
 
 def test_a_worker_excluded_in_a_finished_stage_is_kept_out_of_the_later_stages_hits(harness):
