@@ -330,8 +330,10 @@ def summarise(per_seed: list[list[dict[str, float]]]) -> list[dict[str, Any]]:
 
 def target_check(strategies: dict[str, list[dict[str, Any]]], max_pairs: int) -> dict[str, Any]:
     """Issue 16's goal: adaptive batches beat random 5-item rankings (mean top-50) at every checkpoint
-    from 300 pairs on, and reach random rankings' final top-50 with at most 70% of the pairs. The
-    earlier goal (random single pairs' final top-50 within 60%) is kept under "vs_random_pairs"."""
+    from 300 pairs on, and reach random rankings' final top-50 with at most 70% of the pairs. Issue 30
+    words the first half "never behind", which a tie meets: both readings are reported, with the
+    margin at each checkpoint, and "met" keeps the stricter one. The earlier goal (random single
+    pairs' final top-50 within 60%) is kept under "vs_random_pairs"."""
     adaptive, rankings = strategies["adaptive"], strategies["random_rankings"]
     margins = [float(a["top50"]["mean"]) - float(r["top50"]["mean"])
                for a, r in zip(adaptive, rankings) if int(a["pairs"]) >= FROM_PAIRS]
