@@ -90,3 +90,28 @@ def test_limits_show_what_a_ranking_pair_is_worth():
     # single pairs is well ahead of random rankings at the same count of pairs
     assert at_600["adaptive_pairs"] > at_600["random_rankings"] + 0.03
     assert 0.2 < lim["ranking_pair_worth"] < 0.95
+
+
+def _curve(values: list[float]) -> list[dict]:
+    return [{"pairs": 100 * (k + 1), "top50": {"mean": v, "sd": 0.0}} for k, v in enumerate(values)]
+
+
+def test_a_tie_is_not_behind_but_does_not_beat():
+    rankings = [0.1, 0.2, 0.30, 0.40, 0.50]
+    strategies = {"random_rankings": _curve(rankings), "random_pairs": _curve(rankings),
+                  "adaptive": _curve([0.0, 0.0, 0.32, 0.40, 0.60])}  # level at 400 pairs, behind before 300
+    t = ranking.target_check(strategies, 500)
+    assert t["never_behind_random_rankings"] and not t["beats_random_rankings"]
+    assert t["margins_over_random_rankings"] == pytest.approx({300: 0.02, 400: 0.0, 500: 0.1})
+    strategies["adaptive"] = _curve([0.0, 0.0, 0.32, 0.38, 0.60])
+    assert not ranking.target_check(strategies, 500)["never_behind_random_rankings"]
+
+
+def test_first_seed_moves_the_seeds():
+    base = ranking.Settings(items=20, seeds=1, max_pairs=60, step=30, keep=10, batch_pairs=20)
+    one = ranking.run(ranking.Settings(**{**base.__dict__, "first_seed": 1}), mode_check=False, real=False)
+    both = ranking.run(ranking.Settings(**{**base.__dict__, "seeds": 2}), mode_check=False, real=False)
+    zero = ranking.run(base, mode_check=False, real=False)
+    for name in ranking.STRATEGIES:  # the mean of seeds 0 and 1 is the mean of the two one-seed runs
+        for r0, r1, r2 in zip(zero["strategies"][name], one["strategies"][name], both["strategies"][name]):
+            assert r2["top50"]["mean"] == pytest.approx((r0["top50"]["mean"] + r1["top50"]["mean"]) / 2)
