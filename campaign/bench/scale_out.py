@@ -200,6 +200,17 @@ def _campaign_cmd(*args: str) -> list[str]:
     return [sys.executable, "-m", "campaign", *args]
 
 
+def _profiled_cmd(role: str, name: str, logs: Path, *args: str) -> list[str]:
+    """`campaign ARGS`, under the profiler CAMPAIGN_BENCH_PROFILE (cpu | mem, see campaign.bench.profiled)
+    names when CAMPAIGN_BENCH_PROFILE_ROLES (comma-separated, default `daemon`; also `market`, `crowd`)
+    lists the process's role; its report is logs/NAME-KIND.txt."""
+    profile = os.environ.get("CAMPAIGN_BENCH_PROFILE")
+    roles = {r.strip() for r in os.environ.get("CAMPAIGN_BENCH_PROFILE_ROLES", "daemon").split(",")}
+    if profile in ("cpu", "mem") and role in roles:
+        return [sys.executable, "-m", "campaign.bench.profiled", str(logs / f"{name}-{profile}"), profile, *args]
+    return _campaign_cmd(*args)
+
+
 @contextmanager
 def _database(db: str) -> Iterator[tuple[str, Any]]:
     """(SQLAlchemy URL, PgServer or None): `postgres` starts a throw-away server with pg_stat_statements."""
@@ -332,7 +343,7 @@ def run_scale_out(n: int, daemons: int, db: str, seed: int = 0, keep: Path | Non
         started = time.monotonic()
         try:
             with (logs / "market.log").open("wb") as market_log:
-                market = subprocess.Popen(_campaign_cmd("market", "serve", "--port", "0", "--state", str(market_state),
+                market = subprocess.Popen(_profiled_cmd("market", "market", logs, "market", "serve", "--port", "0", "--state", str(market_state),
                                                         "--mode", "prod", "--balance", BALANCE, "--speed", str(speed)),
                                           stdout=subprocess.PIPE, stderr=market_log, env=_env(None))
             memory.watch("market", market.pid)
@@ -343,7 +354,7 @@ def run_scale_out(n: int, daemons: int, db: str, seed: int = 0, keep: Path | Non
             spec = folder / "scale.yaml"
             spec.write_text(spec_text(entries, endpoint, speed), encoding="utf-8")
             with (logs / "crowd.log").open("wb") as crowd_log:
-                crowd = subprocess.Popen(_campaign_cmd("crowd", "run", "--config", str(spec), "--endpoint", endpoint,
+                crowd = subprocess.Popen(_profiled_cmd("crowd", "crowd", logs, "crowd", "run", "--config", str(spec), "--endpoint", endpoint,
                                                        "--seed", str(seed), "--market-state", str(market_state),
                                                        "--speed", str(speed)),
                                          stdout=crowd_log, stderr=subprocess.STDOUT, env=_env(None))
@@ -357,10 +368,7 @@ def run_scale_out(n: int, daemons: int, db: str, seed: int = 0, keep: Path | Non
                 err = (logs / f"{name}.log").open("wb")
                 args = ("run", "--config", str(spec), "--state", str(state), "--db", url, "--seed", str(seed), "--quiet",
                         "--lease-ttl", str(lease_ttl))
-                profile = os.environ.get("CAMPAIGN_BENCH_PROFILE")  # cpu | mem: see campaign.bench.profiled
-                cmd = ([sys.executable, "-m", "campaign.bench.profiled", str(logs / f"{name}-{profile}"), profile, *args]
-                       if profile in ("cpu", "mem") else _campaign_cmd(*args))
-                proc = subprocess.Popen(cmd,
+                proc = subprocess.Popen(_profiled_cmd("daemon", name, logs, *args),
                                         stdout=subprocess.DEVNULL, stderr=err, env=_env(market_state))
                 running.append(Daemon(name, state, proc, err, time.monotonic()))
                 memory.watch(name, proc.pid)
@@ -406,7 +414,8 @@ def run_scale_out(n: int, daemons: int, db: str, seed: int = 0, keep: Path | Non
                 merged_steps[f"{d.name}/{camp}"] = steps
             requests += int(stats.get("requests") or 0)
             per_daemon.append({"name": d.name, "seconds": d.seconds, "peak_rss_mib": round(memory.peak_kib[d.name] / 1024, 1),
-                               "requests": stats.get("requests"), "campaigns_ticked": sorted(stats.get("tick_ms") or {}),
+                               "requests": stats.get("requests"), "requests_by_op": stats.get("requests_by_op"),
+                               "campaigns_ticked": sorted(stats.get("tick_ms") or {}),
                                "ticks": len(ticks), "tick_ms": {"p50": percentile(ticks, 50), "p99": percentile(ticks, 99)},
                                "state_mib": round(dir_mib(d.state), 1)})
         processes = {k: round(v / 1024, 1) for k, v in memory.peak_kib.items()}

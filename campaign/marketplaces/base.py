@@ -258,9 +258,11 @@ class ReviewMarking(Protocol):
 
 @runtime_checkable
 class CountsRequests(Protocol):
-    """Optional: a marketplace that counts the requests it sent (the daemon's run statistics)."""
+    """Optional: a marketplace that counts the requests it sent (the daemon's run statistics), in all and
+    per operation."""
 
     requests: int
+    requests_by_op: dict[str, int]
 
 
 @runtime_checkable
