@@ -84,8 +84,13 @@ class Runtime:
 def write_run_stats(rt: Runtime, state_dir: Path) -> None:
     """`<state>/run-stats.json`: each campaign's pass durations (ms) and the requests made to the
     marketplaces this run, which `campaign bench scale` reads."""
-    requests = sum(ctx.market.requests for ctx in rt.contexts if isinstance(ctx.market, CountsRequests))
-    data = {"tick_ms": {name: [round(t, 2) for t in ms] for name, ms in list(rt.tick_ms.items())}, "requests": requests,
+    counting = [ctx.market for ctx in rt.contexts if isinstance(ctx.market, CountsRequests)]
+    by_op: dict[str, int] = {}
+    for market in counting:
+        for op, n in list(market.requests_by_op.items()):
+            by_op[op] = by_op.get(op, 0) + n
+    data = {"tick_ms": {name: [round(t, 2) for t in ms] for name, ms in list(rt.tick_ms.items())},
+            "requests": sum(m.requests for m in counting), "requests_by_op": dict(sorted(by_op.items())),
             "step_ms": {name: {step: [round(t, 2) for t in ms] for step, ms in list(steps.items())}
                         for name, steps in list(rt.step_ms.items())}}
     f = state_dir / "run-stats.json"
@@ -161,6 +166,7 @@ def ensure_campaign_row(store: Store, c: Campaign, seed: int) -> str:
             instance = uuid.uuid4().hex[:12]
             spec = json.loads(json.dumps(asdict(c), default=str))
             spec["instance"] = instance
+            spec["hit_type_tag"] = f"campaign-{instance}"  # its HITs' own HIT type (`steps.post.hit_type_id`)
             s.add(CampaignRow(name=c.name, fingerprint=c.fingerprint(), spec_json=json.dumps(spec, default=str),
                               seed=seed, budget=fmt(c.budget)))
             store.event(c.name, "created", f"campaign created (seed {seed}, budget {shown(c.budget, c.currency)})", session=s)

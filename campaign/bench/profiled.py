@@ -1,8 +1,9 @@
 """`python -m campaign.bench.profiled OUT KIND ARGS...`: `campaign ARGS` under a profiler, for
 `campaign bench scale` with CAMPAIGN_BENCH_PROFILE=cpu|mem (the bench starts its daemons this way).
 
-KIND `cpu`: cProfile; OUT.prof (pstats) and OUT.txt (the 40 functions with the most cumulative time and
-the 40 with the most own time). KIND `mem`: tracemalloc (10 frames); every 60 s and at exit OUT.txt gets
+KIND `cpu`: cProfile in every thread (the daemon's passes run on its scheduler's threads, not the main
+one: each thread gets its own profiler, merged at the end); OUT.prof (pstats) and OUT.txt (the 40
+functions with the most cumulative time and the 40 with the most own time). KIND `mem`: tracemalloc (10 frames); every 60 s and at exit OUT.txt gets
 the 25 source lines holding the most memory now, so what grows is seen as it grows.
 Written when the command returns (the daemon's normal end, or SIGTERM turned into SystemExit).
 """
@@ -66,13 +67,30 @@ def main(argv: list[str]) -> int:
     import cProfile
     import pstats
 
+    threads: list[cProfile.Profile] = []
+    plain_run = threading.Thread.run
+
+    def profiled_run(self: threading.Thread) -> None:
+        thread_prof = cProfile.Profile()
+        threads.append(thread_prof)
+        thread_prof.enable()
+        try:
+            plain_run(self)
+        finally:
+            thread_prof.disable()
+
+    threading.Thread.run = profiled_run  # type: ignore[method-assign]
     prof = cProfile.Profile()
     try:
         return int(prof.runcall(campaign_main, args) or 0)
     finally:
-        prof.dump_stats(str(out.with_suffix(".prof")))
+        threading.Thread.run = plain_run  # type: ignore[method-assign]
         buf = io.StringIO()
         st = pstats.Stats(prof, stream=buf)
+        for thread_prof in list(threads):
+            thread_prof.disable()  # a thread still running (a daemon thread) is read as it is now
+            st.add(thread_prof)
+        st.dump_stats(str(out.with_suffix(".prof")))
         st.sort_stats("cumulative").print_stats(40)
         st.sort_stats("tottime").print_stats(40)
         out.with_suffix(".txt").write_text(buf.getvalue())

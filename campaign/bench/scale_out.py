@@ -111,6 +111,16 @@ def spec_text(entries: list[tuple[str, Path, Path, int]], endpoint: str, speed: 
     return "\n".join(out) + "\n"
 
 
+def _cpu_ticks(pid: int) -> int | None:
+    """User + system CPU ticks of one process (/proc/PID/stat fields 14 and 15)."""
+    try:
+        with open(f"/proc/{pid}/stat") as fh:
+            fields = fh.read().rsplit(")", 1)[1].split()
+        return int(fields[11]) + int(fields[12])
+    except (OSError, IndexError, ValueError):
+        return None
+
+
 class ProcessMemory:
     """Each watched process tree's peak resident memory (the process and its children added up),
     sampled from /proc every `every` seconds; `extra` runs at each sample too (the bench counts the
@@ -123,6 +133,7 @@ class ProcessMemory:
         self.pids: dict[str, int] = {}
         self.peak_kib: dict[str, int] = {}
         self.total_peak_kib = 0
+        self._cpu_ticks: dict[str, dict[int, int]] = {}  # per tree: each process's CPU ticks at its last sample
         self.extra: list[Any] = []
         self._done = threading.Event()
         self._thread = threading.Thread(target=self._run, name="process-memory", daemon=True)
@@ -130,6 +141,7 @@ class ProcessMemory:
     def watch(self, name: str, pid: int) -> None:
         self.pids[name] = pid
         self.peak_kib.setdefault(name, 0)
+        self._cpu_ticks.setdefault(name, {})
         if not self._thread.is_alive():
             self._thread.start()
 
@@ -147,9 +159,29 @@ class ProcessMemory:
             todo.extend(_children(p))
         return total
 
+    def cpu_seconds(self) -> dict[str, float]:
+        """CPU time (user + system) each watched tree used, as far as the samples saw it (a child that
+        lived between two samples is missed)."""
+        hz = os.sysconf("SC_CLK_TCK")
+        return {name: round(sum(ticks.values()) / hz, 1) for name, ticks in self._cpu_ticks.items()}
+
+    def _sample_cpu(self, name: str, pid: int) -> None:
+        seen, todo = set(), [pid]
+        ticks = self._cpu_ticks.setdefault(name, {})
+        while todo:
+            p = todo.pop()
+            if p in seen:
+                continue
+            seen.add(p)
+            t = _cpu_ticks(p)
+            if t is not None:
+                ticks[p] = max(ticks.get(p, 0), t)
+            todo.extend(_children(p))
+
     def sample(self) -> None:
         total = 0
         for name, pid in list(self.pids.items()):
+            self._sample_cpu(name, pid)
             kib = self.tree_kib(pid, proportional=name == "postgres")
             self.peak_kib[name] = max(self.peak_kib[name], kib)
             total += kib
@@ -191,6 +223,9 @@ def _env(market_state: Path | None) -> dict[str, str]:
     """The processes' environment: no AWS_* of the caller's (a daemon reaches the standalone marketplace
     with the credentials file it wrote, through boto3's standard chain)."""
     env = {k: v for k, v in os.environ.items() if not k.startswith("AWS_")}
+    code = os.environ.get("CAMPAIGN_BENCH_CODE")  # another checkout's campaign (e.g. before a change) under this bench
+    if code:
+        env["PYTHONPATH"] = os.pathsep.join([code, *filter(None, [env.get("PYTHONPATH")])])
     if market_state is not None:
         env["AWS_SHARED_CREDENTIALS_FILE"] = str(market_state / "credentials")
     return env
@@ -198,6 +233,17 @@ def _env(market_state: Path | None) -> dict[str, str]:
 
 def _campaign_cmd(*args: str) -> list[str]:
     return [sys.executable, "-m", "campaign", *args]
+
+
+def _profiled_cmd(role: str, name: str, logs: Path, *args: str) -> list[str]:
+    """`campaign ARGS`, under the profiler CAMPAIGN_BENCH_PROFILE (cpu | mem, see campaign.bench.profiled)
+    names when CAMPAIGN_BENCH_PROFILE_ROLES (comma-separated, default `daemon`; also `market`, `crowd`)
+    lists the process's role; its report is logs/NAME-KIND.txt."""
+    profile = os.environ.get("CAMPAIGN_BENCH_PROFILE")
+    roles = {r.strip() for r in os.environ.get("CAMPAIGN_BENCH_PROFILE_ROLES", "daemon").split(",")}
+    if profile in ("cpu", "mem") and role in roles:
+        return [sys.executable, "-m", "campaign.bench.profiled", str(logs / f"{name}-{profile}"), profile, *args]
+    return _campaign_cmd(*args)
 
 
 @contextmanager
@@ -330,9 +376,10 @@ def run_scale_out(n: int, daemons: int, db: str, seed: int = 0, keep: Path | Non
         if pg_pid:
             memory.watch("postgres", pg_pid)
         started = time.monotonic()
+        load_at_start = [round(x, 2) for x in os.getloadavg()]
         try:
             with (logs / "market.log").open("wb") as market_log:
-                market = subprocess.Popen(_campaign_cmd("market", "serve", "--port", "0", "--state", str(market_state),
+                market = subprocess.Popen(_profiled_cmd("market", "market", logs, "market", "serve", "--port", "0", "--state", str(market_state),
                                                         "--mode", "prod", "--balance", BALANCE, "--speed", str(speed)),
                                           stdout=subprocess.PIPE, stderr=market_log, env=_env(None))
             memory.watch("market", market.pid)
@@ -343,7 +390,7 @@ def run_scale_out(n: int, daemons: int, db: str, seed: int = 0, keep: Path | Non
             spec = folder / "scale.yaml"
             spec.write_text(spec_text(entries, endpoint, speed), encoding="utf-8")
             with (logs / "crowd.log").open("wb") as crowd_log:
-                crowd = subprocess.Popen(_campaign_cmd("crowd", "run", "--config", str(spec), "--endpoint", endpoint,
+                crowd = subprocess.Popen(_profiled_cmd("crowd", "crowd", logs, "crowd", "run", "--config", str(spec), "--endpoint", endpoint,
                                                        "--seed", str(seed), "--market-state", str(market_state),
                                                        "--speed", str(speed)),
                                          stdout=crowd_log, stderr=subprocess.STDOUT, env=_env(None))
@@ -357,10 +404,7 @@ def run_scale_out(n: int, daemons: int, db: str, seed: int = 0, keep: Path | Non
                 err = (logs / f"{name}.log").open("wb")
                 args = ("run", "--config", str(spec), "--state", str(state), "--db", url, "--seed", str(seed), "--quiet",
                         "--lease-ttl", str(lease_ttl))
-                profile = os.environ.get("CAMPAIGN_BENCH_PROFILE")  # cpu | mem: see campaign.bench.profiled
-                cmd = ([sys.executable, "-m", "campaign.bench.profiled", str(logs / f"{name}-{profile}"), profile, *args]
-                       if profile in ("cpu", "mem") else _campaign_cmd(*args))
-                proc = subprocess.Popen(cmd,
+                proc = subprocess.Popen(_profiled_cmd("daemon", name, logs, *args),
                                         stdout=subprocess.DEVNULL, stderr=err, env=_env(market_state))
                 running.append(Daemon(name, state, proc, err, time.monotonic()))
                 memory.watch(name, proc.pid)
@@ -406,7 +450,8 @@ def run_scale_out(n: int, daemons: int, db: str, seed: int = 0, keep: Path | Non
                 merged_steps[f"{d.name}/{camp}"] = steps
             requests += int(stats.get("requests") or 0)
             per_daemon.append({"name": d.name, "seconds": d.seconds, "peak_rss_mib": round(memory.peak_kib[d.name] / 1024, 1),
-                               "requests": stats.get("requests"), "campaigns_ticked": sorted(stats.get("tick_ms") or {}),
+                               "requests": stats.get("requests"), "requests_by_op": stats.get("requests_by_op"),
+                               "campaigns_ticked": sorted(stats.get("tick_ms") or {}),
                                "ticks": len(ticks), "tick_ms": {"p50": percentile(ticks, 50), "p99": percentile(ticks, 99)},
                                "state_mib": round(dir_mib(d.state), 1)})
         processes = {k: round(v / 1024, 1) for k, v in memory.peak_kib.items()}
@@ -434,6 +479,8 @@ def run_scale_out(n: int, daemons: int, db: str, seed: int = 0, keep: Path | Non
             "statuses": figures["statuses"],
             "per_daemon": per_daemon,
             "processes_peak_rss_mib": processes,
+            "processes_cpu_s": memory.cpu_seconds(),
+            "load_average": {"start": load_at_start, "end": [round(x, 2) for x in os.getloadavg()]},
             "lease_events": figures["lease_events"],
             "lease_takeovers": figures["lease_takeovers"],
             "quality": quality([d.state for d in running], entries),

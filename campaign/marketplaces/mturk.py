@@ -80,6 +80,7 @@ class MTurkMarketplace:
     def __init__(self, client: MarketClient) -> None:
         self.client = client
         self.requests = 0  # requests sent (pages counted one by one), for the daemon's run statistics
+        self.requests_by_op: dict[str, int] = {}  # the same, per operation
         self.name = client.marketplace
         self.capabilities = Capabilities(token_lifetime=TOKEN_LIFETIME, sandbox_qualifications=client.marketplace != "mturk")
 
@@ -87,19 +88,23 @@ class MTurkMarketplace:
         return f"MTurkMarketplace({self.client!r})"
 
     # -- plumbing --------------------------------------------------------------------------------------
-    def _call(self, op: str, **params: Any) -> dict[str, Any]:
+    def _count(self, op: str) -> None:
         self.requests += 1
+        self.requests_by_op[op] = self.requests_by_op.get(op, 0) + 1
+
+    def _call(self, op: str, **params: Any) -> dict[str, Any]:
+        self._count(op)
         try:
             return self.client.call(op, **params)
         except (ClientError, BotoCoreError) as exc:
             raise translate(exc) from exc
 
     def _pages(self, op: str, key: str, **params: Any) -> Iterator[dict[str, Any]]:
-        self.requests += 1  # the first page; each further page is one more request
+        self._count(op)  # the first page; each further page is one more request
         try:
             for n, item in enumerate(self.client.paginate(op, key, **params)):
                 if n and n % PAGE_SIZE == 0:
-                    self.requests += 1
+                    self._count(op)
                 yield item
         except (ClientError, BotoCoreError) as exc:
             raise translate(exc) from exc
@@ -157,7 +162,7 @@ class MTurkMarketplace:
     def create_hit(self, type_id: str, request: HitRequest) -> RemoteHit:
         """CreateHITWithHITType with the token; a repeated token answers HitAlreadyExists naming the HIT,
         which is adopted when its annotation is the draft's (else searched for by annotation)."""
-        self.requests += 1
+        self._count("create_hit_with_hit_type")
         try:
             resp = self.client.call("create_hit_with_hit_type", HITTypeId=type_id, MaxAssignments=request.max_assignments,
                                     LifetimeInSeconds=request.lifetime, Question=html_question(request.html),
@@ -219,8 +224,13 @@ class MTurkMarketplace:
         return [self._assignment(a) for a in self._pages("list_assignments_for_hit", "Assignments", HITId=hit_id,
                                                           AssignmentStatuses=["Submitted", "Approved", "Rejected"])]
 
-    def reviewable_hits(self) -> list[str]:
-        return [h["HITId"] for h in self._pages("list_reviewable_hits", "HITs")]
+    def reviewable_hits(self, type_ids: Sequence[str] = ()) -> list[str]:
+        if not type_ids:
+            return [h["HITId"] for h in self._pages("list_reviewable_hits", "HITs")]
+        out: dict[str, None] = {}
+        for type_id in type_ids:
+            out.update((h["HITId"], None) for h in self._pages("list_reviewable_hits", "HITs", HITTypeId=type_id))
+        return list(out)
 
     def mark_reviewing(self, hit_id: str) -> None:
         """Take a fully collected HIT off ListReviewableHITs (UpdateHITReviewStatus, Revert=False)."""

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import time
+from array import array
 from dataclasses import dataclass, field
 from decimal import Decimal
 from pathlib import Path
@@ -156,20 +157,20 @@ class Reader:
         self.state_dir = state_dir
         self._precision: dict[tuple[str, str, int], float | None] = {}
         self._arrivals: dict[str, Arrivals] = {}
-        self._parsed: dict[str, dict[str, Any]] = {}
+        self._parsed: dict[tuple[str, str], tuple[str, dict[str, Any]]] = {}  # (campaign, worker) -> (text, parsed)
         self._label_count: dict[str, tuple[int, int]] = {}  # campaign -> (highest judgment id counted, labels)
 
-    def _evidence(self, raw: str | None) -> dict[str, Any]:
-        """A worker's evidence, parsed once per distinct text (most workers' evidence is unchanged
-        between two redraws)."""
+    def _evidence(self, name: str, worker: str, raw: str | None) -> dict[str, Any]:
+        """A worker's evidence, parsed again only when its text changed (most workers' evidence is
+        unchanged between two redraws); one entry per worker, so a Reader kept for a whole run holds
+        each worker's current evidence only."""
         if not raw:
+            self._parsed.pop((name, worker), None)
             return {}
-        got = self._parsed.get(raw)
-        if got is None:
-            if len(self._parsed) > 50_000:
-                self._parsed.clear()
-            got = self._parsed[raw] = json.loads(raw)
-        return got
+        got = self._parsed.get((name, worker))
+        if got is None or got[0] != raw:
+            got = self._parsed[(name, worker)] = (raw, json.loads(raw))
+        return got[1]
 
     def _stage_labels(self, name: str) -> dict[str, tuple[int, int]]:
         """(labels, labels excluded) per stage, counted in the database."""
@@ -203,8 +204,16 @@ class Reader:
         now = time.time() if now is None else now
         return Snapshot(taken_at=now, campaigns=[self.campaign(n, now) for n in self.names()], store_url=self.store.url)
 
+    def alerts(self, name: str, now: float) -> list[Alert]:
+        """The campaign's standing alerts: `campaign(name, now).alerts` without the figures no alert
+        reads (label counts, the exclusions, held rows). A Reader kept from one call to the next reads
+        only what is new of the campaign's answers (`Arrivals`), as the daemon's `alerts` step does."""
+        return self.campaign(name, now, full=False).alerts
+
     # --- one campaign -----------------------------------------------------------------------------------
-    def campaign(self, name: str, now: float) -> CampaignView:
+    def campaign(self, name: str, now: float, full: bool = True) -> CampaignView:
+        """Everything the dashboard shows of one campaign; `full=False` leaves out what no alert reads
+        (labels and labels excluded stay 0, `exclusions` empty, `held` 0)."""
         with self.store.session() as s:
             camp = s.get(CampaignRow, name)
             if camp is None:
@@ -235,15 +244,16 @@ class Reader:
         clock_now = fix.at(now, running=live.live) if fix else now
         if live.last_seen is not None and fix is not None and not live.live:
             clock_now = fix.at(live.last_seen, running=True)  # the clock stopped with the daemon
-        view = self._work(name, camp.status, spec_stages, kv, t, clock_now, fix.speed if fix else 1.0)
+        view = self._work(name, camp.status, spec_stages, kv, t, clock_now, fix.speed if fix else 1.0, full)
         view.currency = currency_of(spec)
         view.cost_mismatches = cost_mismatches(kv)
         view.live = live
         view.acknowledged = beat
         view.events = self._events(name)
-        view.exclusions = self._exclusions(name)
-        with self.store.session() as s:
-            view.held = held_counts(s, name)["open"]
+        if full:
+            view.exclusions = self._exclusions(name)
+            with self.store.session() as s:
+                view.held = held_counts(s, name)["open"]
         view.alerts = compute_alerts(alert_input(view, now))
         return view
 
@@ -274,7 +284,7 @@ class Reader:
         return None
 
     def _work(self, name: str, status: str, spec_stages: dict[str, dict[str, Any]], kv: dict[str, str], t: Any,
-              clock_now: float, speed: float) -> CampaignView:
+              clock_now: float, speed: float, full: bool = True) -> CampaignView:
         stages: dict[str, StageView] = {}
 
         def stage(n: str) -> StageView:
@@ -321,10 +331,10 @@ class Reader:
                     known = [float(x) for x in oldest if x is not None]
                     if known:
                         v.earliest_auto_approval = min(known) + v.auto_approval_delay
-            n_labels, n_excluded = self._labels(s, name)
+            n_labels, n_excluded = self._labels(s, name) if full else (0, 0)
             workers = _rows(s, select(col(WorkerRow.worker_id), col(WorkerRow.excluded), col(WorkerRow.blocked), col(WorkerRow.evidence))
                              .where(col(WorkerRow.campaign) == name))
-        evidence = {w: self._evidence(e) for w, _, _, e in workers}
+        evidence = {w: self._evidence(name, w, e) for w, _, _, e in workers}
         excluded_w = {w for w, x, _, _ in workers if x}
         t_arr, s_arr, w_arr = arrivals.arrays()
         if len(t_arr) and status in DONE:
@@ -352,7 +362,7 @@ class Reader:
             stage_ev = [(evidence[w].get("stages") or {}).get(st, evidence[w] if st == (primary or st) else {}) for w in evidence]
             v.agreement_now = weighted_agreement(stage_ev)
             v.trap_pass_now = trap_pass_rate(stage_ev)
-        for stage_name, (n_stage, x_stage) in self._stage_labels(name).items():
+        for stage_name, (n_stage, x_stage) in (self._stage_labels(name) if full else {}).items():
             stage(stage_name).labels, stage(stage_name).labels_excluded = n_stage, x_stage
         for st, v in stages.items():
             raw = kv.get(Keys.batch_state(st))
@@ -441,24 +451,40 @@ class Reader:
 class Arrivals:
     """Every assignment's stage, worker and collection time (campaign clock), read once and afterwards
     only from a little before the newest one seen (a campaign's answers are stored in the order of their
-    times); checked against the store's count each time and read afresh if one is missing."""
+    times); checked against the store's count each time and read afresh if one is missing.
+
+    Kept from pass to pass (the daemon's `alerts` step, the dashboard), it holds 16 bytes per answer
+    (time, stage and worker in typed arrays) and the ids of the answers read within the margin before the
+    newest one only: those are the ones the next read returns again."""
 
     def __init__(self) -> None:
-        self.ids: set[str] = set()
+        self.count = 0
         self.stage_names: list[str] = []
         self.worker_names: list[str] = []
         self._stage_index: dict[str, int] = {}
         self._worker_index: dict[str, int] = {}
-        self._t: list[float] = []
-        self._s: list[int] = []
-        self._w: list[int] = []
+        self._t = array("d")
+        self._s = array("i")
+        self._w = array("i")
+        self._recent: dict[str, float] = {}  # id -> time of the answers at or after the last read's start
         self._arrays: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None
         self.cursor: float | None = None
 
     def update(self, s: Session, name: str, margin: float, expected: int) -> None:
         self._read(s, name, None if self.cursor is None else self.cursor - margin)
-        if len(self.ids) < expected:  # one was stored with a time before the cursor: read them all again
+        if self.count < expected:  # one was stored with a time before the cursor: read them all again
+            self._reset()
             self._read(s, name, None)
+        if self.cursor is not None:  # the next read starts at cursor - margin: only ids from there on can come again
+            low = self.cursor - margin
+            self._recent = {aid: t for aid, t in self._recent.items() if t >= low}
+
+    def _reset(self) -> None:
+        self.count = 0
+        del self._t[:], self._s[:], self._w[:]
+        self._recent.clear()
+        self._arrays = None
+        self.cursor = None
 
     def _read(self, s: Session, name: str, since: float | None) -> None:
         stmt = select(col(AssignmentRow.assignment_id), col(AssignmentRow.stage), col(AssignmentRow.worker_id),
@@ -466,24 +492,27 @@ class Arrivals:
         if since is not None:
             stmt = stmt.where(col(AssignmentRow.collected_at) >= since)
         for aid, stage, worker, t in _rows(s, stmt):
-            if aid in self.ids:
+            if aid in self._recent:
                 continue
-            self.ids.add(aid)
+            t = float(t)
+            self._recent[aid] = t
+            self.count += 1
             if stage not in self._stage_index:
                 self._stage_index[stage] = len(self.stage_names)
                 self.stage_names.append(stage)
             if worker not in self._worker_index:
                 self._worker_index[worker] = len(self.worker_names)
                 self.worker_names.append(worker)
-            self._t.append(float(t))
+            self._t.append(t)
             self._s.append(self._stage_index[stage])
             self._w.append(self._worker_index[worker])
-            self.cursor = float(t) if self.cursor is None else max(self.cursor, float(t))
+            self.cursor = t if self.cursor is None else max(self.cursor, t)
             self._arrays = None
 
     def arrays(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         if self._arrays is None:
-            self._arrays = (np.asarray(self._t, dtype=float), np.asarray(self._s, dtype=np.int64), np.asarray(self._w, dtype=np.int64))
+            self._arrays = (np.frombuffer(self._t, dtype=float).copy() if self._t else np.zeros(0, dtype=float),
+                            np.asarray(self._s, dtype=np.int64), np.asarray(self._w, dtype=np.int64))
         return self._arrays
 
 

@@ -22,10 +22,14 @@ from campaign.store import KVRow, Store
 EVENT_KIND = "alert"
 
 
-def raise_alerts(store: Store, campaign_name: str, now: float | None = None, state_dir: Path | None = None) -> list[Alert]:
-    """Write an `alert` event for every alert that was not standing at the last call; returns those."""
+def raise_alerts(store: Store, campaign_name: str, now: float | None = None, state_dir: Path | None = None,
+                 reader: Reader | None = None) -> list[Alert]:
+    """Write an `alert` event for every alert that was not standing at the last call; returns those.
+
+    `reader`: a Reader kept from the last call (the daemon keeps one per campaign in its step context),
+    which reads only the answers collected since; without one, a new Reader reads them all."""
     now = time.time() if now is None else now
-    current = Reader(store, state_dir).campaign(campaign_name, now).alerts
+    current = (reader or Reader(store, state_dir)).alerts(campaign_name, now)
     new: list[Alert] = []
     with store.session() as s:
         row = s.exec(select(KVRow).where(KVRow.campaign == campaign_name, KVRow.key == Keys.ALERTS_ACTIVE)).first()

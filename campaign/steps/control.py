@@ -93,8 +93,17 @@ def heartbeat(ctx: Context) -> None:
     record_heartbeat(ctx.store, ctx.name, status, ctx.clock.now(), getattr(ctx.clock, "speed", 1.0))
 
 
+ALERTS_READER = "alerts:reader"  # Context.cache: the campaign's Reader, kept from pass to pass
+
+
 def alerts(ctx: Context) -> None:
-    """Each condition the dashboard flags becomes one event when it appears."""
+    """Each condition the dashboard flags becomes one event when it appears. The Reader is kept in the
+    context from pass to pass, so a pass reads only the answers collected since the last one (a new
+    Reader every pass read every answer of the campaign again: the step that grew with the run)."""
+    from campaign.readmodel.snapshot import Reader
     from campaign.steps.alerts import raise_alerts
 
-    raise_alerts(ctx.store, ctx.name, state_dir=ctx.state_dir)
+    reader = ctx.cache.get(ALERTS_READER)
+    if not isinstance(reader, Reader):
+        reader = ctx.cache[ALERTS_READER] = Reader(ctx.store, ctx.state_dir)
+    raise_alerts(ctx.store, ctx.name, state_dir=ctx.state_dir, reader=reader)

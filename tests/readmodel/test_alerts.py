@@ -12,6 +12,7 @@ from sqlmodel import select
 from campaign import ledger
 from campaign.readmodel.alerts import AlertInput, agreement_drop, compute_alerts, error_burst
 from campaign.readmodel.heartbeat import ACK_KIND, record_heartbeat
+from campaign.readmodel.snapshot import Reader
 from campaign.steps.alerts import EVENT_KIND, raise_alerts
 from campaign.store import AssignmentRow, CampaignRow, EventRow, HitRow, Store, WorkerRow
 
@@ -177,3 +178,95 @@ def test_a_study_whose_ledger_differs_from_the_service_is_an_error_alert_even_wh
     assert alert.key == "cost_mismatch:T1" and alert.level == "error"
     assert "19.88" in alert.message and "18.97" in alert.message and "£" in alert.message
     assert compute_alerts(AlertInput(**base)) == []
+
+
+def same_alerts(kept: Reader, store: Store, now: float) -> list:
+    """The kept Reader's alerts, checked against a fresh Reader's (alerts only, and the full view)."""
+    got = kept.alerts("c1", now)
+    fresh = Reader(store)
+    assert [(a.key, a.message) for a in got] == [(a.key, a.message) for a in fresh.alerts("c1", now)]
+    assert [(a.key, a.message) for a in got] == [(a.key, a.message) for a in Reader(store).campaign("c1", now).alerts]
+    kept_arrivals, fresh_arrivals = kept._arrivals["c1"], fresh._arrivals["c1"]
+    assert kept_arrivals.count == fresh_arrivals.count
+    for a, b in zip(kept_arrivals.arrays(), fresh_arrivals.arrays()):
+        assert sorted(a.tolist()) == sorted(b.tolist())
+    return got
+
+
+def test_a_reader_kept_across_passes_raises_and_clears_alerts_as_a_fresh_one(tmp_path):
+    """The daemon keeps one Reader per campaign from pass to pass: each alert is written once when its
+    condition appears and again only after it cleared, and every pass's alerts and answer arrays equal
+    those of a Reader made for that pass."""
+    store = make_store(tmp_path, budget="2.00")
+    reserve(store, "h0", budget="2.00")
+    clock_now = 1_800_000_000.0
+    kept = Reader(store)
+
+    def run(now_clock: float) -> set[str]:
+        record_heartbeat(store, "c1", "running", clock_now=now_clock, speed=1.0)
+        now = time.time()
+        standing = keys(same_alerts(kept, store, now))
+        return keys(raise_alerts(store, "c1", now=now, reader=kept)) | {f"standing:{k}" for k in standing}
+
+    assert run(clock_now) == set()
+    with store.session() as s:  # an answer submitted 23 h ago, unreviewed: auto-approved within the hour
+        s.add(AssignmentRow(assignment_id="A1", campaign="c1", stage="likert", hit_key="h0", hit_id="H", worker_id="W0",
+                            answer_xml="", submit_time=clock_now - 23 * 3600, collected_at=clock_now - 23 * 3600))
+    assert run(clock_now) == {"review_behind:likert", "standing:review_behind:likert"}
+    assert run(clock_now + 60) == {"standing:review_behind:likert"}  # standing: no second event
+    with store.session() as s:  # reviewed: the alert clears
+        row = s.get(AssignmentRow, "A1")
+        row.status = "approved"
+        s.add(row)
+    assert run(clock_now + 120) == set()
+    for i in range(1, 5):  # 5 x $0.35 of $2.00: 87.5% committed
+        reserve(store, f"h{i}", budget="2.00")
+    assert run(clock_now + 180) == {"budget80", "standing:budget80"}
+    with store.session() as s:
+        ledger.release_hit_rest(s, "c1", "h4")
+    assert run(clock_now + 240) == set()
+    # answers arriving over the next hours, the newest from a worker who does not agree with the rest;
+    # one of them stored late with a time long before the newest (the kept arrays are read afresh)
+    with store.session() as s:
+        for k in range(60):
+            late = k >= 45
+            t = clock_now + 600 + (6 * 3600 - 2400) + (k - 45) * 150 if late else clock_now + 600 + k * 360
+            s.add(AssignmentRow(assignment_id=f"B{k}", campaign="c1", stage="likert", hit_key="h0", hit_id="H",
+                                worker_id="late" if late else f"W{k % 4}", status="approved", answer_xml="",
+                                submit_time=t, collected_at=t))
+        for k in range(4):
+            s.add(WorkerRow(campaign="c1", worker_id=f"W{k}", evidence=json.dumps({"correlation": 0.8, "labels": 45})))
+        s.add(WorkerRow(campaign="c1", worker_id="late", evidence=json.dumps({"correlation": 0.05, "labels": 20})))
+    end = clock_now + 600 + 6 * 3600
+    assert run(end) == {"agreement_drop:likert", "standing:agreement_drop:likert"}
+    with store.session() as s:
+        s.add(AssignmentRow(assignment_id="EARLY", campaign="c1", stage="likert", hit_key="h0", hit_id="H", worker_id="W1",
+                            status="approved", answer_xml="", submit_time=clock_now + 700, collected_at=clock_now + 700))
+        late = s.exec(select(WorkerRow).where(WorkerRow.worker_id == "late")).one()
+        late.evidence = json.dumps({"correlation": 0.78, "labels": 20})  # the late worker now agrees: the drop clears
+        s.add(late)
+    assert run(end + 60) == set()
+    assert kept._arrivals["c1"].count == 62
+    assert len(kept._parsed) == 5  # one parsed evidence per worker, however often it changed
+    assert [e.subject for e in alert_events(store)] == ["review_behind:likert", "budget80", "agreement_drop:likert"]
+    store.close()
+
+
+def test_a_kept_reader_holds_the_ids_of_recent_answers_only(tmp_path):
+    """What a Reader keeps per answer from pass to pass: its time, stage and worker in typed arrays; the
+    ids only of answers within the re-read margin before the newest (the ones a next read returns again)."""
+    store = make_store(tmp_path)
+    reserve(store, "h0")
+    clock_now = 1_800_000_000.0
+    record_heartbeat(store, "c1", "running", clock_now=clock_now, speed=1.0)
+    kept = Reader(store)
+    for batch in range(5):
+        with store.session() as s:
+            for k in range(200):
+                t = clock_now - 5 * 3600 + batch * 3600 + k * 10
+                s.add(AssignmentRow(assignment_id=f"A{batch}-{k}", campaign="c1", stage="likert", hit_key="h0", hit_id="H",
+                                    worker_id=f"W{k % 7}", status="approved", answer_xml="", submit_time=t, collected_at=t))
+        same_alerts(kept, store, time.time())
+    arrivals = kept._arrivals["c1"]
+    assert arrivals.count == 1000
+    assert len(arrivals._recent) <= 3  # margin max(1 s, 2 x speed) = 2 s of campaign clock before the newest
