@@ -685,16 +685,16 @@ class ProlificMarketplace:
     def worker_group(self, name: str) -> str:
         """A group of the task site's workers (participants are workers there): a HIT type that shuts it out
         is never offered to them, so the door has no task of it for them and asks them to return the place."""
-        inner = self.inner
-        if not isinstance(inner, WorkerGroups):
-            raise MarketError("the task site keeps no worker groups", "NoWorkerGroups")
-        return inner.worker_group(name)
+        return self._site_groups().worker_group(name)
 
     def add_to_group(self, group_id: str, worker_id: str) -> None:
+        self._site_groups().add_to_group(group_id, worker_id)
+
+    def _site_groups(self) -> WorkerGroups:
         inner = self.inner
         if not isinstance(inner, WorkerGroups):
             raise MarketError("the task site keeps no worker groups", "NoWorkerGroups")
-        inner.add_to_group(group_id, worker_id)
+        return inner
 
     def balance(self) -> Decimal:
         return self.inner.balance()

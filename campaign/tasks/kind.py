@@ -143,11 +143,17 @@ class StageData(Protocol):
 def answers_by_assignment(counted: Sequence[CountedJudgment]) -> list[list[Judgment]]:
     """Counted judgments grouped into answers, in a fixed order (HIT, then worker): what a replay of
     a stage's answers needs to be the same on every run."""
+    return [js for _, js in answers_with_workers(counted)]
+
+
+def answers_with_workers(counted: Sequence[CountedJudgment]) -> list[tuple[str, list[Judgment]]]:
+    """`answers_by_assignment` with each answer's worker beside it (for a kind that weighs answers by who
+    gave them)."""
     by_assignment: dict[str, tuple[tuple[str, str], list[Judgment]]] = {}
     for j in counted:
         by_assignment.setdefault(j.assignment_id, ((j.hit_key, j.worker_id), []))[1].append(
             Judgment(item_key=j.item_key, value=j.value, extra=j.extra))
-    return [js for _, js in sorted(by_assignment.values(), key=lambda v: v[0])]
+    return [(key[1], js) for key, js in sorted(by_assignment.values(), key=lambda v: v[0])]
 
 
 class TaskKind(ABC):

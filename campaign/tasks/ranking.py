@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import statistics
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from decimal import Decimal
@@ -37,7 +38,7 @@ from campaign.tasks.kind import (
     ReviewedJudgment,
     StageData,
     TaskKind,
-    answers_by_assignment,
+    answers_with_workers,
 )
 
 if TYPE_CHECKING:
@@ -95,12 +96,7 @@ def answer_weights(agreement: Mapping[str, float], workers: Sequence[str]) -> li
     so a random answerer it cannot call still weighs a tenth of a careful one (r 0.6-0.8) instead of as
     much. On the hostile bench (seeds 1-3, orders as collected) this raised Spearman with the truth from
     0.776 to 0.840 with adversaries and moved it from 0.916 to 0.906 without them."""
-    known = sorted(agreement.values())
-    if known:
-        mid = len(known) // 2
-        median = known[mid] if len(known) % 2 else (known[mid - 1] + known[mid]) / 2
-    else:
-        median = 1.0
+    median = statistics.median(agreement.values()) if agreement else 1.0
     return [max(MIN_WEIGHT, min(1.0, agreement.get(w, median))) for w in workers]
 
 
@@ -314,12 +310,9 @@ class RankingKind(TaskKind):
         known = set(items)
         comparisons: list[tuple[str, str]] = []
         weighted: list[tuple[str, str, float]] = []
-        counted = data.counted(stage.name)
-        answers = answers_by_assignment(counted)
-        # the worker of each answer, in the same order (HIT, then worker)
-        owners = [w for _, w in sorted({(j.hit_key, j.worker_id): None for j in counted})]
-        assert len(owners) == len(answers)
-        for r, weight in zip(orders(answers), answer_weights(data.agreement(stage.name), owners)):
+        answers = answers_with_workers(data.counted(stage.name))
+        owners = [w for w, _ in answers]
+        for r, weight in zip(orders([a for _, a in answers]), answer_weights(data.agreement(stage.name), owners)):
             kept = [i for i in r if i in known]
             got = pairs([Judgment(item_key=k, value=float(p)) for p, k in enumerate(kept)])
             comparisons.extend(got)
