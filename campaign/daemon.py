@@ -166,6 +166,7 @@ def ensure_campaign_row(store: Store, c: Campaign, seed: int) -> str:
             instance = uuid.uuid4().hex[:12]
             spec = json.loads(json.dumps(asdict(c), default=str))
             spec["instance"] = instance
+            spec["hit_type_tag"] = f"campaign-{instance}"  # its HITs' own HIT type (`steps.post.hit_type_id`)
             s.add(CampaignRow(name=c.name, fingerprint=c.fingerprint(), spec_json=json.dumps(spec, default=str),
                               seed=seed, budget=fmt(c.budget)))
             store.event(c.name, "created", f"campaign created (seed {seed}, budget {shown(c.budget, c.currency)})", session=s)

@@ -174,8 +174,9 @@ class Marketplace(Protocol):
         """Every submitted, approved or rejected assignment of the HIT (all pages)."""
         ...
 
-    def reviewable_hits(self) -> list[str]:
-        """HITs with work waiting for a decision (or done), by id."""
+    def reviewable_hits(self, type_ids: Sequence[str] = ()) -> list[str]:
+        """HITs with work waiting for a decision (or done), by id; with `type_ids`, only the HITs of those
+        HIT types (MTurk: ListReviewableHITs with HITTypeId, one listing per type)."""
         ...
 
     def get_assignment(self, assignment_id: str) -> RemoteAssignment: ...

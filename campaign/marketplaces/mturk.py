@@ -224,8 +224,13 @@ class MTurkMarketplace:
         return [self._assignment(a) for a in self._pages("list_assignments_for_hit", "Assignments", HITId=hit_id,
                                                           AssignmentStatuses=["Submitted", "Approved", "Rejected"])]
 
-    def reviewable_hits(self) -> list[str]:
-        return [h["HITId"] for h in self._pages("list_reviewable_hits", "HITs")]
+    def reviewable_hits(self, type_ids: Sequence[str] = ()) -> list[str]:
+        if not type_ids:
+            return [h["HITId"] for h in self._pages("list_reviewable_hits", "HITs")]
+        out: dict[str, None] = {}
+        for type_id in type_ids:
+            out.update((h["HITId"], None) for h in self._pages("list_reviewable_hits", "HITs", HITTypeId=type_id))
+        return list(out)
 
     def mark_reviewing(self, hit_id: str) -> None:
         """Take a fully collected HIT off ListReviewableHITs (UpdateHITReviewStatus, Revert=False)."""

@@ -437,8 +437,8 @@ class ProlificMarketplace:
     def submissions(self, hit_id: str) -> list[RemoteAssignment]:
         return self.inner.submissions(hit_id)
 
-    def reviewable_hits(self) -> list[str]:
-        return self.inner.reviewable_hits()
+    def reviewable_hits(self, type_ids: Sequence[str] = ()) -> list[str]:
+        return self.inner.reviewable_hits(type_ids)
 
     def get_assignment(self, assignment_id: str) -> RemoteAssignment:
         return self.inner.get_assignment(assignment_id)

@@ -41,7 +41,7 @@ def collect(ctx: Context, sweep: int = SWEEP, seconds: float = COLLECT_SECONDS) 
     """Fetch new assignments; returns how many new ones were stored.
 
     A pass looks at what became reviewable (every slot submitted, or expired with nothing pending:
-    ListReviewableHITs) and at the next `sweep` open HITs after a cursor kept in the store, so work in
+    ListReviewableHITs, of this campaign's HIT types only: `_open_types`) and at the next `sweep` open HITs after a cursor kept in the store, so work in
     partly done HITs is collected within a few passes while a pass costs the same at 800 open HITs as
     at 9,400. A full HIT, once collected, is marked Reviewing where the marketplace allows, which takes
     it off the reviewable list: the list stays as short as the work that is new. Only the HITs named
@@ -51,11 +51,12 @@ def collect(ctx: Context, sweep: int = SWEEP, seconds: float = COLLECT_SECONDS) 
     """
     with ctx.store.session() as s:
         any_open = s.exec(select(HitRow.id).where(HitRow.campaign == ctx.name, HitRow.status == HitStatus.POSTED).limit(1)).first()
+        types = _open_types(s, ctx.name) if any_open is not None else ()
     if any_open is None:
         return 0
     deadline = work_deadline(ctx.clock, seconds)
     try:
-        listed = ctx.market.reviewable_hits()
+        listed = ctx.market.reviewable_hits(types)
     except MarketError as exc:
         ctx.store.event(ctx.name, "marketplace_error", f"listing reviewable HITs: {exc}", level="warning")
         listed = []
@@ -86,6 +87,18 @@ def collect(ctx: Context, sweep: int = SWEEP, seconds: float = COLLECT_SECONDS) 
     if last_swept is not None:  # the sweep goes on after the last HIT it looked at
         ctx.store.set_kv(ctx.name, Keys.COLLECT_CURSOR, str(last_swept))
     return new
+
+
+def _open_types(s: Session, campaign: str) -> tuple[str, ...]:
+    """The HIT types of the campaign's open HITs, for a listing of their reviewable HITs only; () (the
+    account's whole list) if one of them has no type recorded. A campaign's HITs have a type of their
+    own (`post.hit_type_id`), so a daemon holding many campaigns of one account lists each campaign's
+    new work once, not every campaign's on every campaign's pass."""
+    types = s.exec(select(HitRow.hit_type_id).where(HitRow.campaign == campaign, HitRow.status == HitStatus.POSTED)
+                   .distinct()).all()
+    if any(t is None for t in types):
+        return ()
+    return tuple(sorted(t for t in types if t is not None))
 
 
 def _posted_by_remote_id(ctx: Context, hit_ids: Sequence[str]) -> list[HitRow]:

@@ -9,6 +9,7 @@ the HIT is found by its annotation instead.
 
 from __future__ import annotations
 
+import json
 import logging
 import time
 from decimal import Decimal
@@ -35,11 +36,30 @@ log = logging.getLogger(__name__)
 STEP_SECONDS = 2.0  # wall seconds one pass may spend posting (see `post_pending`)
 
 
+HIT_TYPE_TAG = "post:hit_type_tag"  # Context.cache: the campaign's HIT type tag, read once from the store
+
+
+def hit_type_tag(ctx: Context) -> str:
+    """The keyword that gives the campaign's HITs a HIT type of their own (`hit_type_tag` in the stored
+    spec, written when the campaign is created; campaigns created before it existed have none and keep
+    their HIT types): the marketplace then lists each campaign's reviewable HITs apart (collect)."""
+    tag = ctx.cache.get(HIT_TYPE_TAG)
+    if not isinstance(tag, str):
+        with ctx.store.session() as s:
+            row = s.get(CampaignRow, ctx.name)
+            spec = json.loads(row.spec_json or "{}") if row is not None else {}
+        tag = ctx.cache[HIT_TYPE_TAG] = str(spec.get("hit_type_tag") or "")
+    return tag
+
+
 def hit_type_id(ctx: Context, stage: Stage, excluded: tuple[str, ...] = ()) -> str:
     """The stage's HIT type: idempotent on the marketplace (identical settings, same id), so no state is needed.
-    `excluded`: worker groups shut out (a repeat HIT's original workers, see `campaign.steps.repeat`)."""
+    `excluded`: worker groups shut out (a repeat HIT's original workers, see `campaign.steps.repeat`).
+    The campaign's tag (`hit_type_tag`) is one more keyword, so two campaigns never share a type."""
+    tag = hit_type_tag(ctx)
+    keywords = f"{stage.keywords}, {tag}" if tag and stage.keywords else (tag or stage.keywords)
     hit_type = HitType(title=stage.title, description=stage.description, reward=stage.reward, duration=stage.duration,
-                       auto_approval_delay=stage.auto_approval_delay, keywords=stage.keywords,
+                       auto_approval_delay=stage.auto_approval_delay, keywords=keywords,
                        qualifications=stage.qualifications, excluded_groups=excluded)
     return ctx.market.create_hit_type(hit_type, sandbox=ctx.market.capabilities.sandbox_qualifications)
 

@@ -82,3 +82,24 @@ def test_which_qualification_ids_it_uses_is_its_own_capability(monkeypatch, name
     monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "not-a-secret")
     m = open_mturk(name, "http://127.0.0.1:9" if name == "local" else None, production_ok=True)
     assert m.capabilities.sandbox_qualifications is sandbox_ids
+
+
+def test_reviewable_hits_of_some_hit_types_only(local_mturk):
+    """ListReviewableHITs with HITTypeId: a campaign lists its own finished HITs, not the account's."""
+    m, local_workers, _ = local_mturk
+    types = [m.create_hit_type(HitType(title="T", description="D", reward=Decimal("0.10"), duration=600,
+                                       auto_approval_delay=3600, keywords=f"k, campaign-{n}", qualifications=Qualifications()),
+                               sandbox=True) for n in range(3)]
+    assert len(set(types)) == 3  # one more keyword, another type
+    done = {}
+    for n, type_id in enumerate(types):
+        hit = m.create_hit(type_id, HitRequest(html=FORM_PAGE, max_assignments=1, lifetime=3600, annotation=f"r-{n}",
+                                               token=f"r-{n}"))
+        local_workers.register(f"AREVIEW{n:07d}")
+        aid = local_workers.accept(f"AREVIEW{n:07d}", hit.hit_id)["AssignmentId"]
+        local_workers.submit(aid, [("assignmentId", aid), ("answer", "x")])
+        done[type_id] = hit.hit_id
+    everything = m.reviewable_hits()
+    assert set(done.values()) <= set(everything)
+    assert m.reviewable_hits([types[1]]) == [done[types[1]]]
+    assert m.reviewable_hits([types[2], types[0]]) == [done[types[2]], done[types[0]]]

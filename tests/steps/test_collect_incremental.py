@@ -52,3 +52,40 @@ def test_a_pass_out_of_time_leaves_the_rest_reviewable_for_the_next(harness, rat
     assert len(h.ctx.market.reviewable_hits()) == 2  # the others wait on the list, not lost
     assert collect(h.ctx, sweep=0) == 2 * per_hit
     assert h.ctx.market.reviewable_hits() == []
+
+
+def test_a_campaigns_hits_have_a_type_of_their_own_and_collect_lists_only_it(harness, rate):
+    """Two campaigns on one account never share a HIT type (the campaign's tag is one more keyword), and
+    collect lists the reviewable HITs of its campaign's types only: a daemon holding forty campaigns does
+    not read every campaign's finished work on every campaign's pass."""
+    from campaign.steps.post import hit_type_id, hit_type_tag
+
+    h = harness(n_items=10)
+    full, partial = _posted(h)
+    tag = hit_type_tag(h.ctx)
+    assert tag == f"campaign-{h.ctx.instance}"
+    stage = h.ctx.campaign.stages[0]
+    with h.ctx.store.session() as s:
+        from campaign.store import CampaignRow
+
+        row = s.get(CampaignRow, h.ctx.name)
+        assert row is not None
+        other = row.spec_json.replace(tag, "campaign-another")
+        row.spec_json = other
+        s.add(row)
+    import dataclasses
+
+    another = dataclasses.replace(h.ctx, cache={})  # another campaign's daemon, same account and settings
+    assert hit_type_id(another, stage) != full.hit_type_id == partial.hit_type_id == hit_type_id(h.ctx, stage)
+    listed: list[tuple[str, ...]] = []
+    plain = h.ctx.market.reviewable_hits
+
+    def recording(type_ids=()):
+        listed.append(tuple(type_ids))
+        return plain(type_ids)
+
+    h.ctx.market.reviewable_hits = recording  # type: ignore[method-assign]
+    for n in range(full.assignments):
+        h.work(f"AWORKER{n:07d}", full.hit_id, rate(3))
+    assert collect(h.ctx, sweep=0) == full.assignments
+    assert listed == [(full.hit_type_id,)]
