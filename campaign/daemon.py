@@ -16,7 +16,6 @@ import os
 import signal
 import threading
 import time
-import uuid
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from datetime import UTC
@@ -27,6 +26,7 @@ from apscheduler.executors.pool import ThreadPoolExecutor
 from apscheduler.schedulers.background import BackgroundScheduler
 from sqlalchemy.exc import IntegrityError
 
+from campaign import ids
 from campaign.clock import Clock, ScaledClock, VirtualClock, WallClock, is_virtual
 from campaign.filemodes import private_dir
 from campaign.marketplaces.base import CountsRequests
@@ -163,7 +163,9 @@ def ensure_campaign_row(store: Store, c: Campaign, seed: int) -> str:
     with store.session() as s:
         row = s.get(CampaignRow, c.name)
         if row is None:
-            instance = uuid.uuid4().hex[:12]
+            # the run's id source: random facing people, the seed's in a simulation, where the instance
+            # names the campaign's HIT type and so seeds its HITs' ids (random ones made runs differ)
+            instance = ids.random_bytes(6, scope=f"campaign-instance:{c.name}").hex()
             spec = json.loads(json.dumps(asdict(c), default=str))
             spec["instance"] = instance
             spec["hit_type_tag"] = f"campaign-{instance}"  # its HITs' own HIT type (`steps.post.hit_type_id`)
@@ -257,8 +259,6 @@ def start_runtime(spec: Spec, opts: RunOptions) -> Runtime:
                            say=opts.say)
     rt = Runtime(store=store, clock=clock, contexts=[], services=services)
     if is_virtual(clock):  # the marketplace's and emulator's ids from the seed too (`campaign.ids`)
-        from campaign import ids
-
         ids.install(opts.seed, ids.next_epoch(opts.state_dir))
     try:
         _start_providers(rt, chosen, groups, opts)
@@ -334,7 +334,6 @@ def run(spec: Spec, opts: RunOptions, progress: Callable[[Runtime], None] | None
 
 
 def _run(spec: Spec, opts: RunOptions, progress: Callable[[Runtime], None] | None) -> int:
-    from campaign import ids
     from campaign.web.loopback import clear_routes
 
     try:
