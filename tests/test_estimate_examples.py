@@ -1,17 +1,18 @@
 """Every shipped example's cost estimate against what its run actually spends (the ledger's spent total):
-within 5%. With a simulated crowd the figure compared is the estimate's expected spend (`expected`, the
+within 5% (the Prolific example: the mean of several seeds' runs, see `PROLIFIC_SEEDS`). With a simulated crowd the figure compared is the estimate's expected spend (`expected`, the
 spammers' rejected work unpaid) where it has one, else its total; bonuses are not in either (they depend
 on who turns out careful) and are checked against the estimate's "at most" instead."""
 
 from __future__ import annotations
 
+from concurrent.futures import ThreadPoolExecutor
 from decimal import Decimal
 from pathlib import Path
 
 import pytest
 from sqlmodel import select
 
-from campaign.estimate import estimate_spec
+from campaign.estimate import CampaignEstimate, estimate_spec
 from campaign.ledger import totals
 from campaign.spec import load_spec
 from campaign.store import LedgerRow, Store
@@ -24,26 +25,26 @@ from tests.support.paths import ROOT
 SPECS = [ROOT / "campaigns.yaml", *sorted(p for p in (ROOT / "examples").glob("*.yaml") if p.name != "hostile.yaml")]
 # The Prolific example's work is paid per HIT used (a shorter bundle its share of a place), and the
 # estimate prices it so, and the ranking stage's ties at its shortlist's cut as the run plans them (9-13
-# HITs, about 10 to expect). Its run on the test's seed is within 5% and must stay so. Other seeds are
-# not all: which participants take the places first decides how much of the reviewed work spammers do,
-# and so what is rejected and unpaid, which one figure cannot follow. Since a Prolific submission is
-# rejected only for failed attention checks (spam otherwise paid, issue 27), the expected spend counts
-# the spammers' whole bundles that fail two checks; a ranking stage's bundles rarely fill (its HITs
-# share shortlisted items, and nobody gets two HITs sharing one), so they end short and are paid per
-# task, never rejected (`full_bundle_chance`): expected £22.04. 2026-11-26, seeds 0-3: £21.00, £21.00,
-# £22.05, £22.05 (all within 5%; against £20.78 when ranking bundles were priced as if whole, 2 of 4);
-# before, with all spam unpaid, seeds 0-5 were £19.74, £19.53, £21.00, £18.90, £19.95, £23.10 against
-# £20.15 (4 of 6).
+# HITs, about 10 to expect). Which participants take the places first decides how much of the reviewed
+# work spammers do, and so what is rejected and unpaid, which one figure cannot follow: one run's spend
+# spreads about ±10% over seeds (2026-11-28, seeds 0-19: £19.95-£24.15, mean £22.26 against the expected
+# £22.04; 5 of the 20 outside 5%), so one seed's run judged the estimate by luck, and any change that
+# reordered who takes which place (new ids, another collect order) failed it about a quarter of the
+# time. The test therefore judges the mean over `PROLIFIC_SEEDS` runs (their standard error about 2%
+# of the figure) and checks each run's reservations, total and bonuses as for the other examples.
+# Since a Prolific submission is rejected only for failed attention checks (spam otherwise paid, issue
+# 27), the expected spend counts the spammers' whole bundles that fail two checks; a ranking stage's
+# bundles rarely fill (its HITs share shortlisted items, and nobody gets two HITs sharing one), so they
+# end short and are paid per task, never rejected (`full_bundle_chance`).
+PROLIFIC_SEEDS = range(8)
 
 
-@pytest.mark.slow
-@pytest.mark.parametrize("spec_path", SPECS, ids=lambda p: Path(p).name)
-def test_estimate_is_within_five_percent_of_the_runs_spend(spec_path, tmp_path):
-    state = tmp_path / "state"
-    run = run_campaign(*run_args(spec_path, state), cwd=tmp_path, timeout=900)
-    assert run.returncode == 0, run.stderr[-3000:]
+def _spent(state: Path, spec_path: Path) -> list[tuple[CampaignEstimate, Decimal, Decimal]]:
+    """Per campaign of the spec: (its estimate, spent on work, spent on bonuses), after checking that
+    nothing stays reserved."""
     spec = load_spec(spec_path)
     store = Store.open(state, None)
+    out = []
     try:
         for est in estimate_spec(spec):
             with store.session() as s:
@@ -51,13 +52,33 @@ def test_estimate_is_within_five_percent_of_the_runs_spend(spec_path, tmp_path):
                 bonuses = sum((Decimal(r.amount) for r in s.exec(select(LedgerRow).where(
                     LedgerRow.campaign == est.name, LedgerRow.kind == "bonus_charge")).all()), Decimal("0"))
             assert money.reserved == 0
-            work = money.spent - bonuses
-            figure = est.expected if est.expected is not None else est.total
-            print(f"{spec_path.name} {est.name}: estimate {est.total} (expected {est.expected}), spent on HITs {work}, "
-                  f"bonuses {bonuses} of at most {est.bonuses_at_most}")
-            assert abs(work - figure) <= Decimal("0.05") * work, (est.name, figure, work)
-            if est.hourly is None:  # per-HIT pay: the everyone-paid figure is never beaten (on Prolific a
-                assert work <= est.total  # rejected submission's place reopens and is paid to someone else)
-            assert bonuses <= est.bonuses_at_most
+            out.append((est, money.spent - bonuses, bonuses))
     finally:
         store.close()
+    return out
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("spec_path", SPECS, ids=lambda p: Path(p).name)
+def test_estimate_is_within_five_percent_of_the_runs_spend(spec_path, tmp_path):
+    seeds = list(PROLIFIC_SEEDS) if spec_path.name == "prolific.yaml" else [None]
+
+    def one(seed: int | None) -> list[tuple[CampaignEstimate, Decimal, Decimal]]:
+        state = tmp_path / f"state-{seed}"
+        run = run_campaign(*run_args(spec_path, state, seed=seed), cwd=tmp_path, timeout=900)
+        assert run.returncode == 0, run.stderr[-3000:]
+        return _spent(state, spec_path)
+
+    with ThreadPoolExecutor(max_workers=4) as pool:  # the runs are child processes: side by side
+        runs = list(pool.map(one, seeds))
+    for i, est in enumerate(e for e, _, _ in runs[0]):
+        works = [run[i][1] for run in runs]
+        figure = est.expected if est.expected is not None else est.total
+        work = sum(works, Decimal("0")) / len(works)
+        print(f"{spec_path.name} {est.name}: estimate {est.total} (expected {est.expected}), spent on HITs "
+              f"{' '.join(map(str, works))} (mean {work:.2f} over {len(works)} runs)")
+        assert abs(work - figure) <= Decimal("0.05") * work, (est.name, figure, work)
+        for _, spent, bonuses in (run[i] for run in runs):
+            if est.hourly is None:  # per-HIT pay: the everyone-paid figure is never beaten (on Prolific a
+                assert spent <= est.total  # rejected submission's place reopens and is paid to someone else)
+            assert bonuses <= est.bonuses_at_most

@@ -41,3 +41,30 @@ def test_the_marketplaces_ids_take_their_scope_and_are_random_outside_a_simulati
     finally:
         ids.uninstall()
     assert new_id(scope="hit:T") != a  # no simulation installed: the OS's random source
+
+
+def test_a_campaigns_instance_is_the_seeds_in_a_simulation_and_random_facing_people(tmp_path) -> None:
+    """The instance names the campaign's HIT type (its tag), and a simulation's HIT ids are drawn per HIT
+    type: an instance from uuid4 made two runs of one seed offer participants HITs in other orders."""
+    from contextlib import closing
+
+    from campaign.daemon import ensure_campaign_row
+    from campaign.spec import load_spec
+    from campaign.store import Store
+    from tests.support.specs import NO_CROWD, campaign, write_spec
+
+    spec = load_spec(write_spec(tmp_path / "c.yaml", campaign("inst", task={"kind": "likert"}, budget="5.00", crowd=NO_CROWD)))
+
+    def instance(folder: str, seed: int | None) -> str:
+        if seed is not None:
+            ids.install(seed, 0)
+        try:
+            with closing(Store.open(tmp_path / folder)) as store:
+                return ensure_campaign_row(store, spec.campaigns[0], seed or 0)
+        finally:
+            ids.uninstall()
+
+    simulated = instance("a", 5)
+    assert simulated == instance("b", 5) != instance("c", 6)
+    assert len({instance("d", None), instance("e", None), simulated}) == 3
+    assert len(simulated) == 12 and int(simulated, 16) >= 0

@@ -57,7 +57,10 @@ def compare_methods(labels: list, gold: dict) -> dict:
             "auto_seconds": round(seconds, 2), "auto_reason": auto.reason_}
 
 
-def ukp(iterations: int = 200, restarts: int = 5) -> dict:
+def ukp(iterations: int = 200, restarts: int = 5, compare: bool = True) -> dict:
+    """MACE on the whole UKPConvArg1 corpus against its published gold and competences; with `compare`,
+    majority, Dawid-Skene and `auto` beside it against that gold (`auto`'s held-out folds are four
+    fifths of the time, so a test of MACE alone leaves them out)."""
     from scipy.stats import pearsonr, spearmanr
 
     from campaign.datasets import ukpconvarg1
@@ -76,7 +79,7 @@ def ukp(iterations: int = 200, restarts: int = 5) -> dict:
             "competence_pearson": round(float(pearsonr(ours, theirs)[0]), 4), "workers": len(workers),
             "seconds": round(seconds, 1), "method": f"EM, {restarts} restarts x {iterations} iterations, threshold 0.95",
             # against the published gold, which is itself MACE's output: a check of agreement, not of accuracy
-            **{k: v for k, v in compare_methods(data.labels, data.gold).items()}}
+            **(compare_methods(data.labels, data.gold) if compare else {})}
 
 
 def main(argv: list[str]) -> int:

@@ -107,7 +107,7 @@ def test_ukpconvarg1_reproduces_the_published_gold_and_competences():
     # ~15 s: the whole corpus, 16,927 pairs x 3,815 workers, EM with the entropy threshold 0.95
     from campaign.bench.mace import ukp
 
-    out = ukp()
+    out = ukp(compare=False)  # auto's folds on this corpus are `campaign bench mace`'s
     assert out["kept_by_threshold"] == 16081  # the corpus's own count of pairs that survive the threshold
     assert out["agreement_with_published_gold"] >= 0.99
     assert out["competence_spearman"] >= 0.98
