@@ -34,8 +34,9 @@ from typing import Any
 
 from sqlmodel import col, func, select
 
-from campaign.ledger import BudgetExceeded, release_extra, reserve_extra
+from campaign.ledger import BudgetExceeded, release_extra, reserve_extra, totals
 from campaign.marketplaces.base import AdditionalAssignments, AlreadyDone, MarketError, Studies, TransientError, fees_of
+from campaign.money import fmt
 from campaign.plan.extra import plan_extra
 from campaign.state import AssignmentStatus, HitStatus, Keys, ReplaceState
 from campaign.steps.context import Context, get_row, remote_id
@@ -99,6 +100,10 @@ def replace_refused(ctx: Context) -> int:
         if n <= 0:
             continue
         round_ = state["round"] + 1
+        short = _places_short(ctx, market, n)
+        if short:  # the places could never be opened: the HIT would wait out its lifetime for them
+            ctx.store.event(ctx.name, "replacement_skipped", f"{hit.hit_key}: {short}", subject=hit.hit_key)
+            continue
         with ctx.store.session() as s:
             try:
                 reserve_extra(s, ctx.name, ctx.campaign.budget, hit.hit_key, round_, Decimal(hit.reward), n, fees_of(market))
@@ -122,6 +127,18 @@ def replaces(ctx: Context, market: object, kind: str) -> bool:
     if ctx.campaign.quality.replace_excluded:
         return True
     return get_kind(kind).replace_refused and not isinstance(market, Studies)
+
+
+def _places_short(ctx: Context, market: object, n: int) -> str:
+    """On a marketplace with studies, why the budget cannot cover `n` more slots at a place each (their
+    worst case: the places are reserved, and the budget enforced, by `steps.studies.open_places`, which
+    never opens one the budget cannot cover); "" when it can, or elsewhere."""
+    if not isinstance(market, Studies):
+        return ""
+    need = market.place_cost().total * n
+    with ctx.store.session() as s:
+        left = totals(s, ctx.name, ctx.campaign.budget).remaining
+    return "" if need <= left else f"{n} more place(s) would need {fmt(need)} but only {fmt(left)} of the budget is left"
 
 
 def _call(ctx: Context, market: AdditionalAssignments, hit: HitRow, round_: int, n: int) -> int:

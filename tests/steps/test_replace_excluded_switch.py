@@ -77,3 +77,19 @@ def test_which_stages_ask():
     assert not replaces(off, object(), "likert")
     assert not replaces(off, study, "nuggets")  # places are priced without replacements unless the spec asks
     assert replaces(on, study, "likert") and replaces(on, object(), "ranking") and replaces(on, study, "nuggets")
+
+
+def test_on_a_study_slots_the_budget_cannot_place_are_not_asked_for(harness):
+    """A replacement on Prolific needs places, which `open_places` never opens beyond the budget; slots
+    asked for without them would keep their HIT open for nothing, so they are not asked for."""
+    from decimal import Decimal
+
+    from campaign.money import Cost
+    from campaign.steps.replace import _places_short
+
+    h = harness()  # budget $10.00, nothing booked yet
+    study = _study_market()
+    type(study).place_cost = lambda self: Cost(total=Decimal("4.00"), fee=Decimal("1.00"))  # type: ignore[method-assign]
+    assert _places_short(h.ctx, study, 2) == ""
+    assert "3 more place(s) would need 12.00 but only 10.00" in _places_short(h.ctx, study, 3)
+    assert _places_short(h.ctx, object(), 3) == ""  # elsewhere a slot is booked by `reserve_extra` itself
