@@ -279,11 +279,19 @@ def _priced(campaign: Campaign, stage: Stage, batches: Sequence[Sequence[tuple[s
     if cfg is not None:  # Prolific: places (bundles of HIT assignments), paid for the HITs done
         # repeats are posted together after the first pass: one batch more
         places = places_for([len(b) for b in batches] + [repeats], stage.assignments, cfg.bundle)
-        rewards, fees = prolific_work_cost(cfg, assignments)
-        return StageEstimate(stage.name, stage.kind, hits, repeats, assignments, rewards, fees, pairs, places)
+        # answers rejected or left out asked for again (`quality.replace_excluded`, steps.replace): at
+        # most the allowance per HIT, each a HIT's share of a place, in places of their own at worst
+        from campaign.prolific.verdict import places_needed
+
+        extra = hits * extra_allowance(stage.assignments) if campaign.quality.replace_excluded else 0
+        rewards, fees = prolific_work_cost(cfg, assignments + extra)
+        one = sum(prolific_work_cost(cfg, 1), Decimal("0"))
+        return StageEstimate(stage.name, stage.kind, hits, repeats, assignments, rewards, fees, pairs,
+                             places + places_needed(extra, cfg.bundle), extra=extra, extra_cost=one)
     cost = MTURK_FEES.assignment(stage.reward, stage.assignments)
     extra = 0
-    if get_kind(stage.kind).replace_refused:  # refused answers are asked for again (steps.replace)
+    # refused answers are asked for again (steps.replace): by a kind that needs every answer, or by the spec
+    if get_kind(stage.kind).replace_refused or campaign.quality.replace_excluded:
         extra = hits * extra_allowance(stage.assignments)
     rewards = stage.reward * (assignments + extra)
     return StageEstimate(stage.name, stage.kind, hits, repeats, assignments, rewards,

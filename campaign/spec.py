@@ -143,6 +143,10 @@ class QualityPolicy:
     block: bool = opt(False, _boolean)
     block_list: str | None = opt(None, _string)  # campaigns naming the same list share their blocks
     bonus: str | None = opt(None, _money_text)  # bonus amount for consistently good workers, or None
+    # every stage asks again for answers that were rejected or whose labels quality control left out, where
+    # the marketplace can add slots (`campaign.steps.replace`); a kind that needs every answer (nuggets)
+    # does so on MTurk-style marketplaces whatever this says
+    replace_excluded: bool = opt(False, _boolean)
 
 
 @dataclass(frozen=True)
@@ -213,6 +217,8 @@ class Campaign:
                 data.pop(key, None)
         legacy = _LEGACY_STAGE_FIELDS
         data["stages"] = [{**legacy, **s} for s in data["stages"]]
+        if not data["quality"].get("replace_excluded"):  # off: as before the switch existed, so older campaigns resume
+            data["quality"].pop("replace_excluded", None)
         if data["crowd"].get("adversaries") == asdict(Adversaries()):  # none: as before adversaries existed
             del data["crowd"]["adversaries"]
         for st in data["stages"]:  # no repeat: as before `repeat:` existed, so older campaigns still resume

@@ -73,6 +73,22 @@ def test_prolific_is_priced_per_place_and_reports_hourly_pay():
     assert "bonuses at most £8.40" in text  # 30 participants x (0.20 + fee + VAT)
 
 
+def test_replacing_excluded_answers_on_prolific_is_priced_at_most_the_allowance_per_hit():
+    import dataclasses
+
+    (campaign,) = load_spec(ROOT / "examples" / "prolific.yaml").campaigns
+    on = dataclasses.replace(campaign, quality=dataclasses.replace(campaign.quality, replace_excluded=True))
+    items = plan_items(campaign)
+    base, more = estimate_campaign(campaign, items), estimate_campaign(on, items)
+    for b, m in zip(base.stages, more.stages):
+        assert b.extra == 0 and m.extra == b.hits * 2  # 5 assignments a HIT: at most 2 more each
+        assert m.assignments == b.assignments  # the first answers are the same
+        assert m.places == b.places + -(-m.extra // 5)  # places of their own, bundles of 5
+        assert m.total == b.total + m.extra * m.extra_cost and m.extra_cost == Decimal("0.21")  # a fifth of £1.05
+    assert more.total > base.total
+    assert "at most 24 replacements" in "\n".join(describe(more))
+
+
 def test_places_never_assume_a_submission_does_more_hits_than_a_batch_has():
     assert places_for([12], 5, 5) == 12
     assert places_for([2], 5, 5) == 5

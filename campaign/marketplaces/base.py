@@ -222,7 +222,8 @@ class WorkerGroups(Protocol):
 class AdditionalAssignments(Protocol):
     """Optional: more slots on a posted HIT (MTurk: CreateAdditionalAssignmentsForHIT), so an answer that
     was refused, rejected or never given can be asked for again from another worker. A marketplace
-    without it (a Prolific study, whose places are refilled through `Studies`) does not implement it.
+    without it does not implement it. On Prolific (`ProlificMarketplace`) the task site's HIT gets the
+    slots and the study the places they need (`Studies.places_wanted`), booked like the first ones.
 
     `token` is deterministic per (HIT, round), so a call repeated after a crash adds nothing: the
     second one raises `AlreadyDone`. MTurk refuses to take a HIT created with fewer than 10 assignments

@@ -31,6 +31,8 @@ from campaign.crash import crash_point
 from campaign.market.door_remote import RemoteDoor
 from campaign.market.prolific_site import ProlificDoor
 from campaign.marketplaces.base import (
+    AdditionalAssignments,
+    AlreadyDone,
     Capabilities,
     HitRequest,
     HitType,
@@ -70,7 +72,7 @@ from campaign.prolific.study import (
 )
 from campaign.prolific.verdict import Verdict, bundle_verdict, no_work_verdict, places_needed
 from campaign.state import LedgerKind, SubmissionStatus
-from campaign.store import LedgerRow, ProlificHitTypeRow, ProlificPostedRow, ProlificVerdictRow, Store
+from campaign.store import HitRow, LedgerRow, ProlificHitTypeRow, ProlificPostedRow, ProlificVerdictRow, Store
 
 TAKES_PLACE = ("RESERVED", "ACTIVE", "AWAITING REVIEW", "APPROVED", "PARTIALLY APPROVED", "SCREENED OUT")
 WORKING = ("RESERVED", "ACTIVE")
@@ -208,6 +210,31 @@ class ProlificMarketplace:
                 s.add(ProlificPostedRow(campaign=self.campaign, hit_id=hit.hit_id, type_id=type_id,
                                         assignments=request.max_assignments))
         return hit
+
+    def add_assignments(self, hit_id: str, count: int, token: str) -> None:
+        """`AdditionalAssignments`: `count` more slots on the task site's HIT (once per `token`: a repeat
+        raises `AlreadyDone` there), then the HIT's slot count as the study sees it, so `places_wanted`
+        asks for the places they need (reserved in the ledger and opened by the `places` step). The count
+        is copied from the store's HIT row, which the replace step raised before this call: a repeat after
+        a crash between the two writes sets the same number again, never one more."""
+        inner = self.inner
+        if not isinstance(inner, AdditionalAssignments):
+            raise MarketError("the task site cannot add slots to a HIT")
+        repeated: AlreadyDone | None = None
+        try:
+            inner.add_assignments(hit_id, count, token)
+        except AlreadyDone as exc:
+            repeated = exc
+        crash_point("prolific.add_assignments.after_call")
+        with self._lock, self.store.session() as s:
+            slots = s.exec(select(HitRow.assignments).where(HitRow.campaign == self.campaign, HitRow.hit_id == hit_id)).first()
+            posted = s.exec(select(ProlificPostedRow).where(ProlificPostedRow.campaign == self.campaign,
+                                                            ProlificPostedRow.hit_id == hit_id)).first()
+            if posted is not None and slots is not None and int(slots) > posted.assignments:
+                posted.assignments = int(slots)
+                s.add(posted)
+        if repeated is not None:
+            raise repeated
 
     # -- studies: places, decisions, stopping (`campaign.marketplaces.base.Studies`) -------------------------------
     def place_cost(self) -> Cost:

@@ -9,8 +9,13 @@ Once every slot of a posted, unexpired HIT is decided and fewer than the stage's
 approved and counted, the marketplace is asked for the missing slots again (`AdditionalAssignments`; MTurk's
 CreateAdditionalAssignmentsForHIT), bounded: at most `MAX_EXTRA_SHARE` of the HIT's first assignments
 over its life, never taking a HIT under 10 assignments to 10 or more (MTurk refuses that), and within
-the budget. A marketplace that cannot add slots (a Prolific study) does not declare the capability and
-nothing is asked.
+the budget. With `quality.replace_excluded` every stage asks, whatever its kind: answers rejected or
+left out by quality control are asked for again within the same bounds. A marketplace that cannot add
+slots does not declare the capability and nothing is asked. On Prolific (`ProlificMarketplace.add_assignments`)
+the slots are added to the HIT on the task site; the places they need are then reserved in the ledger
+and opened by the `places` step (`campaign.steps.studies.open_places`), like the first ones, so the
+replacement's own reservation is nothing (`ProlificFees.hit_reserve`) and a place is charged once, when
+its submission is approved.
 
 Crash-safe like posting (`campaign.steps.post`): the intent (round, count, state `asking`), the extra
 reservation (ledger ref `reserve:<hit>:extra-<round>`, under the HIT's key) and the HIT's raised slot
@@ -29,8 +34,9 @@ from typing import Any
 
 from sqlmodel import col, func, select
 
-from campaign.ledger import BudgetExceeded, release_extra, reserve_extra
-from campaign.marketplaces.base import AdditionalAssignments, AlreadyDone, MarketError, TransientError, fees_of
+from campaign.ledger import BudgetExceeded, release_extra, reserve_extra, totals
+from campaign.marketplaces.base import AdditionalAssignments, AlreadyDone, MarketError, Studies, TransientError, fees_of
+from campaign.money import fmt
 from campaign.plan.extra import plan_extra
 from campaign.state import AssignmentStatus, HitStatus, Keys, ReplaceState
 from campaign.steps.context import Context, get_row, remote_id
@@ -45,10 +51,10 @@ def replace_refused(ctx: Context) -> int:
     if not isinstance(market, AdditionalAssignments):
         return 0
     stages = {s.name: s for s in ctx.campaign.stages}
-    # only stages whose kind asks for replacements: the others never ask, so they have no round to resume
+    # only stages that ask for replacements: the others never ask, so they have no round to resume
     # either; reading every posted HIT of a Likert campaign (and a kv row per HIT) every pass to skip each
     # one was the slowest step of a pass at 47,000 propositions (p50 2.8 s)
-    replacing = [name for name, st in stages.items() if get_kind(st.kind).replace_refused]
+    replacing = [name for name, st in stages.items() if replaces(ctx, market, st.kind)]
     if not replacing:
         return 0
     first_of = {s.name: s.assignments for s in ctx.campaign.stages}
@@ -86,13 +92,18 @@ def replace_refused(ctx: Context) -> int:
         open_ = sum(n for st, n in c.items() if st not in (AssignmentStatus.APPROVED, AssignmentStatus.REJECTED, "counted"))
         first = first_of.get(hit.stage, hit.assignments)
         stage = stages.get(hit.stage)
-        if stage is None or not get_kind(stage.kind).replace_refused:  # a kind that does with fewer answers
+        if stage is None or not replaces(ctx, market, stage.kind):  # a kind that does with fewer answers
             continue
-        counted = c.get("counted", 0) if stage is not None and get_kind(stage.kind).replace_excluded else c.get(AssignmentStatus.APPROVED, 0)
+        counted = (c.get("counted", 0) if get_kind(stage.kind).replace_excluded or ctx.campaign.quality.replace_excluded
+                   else c.get(AssignmentStatus.APPROVED, 0))
         n = plan_extra(first, hit.assignments, decided, counted, open_)
         if n <= 0:
             continue
         round_ = state["round"] + 1
+        short = _places_short(ctx, market, n)
+        if short:  # the places could never be opened: the HIT would wait out its lifetime for them
+            ctx.store.event(ctx.name, "replacement_skipped", f"{hit.hit_key}: {short}", subject=hit.hit_key)
+            continue
         with ctx.store.session() as s:
             try:
                 reserve_extra(s, ctx.name, ctx.campaign.budget, hit.hit_key, round_, Decimal(hit.reward), n, fees_of(market))
@@ -105,6 +116,29 @@ def replace_refused(ctx: Context) -> int:
             ctx.store.set_kv(ctx.name, Keys.replace(hit.hit_key), json.dumps({"round": round_, "state": ReplaceState.ASKING, "count": n}), session=s)
         added += _call(ctx, market, hit, round_, n)
     return added
+
+
+def replaces(ctx: Context, market: object, kind: str) -> bool:
+    """Whether a stage of task kind `kind` asks for replacements: every stage when the spec says so
+    (`quality.replace_excluded`: rejected answers and those quality control left out), else a kind that
+    needs every answer (nuggets) on a marketplace whose slots are paid one by one. A study's places
+    (Prolific) are paid per place, which the estimate prices without replacements, so there only the
+    spec's switch asks for them."""
+    if ctx.campaign.quality.replace_excluded:
+        return True
+    return get_kind(kind).replace_refused and not isinstance(market, Studies)
+
+
+def _places_short(ctx: Context, market: object, n: int) -> str:
+    """On a marketplace with studies, why the budget cannot cover `n` more slots at a place each (their
+    worst case: the places are reserved, and the budget enforced, by `steps.studies.open_places`, which
+    never opens one the budget cannot cover); "" when it can, or elsewhere."""
+    if not isinstance(market, Studies):
+        return ""
+    need = market.place_cost().total * n
+    with ctx.store.session() as s:
+        left = totals(s, ctx.name, ctx.campaign.budget).remaining
+    return "" if need <= left else f"{n} more place(s) would need {fmt(need)} but only {fmt(left)} of the budget is left"
 
 
 def _call(ctx: Context, market: AdditionalAssignments, hit: HitRow, round_: int, n: int) -> int:

@@ -49,6 +49,16 @@ def test_no_adversaries_keeps_the_fingerprint_and_some_change_it(tmp_path: Path)
     assert some.fingerprint() != plain.fingerprint()
 
 
+def test_replace_excluded_off_keeps_the_fingerprint_and_on_changes_it() -> None:
+    import dataclasses
+
+    plain = load_spec(ROOT / "campaigns.yaml").campaigns[0]
+    off = dataclasses.replace(plain, quality=dataclasses.replace(plain.quality, replace_excluded=False))
+    on = dataclasses.replace(plain, quality=dataclasses.replace(plain.quality, replace_excluded=True))
+    assert off.fingerprint() == plain.fingerprint()  # campaigns stored before the switch existed resume
+    assert on.fingerprint() != plain.fingerprint()
+
+
 def test_the_environment_switch_reaches_every_simulated_crowd(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv(ADVERSARIES_ENV, "0.25")
     spec = load_spec(_spec(tmp_path, ""))

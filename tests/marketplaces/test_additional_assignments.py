@@ -1,5 +1,7 @@
 """More slots on a posted HIT (`AdditionalAssignments`): on the MTurk implementation against the built-in
-marketplace, once per token; Prolific does not declare it."""
+marketplace, once per token. Prolific declares it too (the task site's HIT gets the slots, the study the
+places: tests/marketplaces/test_prolific_add_assignments.py), and the replace step uses it there only when
+the spec asks (`quality.replace_excluded`: tests/steps/test_replace_excluded_switch.py)."""
 
 from __future__ import annotations
 
@@ -33,5 +35,5 @@ def test_added_slot_takes_another_worker_once_per_token(local_mturk):
         workers.accept("ATHIRD00000001", hit.hit_id)  # exactly one slot was added
 
 
-def test_prolific_studies_do_not_declare_it():
-    assert not issubclass(ProlificMarketplace, AdditionalAssignments)
+def test_prolific_studies_declare_it():
+    assert issubclass(ProlificMarketplace, AdditionalAssignments)

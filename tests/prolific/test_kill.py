@@ -155,3 +155,43 @@ def test_a_daemon_killed_mid_run_resumes_from_the_store_alone(tmp_path: Path, ba
         store.close()
     assert row is not None and row.state == ProlificBonusState.PAID
     assert facts.batches_paid[str(paying[0].batch_id)] == 1, "the bonus paid before the kill was paid again"
+
+
+def write_replacing_spec(tmp: Path) -> Path:
+    """The same campaign asking again for excluded and rejected answers (`quality.replace_excluded`)."""
+    return write_campaigns(tmp / "campaigns.yaml", campaign(
+        NAME, marketplace="prolific-local", prolific=PROLIFIC, task_site={"public_url": "http://127.0.0.1:0"}, stages=[LIKERT],
+        quality={"bonus": "0.20", "max_excluded_share": 0.3, "replace_excluded": True}, budget="60.00",
+        crowd=simulated(16, mix=MIX, speed=600, arrival_span="30m")))
+
+
+# this campaign opens places five times (seed 5): 12, 14, 15, then the first replacements, 16, 17
+@pytest.mark.parametrize("point", ["prolific.add_assignments.after_call:1", "prolific.add_assignments.after_call:9",
+                                   "places.before_call:4", "places.after_call:4"])
+def test_sigkill_while_replacing_excluded_work(tmp_path: Path, point: str) -> None:
+    """Killed after the task site added a HIT's slots and before the study's count was written (the first
+    round, and one of the second), or around opening the places for them (reserved, not opened; opened,
+    not recorded): the restart adds nothing twice (every HIT's count on the task site is the store's),
+    opens the places, and the audit (each submission decided and charged once, the ledger equal to
+    Prolific's charges) finds nothing."""
+    config = write_replacing_spec(tmp_path)
+    state = tmp_path / "state"
+    proc = run_cli(config, state, crash=point)
+    assert proc.returncode == -signal.SIGKILL, f"expected a crash at {point}; rc={proc.returncode}\n{proc.stderr[-3000:]}"
+    proc = run_cli(config, state)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    check_once(state)
+    from campaign.store import EventRow, HitRow, ProlificPostedRow
+
+    store = Store.open(state, None, create=False)
+    try:
+        with store.session() as s:
+            assert s.exec(select(EventRow).where(EventRow.kind == "replacements")).first() is not None
+            ours = {h.hit_id: h.assignments for h in s.exec(select(HitRow)).all()}
+            posted = {p.hit_id: p.assignments for p in s.exec(select(ProlificPostedRow)).all()}
+    finally:
+        store.close()
+    assert posted == ours and sum(ours.values()) > 0
+    with sqlite3.connect(f"file:{state / 'market' / 'market.db'}?mode=ro", uri=True) as m:
+        site = dict(m.execute("SELECT id, max_assignments FROM hits").fetchall())
+    assert {h: site[h] for h in ours} == ours  # the task site added each round's slots once
