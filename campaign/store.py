@@ -43,7 +43,7 @@ BASELINE = "0001"
 # The newest revision in campaign/migrations/versions (a test checks they agree). Known here so that
 # opening a store that is already at it needs no Alembic import, which costs a second of start-up on a
 # busy machine for every `campaign status`.
-SCHEMA_HEAD = "0005"
+SCHEMA_HEAD = "0006"
 
 
 class StoreError(Exception):
@@ -74,11 +74,19 @@ class ItemRow(SQLModel, table=True):
     is_trap: bool = False
 
 
+# The HITs still to post, as SQL with the statuses as literals: the predicate of the partial index
+# `ix_hits_campaign_pending`, and the condition `post_pending` reads drafts by (a bound parameter in its
+# place would keep PostgreSQL's generic plan and SQLite from proving that the index covers the query).
+PENDING_SQL = text(f"status IN ('{HitStatus.DRAFT.value}', '{HitStatus.POSTING.value}')")
+
+
 class HitRow(SQLModel, table=True):
     """One planned HIT. `status` is a `HitStatus` (campaign.state: its states and their order)."""
 
     __tablename__ = "hits"
-    __table_args__ = (UniqueConstraint("campaign", "hit_key"), Index("ix_hits_campaign_status", "campaign", "status", "stage"))
+    __table_args__ = (UniqueConstraint("campaign", "hit_key"), Index("ix_hits_campaign_status", "campaign", "status", "stage"),
+                      # the HITs still to post, oldest first (migration 0006; `steps.post.post_pending`)
+                      Index("ix_hits_campaign_pending", "campaign", "id", postgresql_where=PENDING_SQL, sqlite_where=PENDING_SQL))
     id: int | None = Field(default=None, primary_key=True)
     campaign: str = Field(index=True)
     stage: str
@@ -109,7 +117,10 @@ class AssignmentRow(SQLModel, table=True):
 
     __tablename__ = "assignments"
     __table_args__ = (Index("ix_assignments_campaign_status", "campaign", "status", "valid"),
-                      Index("ix_assignments_campaign_collected", "campaign", "collected_at"))
+                      Index("ix_assignments_campaign_collected", "campaign", "collected_at"),
+                      # a HIT's answers by status (close), a stage's by status (quality): migration 0006
+                      Index("ix_assignments_campaign_hit_status", "campaign", "hit_key", "status"),
+                      Index("ix_assignments_campaign_stage_status", "campaign", "stage", "status"))
     assignment_id: str = Field(primary_key=True)
     campaign: str = Field(index=True)
     stage: str

@@ -15,6 +15,7 @@ import time
 from decimal import Decimal
 
 from sqlmodel import col, select
+from sqlmodel.sql.expression import SelectOfScalar
 
 from campaign.clock import work_deadline
 from campaign.crash import crash_point
@@ -27,7 +28,7 @@ from campaign.steps.context import BEHIND_COLLECT, BEHIND_REVIEW, Context, get_r
 from campaign.steps.isolation import describe, hold
 from campaign.steps.repeat import excluded_groups
 from campaign.steps.shut_out import shut_out_groups
-from campaign.store import CampaignRow, HitRow, ItemRow
+from campaign.store import PENDING_SQL, CampaignRow, HitRow, ItemRow
 from campaign.tasks import get as get_kind
 from campaign.tasks.base import ShownItem
 
@@ -112,12 +113,8 @@ def post_pending(ctx: Context, limit: int | None = None, only_interrupted: bool 
         # approved by the marketplace unreviewed (at 47,000 assignments, 1,688 were); posts a crash
         # cut short are still finished
         only_interrupted = True
-    statuses = (HitStatus.POSTING,) if only_interrupted else (HitStatus.DRAFT, HitStatus.POSTING)
     with ctx.store.session() as s:
-        pending = s.exec(
-            select(HitRow).where(HitRow.campaign == ctx.name, col(HitRow.status).in_(statuses)).order_by(col(HitRow.id))
-            .limit(min(limit, _READ) if limit is not None else _READ)
-        ).all()
+        pending = s.exec(pending_hits(ctx.name, only_interrupted, min(limit, _READ) if limit is not None else _READ)).all()
     for first in range(0, len(pending), CHUNK):
         if first and time.monotonic() > deadline:
             break
@@ -155,6 +152,18 @@ def post_pending(ctx: Context, limit: int | None = None, only_interrupted: bool 
             note_blocked(ctx, str(blocked[1]), blocked[0])  # one event; `steps.budget` ends the campaign once drained
             break
     return posted
+
+
+def pending_hits(campaign: str, only_interrupted: bool, limit: int) -> SelectOfScalar[HitRow]:
+    """The campaign's first `limit` HITs still to post, by id: drafts and posts a crash cut short, or the
+    latter only.
+
+    Read through the partial index of the HITs still to post (`PENDING_SQL`, the statuses as literals),
+    so a pass reads what is left to post, however many HITs the store holds. With the statuses as
+    parameters, PostgreSQL's generic plan for the prepared statement walked the primary key through
+    every HIT of every campaign (94,000 propositions: 48 ms a call, most calls finding nothing)."""
+    interrupted = (HitRow.status == HitStatus.POSTING,) if only_interrupted else ()
+    return select(HitRow).where(HitRow.campaign == campaign, PENDING_SQL, *interrupted).order_by(col(HitRow.id)).limit(limit)
 
 
 def behind(ctx: Context) -> bool:
