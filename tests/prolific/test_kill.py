@@ -103,15 +103,20 @@ POINTS = ["prolific.after_create_study:1", "prolific.after_publish:1", "prolific
           "prolific.after_create_bonus:1", "prolific.before_pay:2", "prolific.after_pay:1"]
 
 
-@pytest.mark.parametrize("point", POINTS)
-def test_sigkill_between_a_prolific_call_and_its_record(tmp_path: Path, point: str) -> None:
-    config = write_spec(tmp_path)
-    state = tmp_path / "state"
+def crash_then_resume(config: Path, state: Path, point: str) -> None:
+    """A run killed at `point`, then a run to the end from the same store: nothing paid or decided twice."""
     proc = run_cli(config, state, crash=point)
     assert proc.returncode == -signal.SIGKILL, f"expected a crash at {point}; rc={proc.returncode}\n{proc.stderr[-3000:]}"
     proc = run_cli(config, state)
     assert proc.returncode == 0, proc.stderr[-3000:]
     check_once(state)
+
+
+@pytest.mark.parametrize("point", POINTS)
+def test_sigkill_between_a_prolific_call_and_its_record(tmp_path: Path, point: str) -> None:
+    config = write_spec(tmp_path)
+    state = tmp_path / "state"
+    crash_then_resume(config, state, point)
 
 
 def test_sigkill_at_random_instants(tmp_path: Path) -> None:
@@ -176,11 +181,7 @@ def test_sigkill_while_replacing_excluded_work(tmp_path: Path, point: str) -> No
     Prolific's charges) finds nothing."""
     config = write_replacing_spec(tmp_path)
     state = tmp_path / "state"
-    proc = run_cli(config, state, crash=point)
-    assert proc.returncode == -signal.SIGKILL, f"expected a crash at {point}; rc={proc.returncode}\n{proc.stderr[-3000:]}"
-    proc = run_cli(config, state)
-    assert proc.returncode == 0, proc.stderr[-3000:]
-    check_once(state)
+    crash_then_resume(config, state, point)
     from campaign.store import EventRow, HitRow, ProlificPostedRow
 
     store = Store.open(state, None, create=False)
