@@ -21,7 +21,7 @@ from campaign.market.worker_client import WorkerClient
 from campaign.marketplaces.mturk import MTurkMarketplace
 from campaign.spec import load_spec
 from campaign.steps.context import Context
-from campaign.store import CampaignRow, HitRow, Store
+from campaign.store import AssignmentRow, CampaignRow, HitRow, JudgmentRow, Store
 from tests.support.market import SharedMarket
 from tests.support.specs import NO_CROWD, campaign, first_propositions, write_spec
 
@@ -66,6 +66,42 @@ class Harness:
             if self.status() == "finished":
                 return
             self.clock.advance(60)
+
+    def answer_all_reviewed(self, workers: int = 3) -> list[HitRow]:
+        """The first stage planned and posted, every HIT answered by `workers` workers with varied ratings
+        (constant ones would be excluded, for real), then collected, policed and reviewed: every answer
+        approved and counted. Returns the HITs."""
+        from campaign.steps.collect import collect
+        from campaign.steps.plan import load_items, plan_stage
+        from campaign.steps.post import post_pending
+        from campaign.steps.quality_pass import quality_pass
+        from campaign.steps.review import review
+
+        load_items(self.ctx)
+        plan_stage(self.ctx, self.ctx.campaign.stages[0])
+        post_pending(self.ctx)
+        hits = self.hits()
+
+        def varied(form: Form) -> list[tuple[str, str]]:
+            return [(sl.radio_name, str(1 + sl.index % 5)) for sl in form.slots if sl.radio_name]
+
+        for hit in hits:
+            assert hit.hit_id is not None
+            for w in range(workers):
+                self.work(f"AWORK{w:09d}", hit.hit_id, varied)
+        collect(self.ctx)
+        quality_pass(self.ctx)
+        review(self.ctx)
+        return hits
+
+    def leave_out_first_answer(self, hit_key: str) -> None:
+        """Quality control's verdict on the HIT's first answer, set by hand: its labels left out (it stays
+        approved and paid), as for random work caught by agreement alone."""
+        with self.ctx.store.session() as s:
+            aid = s.exec(select(AssignmentRow.assignment_id).where(AssignmentRow.hit_key == hit_key)).first()
+            for j in s.exec(select(JudgmentRow).where(JudgmentRow.assignment_id == aid)).all():
+                j.excluded = True
+                s.add(j)
 
     def work(self, worker: str, hit_id: str, answer: Callable[[Form], list[tuple[str, str]]]) -> str:
         """One worker accepts the HIT, reads its page and submits `answer(form)`; returns the assignment id."""

@@ -10,13 +10,8 @@ from types import SimpleNamespace
 from sqlmodel import select
 
 from campaign.marketplaces.base import Studies
-from campaign.steps.collect import collect
-from campaign.steps.plan import load_items, plan_stage
-from campaign.steps.post import post_pending
-from campaign.steps.quality_pass import quality_pass
 from campaign.steps.replace import replace_refused, replaces
-from campaign.steps.review import review
-from campaign.store import AssignmentRow, HitRow, JudgmentRow, LedgerRow
+from campaign.store import HitRow, LedgerRow
 
 
 def _switched(ctx, on: bool):
@@ -26,25 +21,8 @@ def _switched(ctx, on: bool):
 
 def _answered_with_one_left_out(harness):
     h = harness()
-    load_items(h.ctx)
-    plan_stage(h.ctx, h.ctx.campaign.stages[0])
-    post_pending(h.ctx)
-    hits = h.hits()
-
-    def varied(form):
-        return [(sl.radio_name, str(1 + sl.index % 5)) for sl in form.slots if sl.radio_name]
-
-    for hit in hits:
-        for w in range(3):
-            h.work(f"AWORK{w:09d}", hit.hit_id, varied)
-    collect(h.ctx)
-    quality_pass(h.ctx)
-    review(h.ctx)
-    with h.ctx.store.session() as s:  # quality control left one answer's labels out (approved and paid)
-        aid = s.exec(select(AssignmentRow.assignment_id).where(AssignmentRow.hit_key == hits[0].hit_key)).first()
-        for j in s.exec(select(JudgmentRow).where(JudgmentRow.assignment_id == aid)).all():
-            j.excluded = True
-            s.add(j)
+    hits = h.answer_all_reviewed()
+    h.leave_out_first_answer(hits[0].hit_key)  # quality control left one answer's labels out (approved and paid)
     return h, hits[0]
 
 

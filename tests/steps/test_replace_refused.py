@@ -108,27 +108,9 @@ def test_interrupted_round_is_repeated_with_the_same_token(harness, rate):
 def test_answer_left_out_by_quality_control_is_replaced(harness, rate, monkeypatch):
     """Paid but excluded (random work caught by agreement alone) does not count as one of the HIT's answers."""
     h = harness()
-    load_items(h.ctx)
-    plan_stage(h.ctx, h.ctx.campaign.stages[0])
-    post_pending(h.ctx)
-    hits = h.hits()
-
-    def varied(form):  # not constant (constant answers would be excluded, and replaced, for real)
-        return [(sl.radio_name, str(1 + sl.index % 5)) for sl in form.slots if sl.radio_name]
-
-    for hit in hits:
-        for w in range(3):
-            h.work(f"AWORK{w:09d}", hit.hit_id, varied)
-    collect(h.ctx)
-    quality_pass(h.ctx)
-    review(h.ctx)
+    hits = h.answer_all_reviewed()
     assert replace_refused(h.ctx) == 0  # every answer approved and counted
-    from campaign.store import JudgmentRow
-    with h.ctx.store.session() as s:
-        aid = s.exec(select(AssignmentRow.assignment_id).where(AssignmentRow.hit_key == hits[0].hit_key)).first()
-        for j in s.exec(select(JudgmentRow).where(JudgmentRow.assignment_id == aid)).all():
-            j.excluded = True
-            s.add(j)
+    h.leave_out_first_answer(hits[0].hit_key)
     assert replace_refused(h.ctx) == 0  # a Likert mean does with fewer answers
     monkeypatch.setattr(type(get_kind("likert")), "replace_excluded", True)
     assert replace_refused(h.ctx) == 1  # a kind that needs every answer asks again
