@@ -4,7 +4,6 @@ the places they need, never more after a repeated call."""
 
 from __future__ import annotations
 
-from decimal import Decimal
 from pathlib import Path
 
 import pytest
@@ -12,10 +11,9 @@ from sqlmodel import select
 
 from campaign.marketplaces.base import AdditionalAssignments, AlreadyDone, HitRequest
 from campaign.prolific.emulator.participant import ParticipantError, add_participant
-from campaign.prolific.study import ProlificConfig
 from campaign.store import HitRow, ProlificPostedRow
 from tests.marketplaces.test_prolific import _do_bundle
-from tests.prolific.support import adapter_stack, rating_type
+from tests.prolific.support import adapter_stack, one_hit_places, rating_type
 from tests.support.market import FORM_PAGE
 
 pytestmark = pytest.mark.prolific
@@ -39,9 +37,7 @@ def _posted(st, hit_id: str) -> int:
 
 
 def test_added_slots_reach_the_task_site_and_the_places_wanted_once(tmp_path: Path) -> None:
-    cfg = lambda url, _api: ProlificConfig(public_url=url, bundle=1, estimated_minutes=10,  # noqa: E731
-                                           reward=Decimal("1.50"), fee_rate=Decimal("0.3"))
-    with adapter_stack(tmp_path, cfg) as st:
+    with adapter_stack(tmp_path, one_hit_places) as st:
         m = st.market
         assert isinstance(m, AdditionalAssignments)
         t = rating_type(m)
@@ -75,9 +71,7 @@ def test_added_slots_reach_the_task_site_and_the_places_wanted_once(tmp_path: Pa
 def test_the_study_count_follows_the_store_after_a_crash_between_the_calls(tmp_path: Path) -> None:
     """The task site added the slots, then the adapter died before the study's count was written: the
     replace step's repeat (same token) gets AlreadyDone and the count is written then."""
-    cfg = lambda url, _api: ProlificConfig(public_url=url, bundle=1, estimated_minutes=10,  # noqa: E731
-                                           reward=Decimal("1.50"), fee_rate=Decimal("0.3"))
-    with adapter_stack(tmp_path, cfg) as st:
+    with adapter_stack(tmp_path, one_hit_places) as st:
         m = st.market
         t = rating_type(m)
         hit = m.create_hit(t, HitRequest(html=FORM_PAGE, max_assignments=2, lifetime=86400, annotation="a0", token="t0"))

@@ -10,9 +10,8 @@ import pytest
 
 from campaign.marketplaces.base import HitRequest
 from campaign.prolific.emulator.participant import add_participant
-from campaign.prolific.study import ProlificConfig
 from tests.marketplaces.test_prolific import _do_bundle
-from tests.prolific.support import adapter_stack, rating_type
+from tests.prolific.support import adapter_stack, one_hit_places, rating_type
 from tests.support.market import FORM_PAGE
 
 pytestmark = pytest.mark.prolific
@@ -22,9 +21,7 @@ DAYS = 86400.0
 
 @pytest.mark.slow
 def test_a_place_completed_without_work_is_rejected_and_never_charged(tmp_path: Path) -> None:
-    cfg = lambda url, _api: ProlificConfig(public_url=url, bundle=1, estimated_minutes=10,  # noqa: E731
-                                           reward=Decimal("1.50"), fee_rate=Decimal("0.3"))
-    with adapter_stack(tmp_path, cfg) as st:
+    with adapter_stack(tmp_path, one_hit_places) as st:
         m, api = st.market, st.api
         t = rating_type(m)
         for i in range(2):
@@ -54,9 +51,7 @@ def test_a_place_completed_without_work_is_rejected_and_never_charged(tmp_path: 
 
 
 def test_a_submission_still_working_or_with_answers_is_not_rejected_as_no_work(tmp_path: Path) -> None:
-    cfg = lambda url, _api: ProlificConfig(public_url=url, bundle=1, estimated_minutes=10,  # noqa: E731
-                                           reward=Decimal("1.50"), fee_rate=Decimal("0.3"))
-    with adapter_stack(tmp_path, cfg) as st:
+    with adapter_stack(tmp_path, one_hit_places) as st:
         m = st.market
         t = rating_type(m)
         m.create_hit(t, HitRequest(html=FORM_PAGE, max_assignments=1, lifetime=86400, annotation="a0", token="t0"))

@@ -13,7 +13,7 @@ import pytest
 from campaign.marketplaces.base import HitRequest
 from campaign.prolific.emulator.participant import add_participant
 from campaign.prolific.study import ProlificConfig, work_pay
-from tests.prolific.support import adapter_stack, rating_type
+from tests.prolific.support import adapter_stack, one_hit_places, rating_type
 from tests.support.http import call_json
 from tests.support.market import FORM_PAGE
 
@@ -67,9 +67,7 @@ def test_a_shorter_bundle_is_returned_and_its_approved_hits_paid_once(tmp_path: 
 def test_a_stopped_study_is_never_given_places_again(tmp_path: Path) -> None:
     """Raising a stopped study's places makes it active on Prolific again: participants would take places
     that no work follows (the door asks each to return, and they come back, round after round)."""
-    cfg = lambda url, _api: ProlificConfig(public_url=url, bundle=1, estimated_minutes=10,  # noqa: E731
-                                           reward=Decimal("1.50"), fee_rate=Decimal("0.3"))
-    with adapter_stack(tmp_path, cfg) as st:
+    with adapter_stack(tmp_path, one_hit_places) as st:
         m, api = st.market, st.api
         t = rating_type(m)
         m.create_hit(t, HitRequest(html=FORM_PAGE, max_assignments=2, lifetime=86400, annotation="a0", token="t0"))

@@ -13,10 +13,9 @@ import pytest
 from campaign.marketplaces.base import HitRequest, HitType, UnservableWork, WorkerGroups
 from campaign.prolific.emulator.participant import add_participant
 from campaign.prolific.gate import site_worker_id
-from campaign.prolific.study import ProlificConfig
 from campaign.spec import Qualifications
 from tests.marketplaces.test_prolific import _do_bundle
-from tests.prolific.support import adapter_stack, rating_type
+from tests.prolific.support import adapter_stack, one_hit_places, rating_type
 from tests.support.http import call_json
 from tests.support.market import FORM_PAGE
 
@@ -24,9 +23,7 @@ pytestmark = pytest.mark.prolific
 
 
 def test_a_participant_in_a_shut_out_group_gets_no_task_of_that_type(tmp_path: Path) -> None:
-    cfg = lambda url, _api: ProlificConfig(public_url=url, bundle=1, estimated_minutes=10,  # noqa: E731
-                                           reward=Decimal("1.50"), fee_rate=Decimal("0.3"))
-    with adapter_stack(tmp_path, cfg) as st:
+    with adapter_stack(tmp_path, one_hit_places) as st:
         m = st.market
         assert isinstance(m, WorkerGroups)
         base = dict(description="D", reward=Decimal("0.10"), duration=600, auto_approval_delay=86400, keywords="k",
@@ -56,9 +53,7 @@ def test_a_participant_in_a_shut_out_group_gets_no_task_of_that_type(tmp_path: P
 
 
 def test_free_slots_nobody_eligible_may_take_are_unservable_once_everyone_took_part(tmp_path: Path) -> None:
-    cfg = lambda url, _api: ProlificConfig(public_url=url, bundle=1, estimated_minutes=10,  # noqa: E731
-                                           reward=Decimal("1.50"), fee_rate=Decimal("0.3"))
-    with adapter_stack(tmp_path, cfg) as st:
+    with adapter_stack(tmp_path, one_hit_places) as st:
         m = st.market
         assert isinstance(m, UnservableWork)
         t = rating_type(m)

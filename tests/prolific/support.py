@@ -88,6 +88,11 @@ def adapter_stack(tmp: Path, configure: Callable[[str, ProlificClient], Prolific
         stack.em.stop()  # a test that restarts the emulator puts the new one on the stack
 
 
+def one_hit_places(url: str, _api: ProlificClient) -> ProlificConfig:
+    """`adapter_stack`'s plainest study: places of one HIT each at £1.50 for 10 minutes, the emulator's 30% fee."""
+    return ProlificConfig(public_url=url, bundle=1, estimated_minutes=10, reward=Decimal("1.50"), fee_rate=Decimal("0.3"))
+
+
 def rating_type(market: ProlificMarketplace) -> str:
     """A HIT type as a Likert stage makes one (its reward is paid by Prolific, not on the task site)."""
     return market.create_hit_type(HitType(title="Rate", description="Rate statements", reward=Decimal("0.10"), duration=600,
