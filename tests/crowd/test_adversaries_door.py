@@ -40,9 +40,18 @@ def test_adversarial_participants_go_through_the_door(world: dict) -> None:
     crowd.start()
     try:
         # every adversary has started a place and acted on it, and honest participants have completed theirs
-        until(lambda: crowd.stats.started >= len(workers) and crowd.stats.completed >= 3 and not any(
-            wid in crowd._sessions for wid, b in bad.items() if b != "double_submit")
-            and all(crowd.adversaries.stats.tried.get(b, 0) >= 1 for b in ADVERSARY_BEHAVIOURS))
+        def waiting_for() -> list[str]:
+            """What is still missing (empty once everything happened); named in the timeout's message."""
+            holding = [b for wid, b in bad.items() if b != "double_submit" and wid in crowd._sessions]
+            untried = [b for b in ADVERSARY_BEHAVIOURS if crowd.adversaries.stats.tried.get(b, 0) < 1]
+            return ([f"started {crowd.stats.started}/{len(workers)}"] if crowd.stats.started < len(workers) else []) + \
+                ([f"completed {crowd.stats.completed}/3"] if crowd.stats.completed < 3 else []) + \
+                [f"still in a place: {', '.join(holding)}"] * bool(holding) + [f"not tried: {', '.join(untried)}"] * bool(untried)
+
+        try:
+            until(lambda: not waiting_for())
+        except AssertionError as exc:
+            raise AssertionError(f"{exc}; waiting for: {'; '.join(waiting_for())}") from None
     finally:
         crowd.stop()
     stats = crowd.adversaries.stats
