@@ -175,6 +175,8 @@ def main(argv: list[str] | None = None) -> int:
                          "most 11,750, at least 4)")
     ap.add_argument("--speed", type=float, default=600.0,
                     help="with --db: the marketplace's and crowd's clock speed-up (the run is on a scaled wall clock)")
+    ap.add_argument("--crowd-threads", type=int, default=None, metavar="N",
+                    help="with --db: `campaign crowd run --threads N` (default: the crowd's own default)")
     args = ap.parse_args(argv)
     if args.propositions < ITEMS_PER_HIT:
         ap.error(f"--propositions must be at least {ITEMS_PER_HIT}")
@@ -188,11 +190,13 @@ def main(argv: list[str] | None = None) -> int:
         ap.error("--campaigns goes with --db")
     if args.campaigns is not None and args.campaigns < 1:
         ap.error("--campaigns must be at least 1")
+    if args.crowd_threads is not None and (args.db is None or args.crowd_threads < 1):
+        ap.error("--crowd-threads goes with --db and is at least 1")
     if args.db is not None:
         from campaign.bench.scale_out import run_scale_out
 
         out = run_scale_out(args.propositions, args.daemons or 1, args.db, seed=args.seed, keep=args.keep,
-                            speed=args.speed, campaigns=args.campaigns)
+                            speed=args.speed, campaigns=args.campaigns, crowd_threads=args.crowd_threads)
     else:
         out = run_scale(args.propositions, args.seed, args.keep)
     if args.json:

@@ -347,7 +347,7 @@ def quality(states: list[Path], entries: list[tuple[str, Path, Path, int]]) -> d
 
 def run_scale_out(n: int, daemons: int, db: str, seed: int = 0, keep: Path | None = None, timeout: float = 4 * 3600.0,
                   speed: float = 600.0, campaigns: int | None = None, lease_ttl: float = 15.0,
-                  stagger: float = 0.0) -> dict[str, Any]:
+                  stagger: float = 0.0, crowd_threads: int | None = None) -> dict[str, Any]:
     """Run the bench; returns the single-daemon bench's keys (figures of the whole run) and more:
     `per_daemon`, `processes` (peak RSS MiB of each), `quality`, `postgres`, lease figures."""
     sizes = partition(n, campaigns)
@@ -392,7 +392,8 @@ def run_scale_out(n: int, daemons: int, db: str, seed: int = 0, keep: Path | Non
             with (logs / "crowd.log").open("wb") as crowd_log:
                 crowd = subprocess.Popen(_profiled_cmd("crowd", "crowd", logs, "crowd", "run", "--config", str(spec), "--endpoint", endpoint,
                                                        "--seed", str(seed), "--market-state", str(market_state),
-                                                       "--speed", str(speed)),
+                                                       "--speed", str(speed),
+                                                       *(("--threads", str(crowd_threads)) if crowd_threads else ())),
                                          stdout=crowd_log, stderr=subprocess.STDOUT, env=_env(None))
             memory.watch("crowd", crowd.pid)
             memory.extra.append(count_connections)
@@ -474,6 +475,7 @@ def run_scale_out(n: int, daemons: int, db: str, seed: int = 0, keep: Path | Non
             "daemons": daemons,
             "db": "postgres (throw-away server)" if server is not None else "given URL",
             "speed": speed,
+            "crowd_threads": crowd_threads,
             "campaigns": dict(zip(names, sizes, strict=True)),
             "campaigns_finished": sum(1 for s in figures["statuses"].values() if s == "finished"),
             "statuses": figures["statuses"],

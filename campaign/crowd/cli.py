@@ -26,8 +26,12 @@ if TYPE_CHECKING:
     from campaign.market.worker_client import WorkerClient
 
 
+DEFAULT_THREADS = 4
+MAX_THREADS = 64
+
+
 def build_crowd(campaigns: Sequence[Campaign], seed: int, endpoint: str, clock: Clock, poll: float = 0.05,
-                client: WorkerClient | None = None) -> SimulatedCrowd:
+                client: WorkerClient | None = None, threads: int = 1) -> SimulatedCrowd:
     """One crowd for every simulated campaign of a spec; each campaign brings its own workers (as in
     `campaign run`, whose pool seeds these are, so both crowds are the same people)."""
     from campaign.crowd.adversaries import assign
@@ -47,7 +51,7 @@ def build_crowd(campaigns: Sequence[Campaign], seed: int, endpoint: str, clock: 
         adversaries.update(assign(pool, c.crowd.adversaries, pool_seed))
         workers += pool
     return SimulatedCrowd(endpoint, workers, by_text, seed=seed, clock=clock, poll=poll, client=client,
-                          adversaries=adversaries)
+                          adversaries=adversaries, threads=threads)
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -73,7 +77,20 @@ def register(sub: argparse._SubParsersAction) -> None:
     r.add_argument("--campaign", action="append", default=[], metavar="NAME", help="only this campaign's crowd (repeatable)")
     r.add_argument("--speed", type=float, default=None,
                    help="clock speed-up; give the marketplace's `--speed` (default: the spec's fastest crowd speed)")
+    r.add_argument("--threads", type=_threads, default=DEFAULT_THREADS, metavar="N",
+                   help=f"HITs worked at once on the built-in marketplace (default {DEFAULT_THREADS}): people work side by "
+                        "side; one thread's pace is the marketplace's latency. Who answers what does not depend on it")
     r.set_defaults(func=cmd_crowd_run)
+
+
+def _threads(text: str) -> int:
+    try:
+        n = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a whole number: {text!r}") from None
+    if not 1 <= n <= MAX_THREADS:
+        raise argparse.ArgumentTypeError(f"{n} is outside 1-{MAX_THREADS}")
+    return n
 
 
 def cmd_crowd_run(args: argparse.Namespace) -> int:
@@ -112,7 +129,8 @@ def cmd_crowd_run(args: argparse.Namespace) -> int:
     close_operator = None
     if on_market:
         operator, close_operator = offline(Path(args.market_state))
-        crowd = build_crowd(on_market, args.seed, args.endpoint, clock, client=WorkerClient(args.endpoint, operator=operator))
+        crowd = build_crowd(on_market, args.seed, args.endpoint, clock, client=WorkerClient(args.endpoint, operator=operator),
+                            threads=args.threads)
     done = threading.Event()
     for sig in (signal.SIGINT, signal.SIGTERM):
         signal.signal(sig, lambda *_: done.set())

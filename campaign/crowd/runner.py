@@ -15,7 +15,9 @@ import math
 import threading
 from collections import deque
 from collections.abc import Callable, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
+from typing import TypeVar
 
 import numpy as np
 
@@ -28,6 +30,8 @@ from campaign.rng import rng_for, stable_seed
 from campaign.tasks import for_page
 
 log = logging.getLogger(__name__)
+_T = TypeVar("_T")
+_R = TypeVar("_R")
 
 RETURN_PROBABILITY = 0.02  # a worker sometimes accepts, then returns the HIT unanswered
 IDLE_MAX = 0.5  # wall seconds between passes of a crowd that found nothing to do, at most
@@ -64,9 +68,16 @@ class Answerer:
 class SimulatedCrowd:
     def __init__(self, base_url: str, workers: Sequence[SimWorker], truth_by_text: Mapping[str, float], seed: int,
                  clock: Clock, poll: float = 0.1, client: WorkerClient | None = None,
-                 wants: Callable[[str], bool] | None = None, adversaries: Mapping[str, str] | None = None) -> None:
+                 wants: Callable[[str], bool] | None = None, adversaries: Mapping[str, str] | None = None,
+                 threads: int = 1) -> None:
         """`adversaries`: worker id -> behaviour (`campaign.crowd.adversaries.assign`) for the workers
-        of this crowd who misbehave; the others answer as their kind does."""
+        of this crowd who misbehave; the others answer as their kind does.
+
+        `threads`: how many HITs are listed and filled at once. A real crowd is many people at once; one
+        thread makes its four requests per answer one after another, so on a wall clock the crowd's
+        pace is the marketplace's latency, not the marketplace's or the daemons' capacity (the scale
+        bench's bound, docs/scale.md). Who answers what does not depend on it (see the module doc):
+        each HIT's slots are still filled in its own seeded order by one thread."""
         self.base_url = base_url.rstrip("/")
         self.client = client or WorkerClient(base_url)
         self.workers = list(workers)
@@ -86,6 +97,9 @@ class SimulatedCrowd:
         self.on_error: Callable[[Exception], None] | None = None
         self.wants = wants  # which HITs (by id) this crowd works; None: every HIT it is shown
         self._accepted: deque[tuple[str, str, str]] = deque(maxlen=200)  # (assignment, worker, HIT id), newest last
+        self.threads = max(1, int(threads))
+        self._pool: ThreadPoolExecutor | None = None
+        self._stats_lock = threading.Lock()
         self.adversaries = SiteAdversaries(self.base_url, self.client, dict(adversaries or {}), self.answer,
                                            lambda: list(reversed(self._accepted)))
 
@@ -115,6 +129,23 @@ class SimulatedCrowd:
         self._stop.set()
         if self._thread is not None:
             self._thread.join(timeout=10)
+        if self._pool is not None:
+            self._pool.shutdown(wait=True, cancel_futures=True)
+            self._pool = None
+
+    def _map(self, fn: Callable[[_T], _R], args: Sequence[_T]) -> list[_R]:
+        """`fn` over `args`, on the pool when this crowd has more than one thread (results in order)."""
+        if self.threads == 1 or len(args) < 2:
+            return [fn(a) for a in args]
+        if self._pool is None:
+            self._pool = ThreadPoolExecutor(max_workers=self.threads, thread_name_prefix="crowd-fill")
+        return list(self._pool.map(fn, args))
+
+    def _count(self, name: str, worker_id: str | None = None) -> None:
+        with self._stats_lock:
+            setattr(self.stats, name, getattr(self.stats, name) + 1)
+            if worker_id is not None:
+                self.stats.by_worker[worker_id] = self.stats.by_worker.get(worker_id, 0) + 1
 
     def _loop(self) -> None:
         idle = self.poll
@@ -145,21 +176,21 @@ class SimulatedCrowd:
     def step(self) -> int:
         """Fill every open slot that a worker can take now; returns the number of answers submitted."""
         hits: dict[str, dict] = {}
-        for w in self.workers:
-            if not self.arrived(w):
-                continue
-            for h in self.client.available(w.worker_id, max=100):
+        present = [w for w in self.workers if self.arrived(w)]
+        listings = self._map(lambda w: self.client.available(w.worker_id, max=100), present)
+        for w, listed in zip(present, listings):
+            for h in listed:
                 if self.wants is None or self.wants(h["HITId"]):
                     hits.setdefault(h["HITId"], h)
                     self._seen_by.setdefault(h["HITId"], w.worker_id)
-        submitted = 0
         # oldest first; HITs posted at one instant keep the marketplace's listing order (its posting
-        # order), never the order of their random ids, which would differ from run to run
-        for hit_id in sorted(hits, key=lambda h: hits[h].get("CreationTime", 0)):
-            if self._stop.is_set():
-                break
-            submitted += self._fill(hit_id, hits[hit_id])
-        return submitted
+        # order), never the order of their random ids, which would differ from run to run. With
+        # several threads the HITs are filled side by side, each by one thread in its own order.
+        order = sorted(hits, key=lambda h: hits[h].get("CreationTime", 0))
+        if self.threads > 1 and self.adversaries.behaviours:
+            # adversaries act across HITs (someone else's assignment, double submits): kept in order
+            return sum(self._fill(h, hits[h]) for h in order if not self._stop.is_set())
+        return sum(self._map(lambda h: 0 if self._stop.is_set() else self._fill(h, hits[h]), order))
 
     def _content_hash(self, hit_id: str) -> str:
         if hit_id not in self._content:
@@ -183,30 +214,30 @@ class SimulatedCrowd:
                 acc = self.client.accept(w.worker_id, hit_id)
             except WorkerAPIError as exc:
                 if exc.code in SKIP_ERRORS:
-                    self.stats.refused += 1
+                    self._count("refused")
                     continue
                 if exc.code in ("NoAvailableSlot", "HITNotFound"):
                     self._done.discard((hit_id, w.worker_id))
                     break
                 raise
-            self.stats.accepted += 1
+            self._count("accepted")
             aid = acc["AssignmentId"]
             self._accepted.append((aid, w.worker_id, hit_id))
             rng = rng_for(self.seed, "answer", w.worker_id, content)
             if self.adversaries.behaviour(w.worker_id) is not None:
                 n = self.adversaries.work(w, hit or {}, aid, rng)
-                self.stats.submitted += n
+                with self._stats_lock:
+                    self.stats.submitted += n
                 submitted += n
                 continue
             if rng.random() < RETURN_PROBABILITY:
                 self.client.return_assignment(aid)
-                self.stats.returned += 1
+                self._count("returned")
                 continue
             html = self.client.task_html(aid)
             fields = self.answer(w, parse_form(html), rng)
             self.client.submit(aid, fields)
-            self.stats.submitted += 1
-            self.stats.by_worker[w.worker_id] = self.stats.by_worker.get(w.worker_id, 0) + 1
+            self._count("submitted", w.worker_id)
             submitted += 1
         return submitted
 

@@ -31,13 +31,15 @@ from campaign.tasks.base import InvalidAnswer, ShownItem
 log = logging.getLogger(__name__)
 
 
-SWEEP = 20  # open HITs looked at per pass besides the reviewable ones (partly done HITs; each is a request)
+SWEEP = 20  # open HITs looked at per pass at most besides the reviewable ones (partly done HITs; each is a request)
+SWEEP_ROUNDS = 4  # the paced sweep goes round every open HIT this often per auto-approval delay (campaign clock)
+SWEEP_DUE = "collect:sweep_due"  # Context.cache: (campaign clock at the last paced sweep, open HITs owed to it)
 COLLECT_SECONDS = 2.0  # wall seconds one pass may spend fetching (what is left is listed again next pass)
 _PAGE = 200  # HITs read from the store at a time while looking for the sweep's next open HITs
 _IN = 500  # ids per IN (...) list
 
 
-def collect(ctx: Context, sweep: int = SWEEP, seconds: float = COLLECT_SECONDS) -> int:
+def collect(ctx: Context, sweep: int | None = None, seconds: float = COLLECT_SECONDS) -> int:
     """Fetch new assignments; returns how many new ones were stored.
 
     A pass looks at what became reviewable (every slot submitted, or expired with nothing pending:
@@ -48,6 +50,9 @@ def collect(ctx: Context, sweep: int = SWEEP, seconds: float = COLLECT_SECONDS) 
     by the list and those the sweep reaches are read from the store, and fetching stops after
     `seconds` (the rest stays reviewable for the next pass), so a pass follows the new work, not the
     campaign's size.
+
+    `sweep`: how many open HITs to sweep; by default (None) paced by the campaign's clock
+    (`_paced_sweep`), so the sweep's requests follow the clock, not how often this daemon passes.
     """
     with ctx.store.session() as s:
         any_open = s.exec(select(HitRow.id).where(HitRow.campaign == ctx.name, HitRow.status == HitStatus.POSTED).limit(1)).first()
@@ -62,6 +67,8 @@ def collect(ctx: Context, sweep: int = SWEEP, seconds: float = COLLECT_SECONDS) 
         listed = []
     reviewable = _posted_by_remote_id(ctx, listed)
     ready = {h.id for h in reviewable}
+    if sweep is None:
+        sweep = _paced_sweep(ctx)
     swept = _sweep(ctx, sweep, ready) if sweep > 0 else []
     new = 0
     last_swept: int | None = None
@@ -87,6 +94,29 @@ def collect(ctx: Context, sweep: int = SWEEP, seconds: float = COLLECT_SECONDS) 
     if last_swept is not None:  # the sweep goes on after the last HIT it looked at
         ctx.store.set_kv(ctx.name, Keys.COLLECT_CURSOR, str(last_swept))
     return new
+
+
+def _paced_sweep(ctx: Context) -> int:
+    """How many open HITs this pass sweeps: enough to go round every open HIT `SWEEP_ROUNDS` times per
+    auto-approval delay of the campaign clock (the shortest of its stages'), at least 1 and at most
+    `SWEEP` a pass; a daemon's first pass of a campaign sweeps `SWEEP`. At 20 HITs every pass, a daemon
+    passing twice as often swept twice as much: two daemons on the four 47,000 campaigns made 7,800 more
+    requests than one, nearly all of them listings of HITs nobody had started. A partly done HIT is
+    found within a quarter of the delay (and, once full or expired, through the reviewable list at once)."""
+    now = ctx.clock.now()
+    delays = [st.auto_approval_delay for st in ctx.campaign.stages if st.auto_approval_delay]
+    last = ctx.cache.get(SWEEP_DUE)
+    if not delays or not isinstance(last, tuple):
+        ctx.cache[SWEEP_DUE] = (now, 0.0)
+        return SWEEP
+    with ctx.store.session() as s:
+        open_hits = int(s.exec(select(func.count()).select_from(HitRow).where(
+            HitRow.campaign == ctx.name, HitRow.status == HitStatus.POSTED)).one())
+    at, owed = last
+    owed = min(float(SWEEP), owed + open_hits * max(0.0, now - at) * SWEEP_ROUNDS / min(delays))
+    n = max(1, min(SWEEP, int(owed)))
+    ctx.cache[SWEEP_DUE] = (now, max(0.0, owed - n))
+    return n
 
 
 def _open_types(s: Session, campaign: str) -> tuple[str, ...]:

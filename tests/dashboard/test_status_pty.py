@@ -17,7 +17,7 @@ from tests.support.cli import run_args, run_campaign, start_campaign
 from tests.support.specs import campaign, simulated, write_spec
 from tests.support.terminal import Term, capture_in_pty
 
-SPEC = campaign("tty", task={"kind": "likert"}, budget="25.00", crowd=simulated(25, speed=600, arrival_span="3h"))
+SPEC = campaign("tty", task={"kind": "likert"}, budget="25.00", crowd=simulated(25, speed=600, arrival_span="6h"))
 
 
 def store_figures(state: Path) -> dict:

@@ -96,7 +96,11 @@ def test_attention_checks_decide_rejections_and_a_pilot_pauses_until_resumed(tmp
                                                                                        LedgerRow.kind == "charge")).all()}
         assert len(pilot) == 1
         figures = json.loads(pilot[0].data or "{}")
-        assert figures["places"] == 4 and figures["approved"] + figures["rejected"] == 4, figures
+        # the pilot's 4 places: a rejected place reopens (as on Prolific), and a submission already taking it
+        # is decided before the pause, so at least 4 and at most 4 more than the rejections are decided,
+        # never more than 4 approved
+        assert figures["approved"] + figures["rejected"] == figures["places"], figures
+        assert 4 <= figures["places"] <= 4 + figures["rejected"] and figures["approved"] <= 4, figures
         assert figures["checks_seen"] >= 8 and 0 <= figures["checks_failed"] <= figures["checks_seen"]
         assert "median time" in pilot[0].message and "attention checks" in pilot[0].message
         assert "campaign resume rules" in pilot[0].message

@@ -89,3 +89,31 @@ def test_a_campaigns_hits_have_a_type_of_their_own_and_collect_lists_only_it(har
         h.work(f"AWORKER{n:07d}", full.hit_id, rate(3))
     assert collect(h.ctx, sweep=0) == full.assignments
     assert listed == [(full.hit_type_id,)]
+
+
+def test_the_paced_sweep_follows_the_campaign_clock_not_the_passes(harness, rate):
+    """By default the sweep goes round the open HITs SWEEP_ROUNDS times per auto-approval delay of the
+    campaign clock: a daemon passing twice as often does not sweep twice as much."""
+    from campaign.steps.collect import SWEEP, SWEEP_ROUNDS
+
+    h = harness(n_items=60)
+    hits = _posted(h)
+    assert len(hits) == 12 < SWEEP
+    delay = min(st.auto_approval_delay for st in h.ctx.campaign.stages)
+
+    def swept() -> int:
+        before = h.ctx.market.requests_by_op.get("list_assignments_for_hit", 0)
+        collect(h.ctx)
+        return h.ctx.market.requests_by_op.get("list_assignments_for_hit", 0) - before
+
+    assert swept() == 12  # this daemon's first pass: a full sweep
+    assert [swept() for _ in range(5)] == [1] * 5  # the clock stood still: one HIT a pass
+    h.clock.advance(delay / SWEEP_ROUNDS / 2)  # half a round is owed: 6 of the 12 open HITs
+    assert swept() == 6
+    h.clock.advance(delay / SWEEP_ROUNDS)  # a whole round owed (at most SWEEP a pass)
+    assert swept() == 12
+    h.work("APARTIAL000001", hits[3].hit_id, rate(4))  # a partly done HIT is found by the sweep
+    got = 0
+    for _ in range(len(hits)):
+        got += collect(h.ctx)
+    assert got == 1
