@@ -334,6 +334,7 @@ def run(spec: Spec, opts: RunOptions, progress: Callable[[Runtime], None] | None
 
 
 PASS_THREADS = 4  # campaigns' passes run at once in one daemon
+ALERTS_EVERY = 5.0  # wall seconds between a campaign's alerts steps in a daemon on the wall clock (`steps.control.alerts`)
 
 
 def make_scheduler(threads: int = PASS_THREADS) -> BackgroundScheduler:
@@ -360,6 +361,8 @@ def _run(spec: Spec, opts: RunOptions, progress: Callable[[Runtime], None] | Non
         ids.uninstall()
         clear_routes()
     scheduler = make_scheduler()
+    for ctx in rt.contexts:
+        ctx.alerts_every = ALERTS_EVERY
     leases = _Leases(rt, opts) if shared_store(opts.db) else None
     for ctx in rt.contexts:
         job = (_safe(ctx, rt.timed_tick(ctx.name), opts.state_dir, rt.tick_ms.setdefault(ctx.name, [])) if leases is None
@@ -519,7 +522,8 @@ class _Leases:
                     self.fresh.discard(name)
                     old = self.rt.contexts[i]
                     self.rt.contexts[i] = Context(store=old.store, market=old.market, campaign=old.campaign, seed=old.seed,
-                                                  state_dir=old.state_dir, clock=old.clock, instance=old.instance)
+                                                  state_dir=old.state_dir, clock=old.clock, instance=old.instance,
+                                                  alerts_every=old.alerts_every)
                 _safe(self.rt.contexts[i], self.rt.timed_tick(name), self.opts.state_dir, self.rt.tick_ms.setdefault(name, []))()
 
         return run_if_held

@@ -41,6 +41,9 @@ class Context:
     instance: str  # stable per campaign instance: part of every request token
     lock: threading.Lock = field(default_factory=threading.Lock)
     cache: dict[str, Any] = field(default_factory=dict)  # what a step keeps between passes of this daemon (never state)
+    # wall seconds between two `alerts` steps of this campaign (0: every pass). The daemon on the wall
+    # clock sets it (`campaign.daemon.ALERTS_EVERY`); a virtual-time run and the tests leave it at 0
+    alerts_every: float = 0.0
 
     def __post_init__(self) -> None:
         from campaign.marketplaces.mturk_client import MarketClient

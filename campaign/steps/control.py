@@ -4,6 +4,7 @@ that bracket every pass for the dashboard: the daemon's heartbeat first, alerts 
 from __future__ import annotations
 
 import logging
+import time
 
 from sqlmodel import col, select
 
@@ -94,15 +95,25 @@ def heartbeat(ctx: Context) -> None:
 
 
 ALERTS_READER = "alerts:reader"  # Context.cache: the campaign's Reader, kept from pass to pass
+ALERTS_LAST = "alerts:last"  # Context.cache: time.monotonic() of the last alerts step (with Context.alerts_every)
 
 
 def alerts(ctx: Context) -> None:
     """Each condition the dashboard flags becomes one event when it appears. The Reader is kept in the
     context from pass to pass, so a pass reads only the answers collected since the last one (a new
-    Reader every pass read every answer of the campaign again: the step that grew with the run)."""
+    Reader every pass read every answer of the campaign again: the step that grew with the run).
+
+    On the wall clock a campaign's alerts are looked at every `Context.alerts_every` seconds, not every
+    pass: the figures behind them (the dashboard's) were 16% of a daemon's CPU at 470,000 propositions,
+    20 campaigns a daemon, for conditions a person reads in minutes."""
     from campaign.readmodel.snapshot import Reader
     from campaign.steps.alerts import raise_alerts
 
+    if ctx.alerts_every > 0:
+        last = ctx.cache.get(ALERTS_LAST)
+        if isinstance(last, float) and time.monotonic() - last < ctx.alerts_every:
+            return
+        ctx.cache[ALERTS_LAST] = time.monotonic()
     reader = ctx.cache.get(ALERTS_READER)
     if not isinstance(reader, Reader):
         reader = ctx.cache[ALERTS_READER] = Reader(ctx.store, ctx.state_dir)

@@ -11,9 +11,12 @@ from __future__ import annotations
 
 import logging
 import time
+from collections.abc import Sequence
 from decimal import Decimal
+from typing import NamedTuple
 
 from sqlalchemy import and_, or_
+from sqlalchemy import select as sa_select
 from sqlmodel import col, func, select
 
 from campaign.clock import work_deadline
@@ -44,7 +47,28 @@ INVALID_FEEDBACK = (
 )
 
 
-def decide(ctx: Context, rows: list[AssignmentRow], results: dict[str, ReviewResult]) -> dict[str, tuple[str, str | None]]:
+class Pending(NamedTuple):
+    """What deciding an undecided assignment reads of it. Work held back (its worker's evidence not in
+    yet, a rejection waiting for the stage's final evidence) is read again on every pass, hundreds of
+    rows a campaign at a time: as whole rows (the answer's XML among them) that was 13% of a daemon's
+    CPU at 470,000 propositions."""
+
+    assignment_id: str
+    status: str
+    stage: str
+    worker_id: str
+    valid: bool
+    error: str | None
+    submit_time: float | None
+
+
+PENDING_COLUMNS = (col(AssignmentRow.assignment_id), col(AssignmentRow.status), col(AssignmentRow.stage),
+                   col(AssignmentRow.worker_id), col(AssignmentRow.valid), col(AssignmentRow.error),
+                   col(AssignmentRow.submit_time))
+
+
+def decide(ctx: Context, rows: Sequence[Pending | AssignmentRow],
+           results: dict[str, ReviewResult]) -> dict[str, tuple[str, str | None]]:
     """approve / reject / hold for each fresh assignment.
 
     Well-formed work is approved, even when quality control leaves its labels out of the scores: a
@@ -78,7 +102,7 @@ def decide(ctx: Context, rows: list[AssignmentRow], results: dict[str, ReviewRes
     return out
 
 
-def _decide_one(ctx: Context, r: AssignmentRow, results: dict[str, ReviewResult], collected: dict[str, bool],
+def _decide_one(ctx: Context, r: Pending | AssignmentRow, results: dict[str, ReviewResult], collected: dict[str, bool],
                 now: float) -> tuple[str, str | None] | None:
     """One assignment's decision (see `decide`); None: held back until the evidence is in."""
     if not r.valid:
@@ -112,9 +136,10 @@ def review(ctx: Context, limit: int | None = None, seconds: float = REVIEW_SECON
         camp = s.get(CampaignRow, ctx.name)
         if camp is not None and camp.status == CampaignStatus.PAUSED:
             return 0
-        rows = s.exec(select(AssignmentRow).where(AssignmentRow.campaign == ctx.name,
-                                                  col(AssignmentRow.status).in_((AssignmentStatus.SUBMITTED, AssignmentStatus.APPROVING, AssignmentStatus.REJECTING)))
-                      .order_by(col(AssignmentRow.collected_at), col(AssignmentRow.assignment_id))).all()
+        rows = [Pending(*r) for r in s.execute(sa_select(*PENDING_COLUMNS).where(
+            col(AssignmentRow.campaign) == ctx.name,
+            col(AssignmentRow.status).in_((AssignmentStatus.SUBMITTED, AssignmentStatus.APPROVING, AssignmentStatus.REJECTING)))
+            .order_by(col(AssignmentRow.collected_at), col(AssignmentRow.assignment_id))).all()]
     rows = sorted(rows, key=lambda r: (r.status == AssignmentStatus.SUBMITTED, r.submit_time or 0.0))[:limit]
     fresh = [r for r in rows if r.status == AssignmentStatus.SUBMITTED]
     decisions = decide(ctx, fresh, stage_reviews(ctx))
@@ -171,7 +196,7 @@ def review(ctx: Context, limit: int | None = None, seconds: float = REVIEW_SECON
     return done
 
 
-def _intents(ctx: Context, chunk: list[AssignmentRow],
+def _intents(ctx: Context, chunk: Sequence[Pending | AssignmentRow],
              decisions: dict[str, tuple[str, str | None]]) -> list[tuple[str, str, str | None, bool]]:
     """Write the chunk's fresh decisions (`approving` / `rejecting`) in one transaction, before any of
     its remote calls; returns (assignment, status, feedback, decided now) for every call to make.

@@ -41,3 +41,24 @@ def test_the_alerts_step_keeps_its_reader_and_reads_what_a_fresh_one_reads(harne
     restarted = dataclasses.replace(h.ctx, cache={})  # a restarted daemon, or a campaign taken over: a new Reader
     alerts(restarted)
     assert restarted.cache[ALERTS_READER] is not kept
+
+
+def test_on_the_wall_clock_a_campaigns_alerts_are_looked_at_every_few_seconds_not_every_pass(harness, monkeypatch):
+    import campaign.steps.alerts as alerts_module
+    import campaign.steps.control as control
+
+    h = harness(n_items=10)
+    calls: list[float] = []
+    now = [1000.0]
+    monkeypatch.setattr(alerts_module, "raise_alerts", lambda *a, **k: calls.append(now[0]) or [])
+    monkeypatch.setattr(control.time, "monotonic", lambda: now[0])
+    for t in (1000.0, 1001.0, 1004.9):  # every pass: a virtual-time run, the tests (alerts_every 0)
+        now[0] = t
+        alerts(h.ctx)
+    assert calls == [1000.0, 1001.0, 1004.9]
+    calls.clear()
+    paced = dataclasses.replace(h.ctx, cache={}, alerts_every=5.0)  # as the daemon sets it on the wall clock
+    for t in (2000.0, 2001.0, 2004.9, 2005.0, 2007.0, 2010.5):
+        now[0] = t
+        alerts(paced)
+    assert calls == [2000.0, 2005.0, 2010.5]

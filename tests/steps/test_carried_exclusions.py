@@ -124,3 +124,18 @@ def test_a_later_stage_an_older_release_began_posting_keeps_its_hit_type(harness
         s.add(row)
     assert shut_out_groups(h.ctx, ranking) == ()
     assert h.ctx.store.get_kv(h.ctx.name, Keys.shut_out_stage("ranking")) == ""
+
+
+def test_a_stored_review_is_parsed_once_and_a_new_one_is_read_at_once(harness):
+    h = harness("two-stage")
+    likert = h.ctx.campaign.stages[0]
+    assert stage_review(h.ctx, likert) is None
+    first = ReviewResult(evidence={}, decisions=[Decision("exclude", EXCLUDED, "answered at random")])
+    h.ctx.store.set_kv(h.ctx.name, Keys.review("likert"), _dump(10, first))
+    got = stage_review(h.ctx, likert)
+    assert got is not None and got.excluded == {EXCLUDED}
+    assert stage_review(h.ctx, likert) is got  # the same stored text: the same parse
+    # another process (an operator's decision, another daemon) stores a new review: seen at the next call
+    h.ctx.store.set_kv(h.ctx.name, Keys.review("likert"), _dump(11, ReviewResult(evidence={}, decisions=[])))
+    again = stage_review(h.ctx, likert)
+    assert again is not got and again is not None and again.excluded == set()
