@@ -361,10 +361,9 @@ def _run(spec: Spec, opts: RunOptions, progress: Callable[[Runtime], None] | Non
         ids.uninstall()
         clear_routes()
     scheduler = make_scheduler()
-    for ctx in rt.contexts:
-        ctx.alerts_every = ALERTS_EVERY
     leases = _Leases(rt, opts) if shared_store(opts.db) else None
     for ctx in rt.contexts:
+        ctx.alerts_every = ALERTS_EVERY
         job = (_safe(ctx, rt.timed_tick(ctx.name), opts.state_dir, rt.tick_ms.setdefault(ctx.name, [])) if leases is None
                else leases.job(ctx.name))
         scheduler.add_job(job, "interval", seconds=ctx.campaign.poll_interval,

@@ -133,17 +133,18 @@ class SimulatedCrowd:
             self._pool.shutdown(wait=True, cancel_futures=True)
             self._pool = None
 
-    def _map(self, fn: Callable[[_T], _R], args: Sequence[_T]) -> list[_R]:
-        """`fn` over `args`, on the pool when this crowd has more than one thread (results in order)."""
-        if self.threads == 1 or len(args) < 2:
+    def _map(self, fn: Callable[[_T], _R], args: Sequence[_T], side_by_side: bool = True) -> list[_R]:
+        """`fn` over `args`, on the pool when this crowd has more than one thread and `side_by_side`
+        (results in order)."""
+        if self.threads == 1 or not side_by_side or len(args) < 2:
             return [fn(a) for a in args]
         if self._pool is None:
             self._pool = ThreadPoolExecutor(max_workers=self.threads, thread_name_prefix="crowd-fill")
         return list(self._pool.map(fn, args))
 
-    def _count(self, name: str, worker_id: str | None = None) -> None:
+    def _count(self, name: str, worker_id: str | None = None, n: int = 1) -> None:
         with self._stats_lock:
-            setattr(self.stats, name, getattr(self.stats, name) + 1)
+            setattr(self.stats, name, getattr(self.stats, name) + n)
             if worker_id is not None:
                 self.stats.by_worker[worker_id] = self.stats.by_worker.get(worker_id, 0) + 1
 
@@ -186,11 +187,10 @@ class SimulatedCrowd:
         # oldest first; HITs posted at one instant keep the marketplace's listing order (its posting
         # order), never the order of their random ids, which would differ from run to run. With
         # several threads the HITs are filled side by side, each by one thread in its own order.
+        # Adversaries act across HITs (someone else's assignment, double submits): then one HIT at a time.
         order = sorted(hits, key=lambda h: hits[h].get("CreationTime", 0))
-        if self.threads > 1 and self.adversaries.behaviours:
-            # adversaries act across HITs (someone else's assignment, double submits): kept in order
-            return sum(self._fill(h, hits[h]) for h in order if not self._stop.is_set())
-        return sum(self._map(lambda h: 0 if self._stop.is_set() else self._fill(h, hits[h]), order))
+        return sum(self._map(lambda h: 0 if self._stop.is_set() else self._fill(h, hits[h]), order,
+                             side_by_side=not self.adversaries.behaviours))
 
     def _content_hash(self, hit_id: str) -> str:
         if hit_id not in self._content:
@@ -226,8 +226,7 @@ class SimulatedCrowd:
             rng = rng_for(self.seed, "answer", w.worker_id, content)
             if self.adversaries.behaviour(w.worker_id) is not None:
                 n = self.adversaries.work(w, hit or {}, aid, rng)
-                with self._stats_lock:
-                    self.stats.submitted += n
+                self._count("submitted", n=n)
                 submitted += n
                 continue
             if rng.random() < RETURN_PROBABILITY:

@@ -67,8 +67,7 @@ PENDING_COLUMNS = (col(AssignmentRow.assignment_id), col(AssignmentRow.status), 
                    col(AssignmentRow.submit_time))
 
 
-def decide(ctx: Context, rows: Sequence[Pending | AssignmentRow],
-           results: dict[str, ReviewResult]) -> dict[str, tuple[str, str | None]]:
+def decide(ctx: Context, rows: Sequence[Pending], results: dict[str, ReviewResult]) -> dict[str, tuple[str, str | None]]:
     """approve / reject / hold for each fresh assignment.
 
     Well-formed work is approved, even when quality control leaves its labels out of the scores: a
@@ -102,7 +101,7 @@ def decide(ctx: Context, rows: Sequence[Pending | AssignmentRow],
     return out
 
 
-def _decide_one(ctx: Context, r: Pending | AssignmentRow, results: dict[str, ReviewResult], collected: dict[str, bool],
+def _decide_one(ctx: Context, r: Pending, results: dict[str, ReviewResult], collected: dict[str, bool],
                 now: float) -> tuple[str, str | None] | None:
     """One assignment's decision (see `decide`); None: held back until the evidence is in."""
     if not r.valid:
@@ -196,7 +195,7 @@ def review(ctx: Context, limit: int | None = None, seconds: float = REVIEW_SECON
     return done
 
 
-def _intents(ctx: Context, chunk: Sequence[Pending | AssignmentRow],
+def _intents(ctx: Context, chunk: Sequence[Pending],
              decisions: dict[str, tuple[str, str | None]]) -> list[tuple[str, str, str | None, bool]]:
     """Write the chunk's fresh decisions (`approving` / `rejecting`) in one transaction, before any of
     its remote calls; returns (assignment, status, feedback, decided now) for every call to make.
