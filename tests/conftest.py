@@ -75,12 +75,38 @@ def pg_url(pg_server_session: PgServer) -> str:
     return pg_server_session.create_database()
 
 
+# The slow tests that take longest (seconds on a loaded CI machine, 2026-11-29), started first. xdist hands
+# work out in collection order, and a 60-100 s test collected late (test_scaleout_postgres.py sorts near the
+# end) ran alone while the other workers sat idle: the slow selection's tail, about a minute of CI. Only the
+# order changes; a test missing from here runs after these, as before.
+LONG_FIRST = {
+    "tests/test_scaleout_postgres.py::test_two_daemons_one_killed": 60,
+    "tests/test_estimate_examples.py::test_estimate_is_within_five_percent_of_the_runs_spend[prolific": 55,
+    "tests/test_operations.py::test_pause_freezes_review": 45,
+    "tests/prolific/test_uncertain_work.py::": 40,
+    "tests/test_simulate.py::test_simulate_spends": 30,
+    "tests/prolific/test_real_road.py::": 28,
+    "tests/test_e2e_postgres.py::test_sigkill_at_random_instants": 24,
+    "tests/bench/test_bench_scale_out.py::": 22,
+    "tests/test_estimate_examples.py::test_estimate_is_within_five_percent_of_the_runs_spend[campaigns": 21,
+    "tests/prolific/test_kill.py::test_sigkill_at_random_instants": 20,
+    "tests/test_budget.py::test_budget_runs_out": 20,
+    "tests/test_jsonout.py::test_bench_json_outputs_are_strict[nuggets]": 20,
+}
+
+
+def _expected_seconds(item: pytest.Item) -> int:
+    return next((s for prefix, s in LONG_FIRST.items() if item.nodeid.startswith(prefix)), 0)
+
+
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     """Under pytest-xdist with `--dist loadgroup` (as .ci/run runs the slow tests): the tests of one module
-    that share a module-scoped fixture (a campaign run, a browser) go to one worker, so it is made once."""
+    that share a module-scoped fixture (a campaign run, a browser) go to one worker, so it is made once;
+    the longest tests go first (`LONG_FIRST`)."""
     for item in items:
         info = getattr(item, "_fixtureinfo", None)
         if info is None:
             continue
         if any(d.scope == "module" for defs in info.name2fixturedefs.values() for d in defs):
             item.add_marker(pytest.mark.xdist_group(item.nodeid.split("::", 1)[0]))
+    items.sort(key=lambda item: -_expected_seconds(item))  # stable: the rest keep their order

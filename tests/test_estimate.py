@@ -165,6 +165,19 @@ def test_tie_distribution_of_a_likert_cut():
     assert k == round(sum(k * p for k, p in enumerate(wide)) / sum(wide)) and p == pytest.approx(sum(wide))
 
 
+def test_binomial_pmf_is_scipys_binomial_including_the_edges():
+    import numpy as np
+    from scipy.stats import binom
+
+    from campaign.estimate import binomial_pmf
+
+    k = np.arange(-3, 70)[None, :]
+    n = np.array([0, 1, 7, 60, 64])[:, None]
+    for p in (0.0, 1.0, 1 / 21, 0.5, 20 / 21):
+        assert np.allclose(binomial_pmf(k, n, p), binom.pmf(k, n, p), rtol=1e-9, atol=1e-15), p
+    assert binomial_pmf(np.array([61]), np.array([60]), 0.5)[0] == 0.0
+
+
 def test_expected_spammers_are_the_crowds_own_count():
     """30 workers at 15% + 10% spammers are 7 (largest remainder gives the odd worker to `noisy`), not
     7.5: the estimate counts them as the crowd allots them."""

@@ -48,7 +48,7 @@ TASK = {"kind": "likert", "reward": "0.06", "auto_approval_delay": "30d", "durat
         "traps": {"share": 0.25, "texts": ["This sentence is not important.", "Barack Obama graduated from Harvard Law."]}}
 
 
-# Workers arrive over 40 simulated hours (40 s at SPEED), so each campaign runs long enough for the two
+# Workers arrive over 20 simulated hours (20 s at SPEED), so each campaign runs long enough for the two
 # daemons to divide them and for one to be killed while it works its share. An assignment may take 8
 # simulated hours (8 s): the default 30 minutes are half a second at SPEED, and a simulated worker
 # stalled that long by a loaded machine abandoned its HIT in one run and not in the other, so another
@@ -57,14 +57,14 @@ TASK = {"kind": "likert", "reward": "0.06", "auto_approval_delay": "30d", "durat
 
 def write_spec(path: Path, endpoint: str, prolific: bool = True) -> Path:
     local = [campaign(n, topic=f"{TOPIC} ({n})", marketplace="local", endpoint_url=endpoint, task=TASK, budget="30.00",
-                      crowd=simulated(25, speed=SPEED, arrival_span="40h")) for n in NAMES]
+                      crowd=simulated(25, speed=SPEED, arrival_span="20h")) for n in NAMES]
     if prolific:  # the task site is the shared marketplace: its endpoint for the daemons, its worker site for participants
         local.append(campaign(PROLIFIC, topic=f"{TOPIC} ({PROLIFIC})", marketplace="prolific", endpoint_url=endpoint,
                               task={"kind": "likert", "assignments": 3, "duration": "8h"}, budget="30.00",
                               prolific={"reward": "0.75", "bundle": 5, "estimated_minutes": 5, "maximum_minutes": 240,
                                         "filters": {"approval_rate": 90, "countries": ["GB", "US"]},
                                         "fee_rate": "0.333", "vat_rate": "0.2"},
-                              task_site={"public_url": endpoint}, crowd=simulated(20, speed=SPEED, arrival_span="40h")))
+                              task_site={"public_url": endpoint}, crowd=simulated(20, speed=SPEED, arrival_span="20h")))
     return write_campaigns(path, *local)
 
 
