@@ -82,7 +82,7 @@ def pg_url(pg_server_session: PgServer) -> str:
 LONG_FIRST = {
     "tests/test_scaleout_postgres.py::test_two_daemons_one_killed": 60,
     "tests/test_estimate_examples.py::test_estimate_is_within_five_percent_of_the_runs_spend[prolific": 55,
-    "tests/test_operations.py::test_pause_freezes_review": 45,
+    "tests/test_operations.py::test_pause_freezes_review": 58,
     "tests/prolific/test_uncertain_work.py::": 40,
     "tests/test_simulate.py::test_simulate_spends": 30,
     "tests/prolific/test_real_road.py::": 28,

@@ -68,7 +68,10 @@ def config(tmp_path):
 @pytest.mark.slow
 def test_pause_freezes_review_survives_restart_and_resume_finishes(tmp_path, config):
     state = tmp_path / "state"
-    daemon = start_daemon(config(25, "3h"), state)
+    # --forever keeps the scaled clock (speed 600): workers arrive over 6 simulated hours, 36 s of wall time,
+    # so on a loaded CI machine, where each `status` and `pause` takes seconds, the campaign is still running
+    # when the pause lands (over 3 hours it once finished first)
+    daemon = start_daemon(config(25, "6h"), state)
     try:
         wait_for(lambda: (state / "campaign.db").exists() and figures(state).get("assignments", {}).get("approved", 0) >= 5)
         assert cli(state, "pause", "ops").returncode == 0
@@ -79,7 +82,7 @@ def test_pause_freezes_review_survives_restart_and_resume_finishes(tmp_path, con
         later = figures(state)
         assert later["assignments"]["approved"] == frozen["assignments"]["approved"], "approvals went on while paused"
         stop(daemon)
-        daemon = start_daemon(config(25, "3h"), state)  # still paused after a restart
+        daemon = start_daemon(config(25, "6h"), state)  # still paused after a restart
         time.sleep(2.5)
         assert figures(state)["status"] == "paused"
         assert figures(state)["assignments"]["approved"] == frozen["assignments"]["approved"]

@@ -63,15 +63,16 @@ class DoorAdversaries:
             self.stats.note("no_work", "refused", f"HTTP{exc.status}")
         return True
 
-    def stops_before(self, w: SimWorker, submission_id: str, done: int) -> str | None:
-        """Before the next HIT of a bundle (`done` submitted so far): "hold" to keep the HIT and never come
-        back, "return" to return the place now, or None to go on."""
+    def stops_before(self, w: SimWorker, submission_id: str, done: int, bundle: int) -> str | None:
+        """Before the next HIT of a bundle of `bundle` (`done` submitted so far): "hold" to keep the HIT and
+        never come back, "return" to return the place now, or None to go on. `return_midway` stops after
+        1-3 HITs, and always before the bundle's last (else it would have completed the place)."""
         b = self.behaviours.get(w.worker_id)
         if b == "hold":
             self.stats.note(b, "tried")
             return "hold"
         if b == "return_midway":
-            k = 1 + int(rng_for(self.seed, "return-midway", w.worker_id, submission_id).integers(0, 3))
+            k = 1 + int(rng_for(self.seed, "return-midway", w.worker_id, submission_id).integers(0, max(1, min(3, bundle - 1))))
             if done >= k:
                 self.stats.note(b, "tried")
                 return "return"

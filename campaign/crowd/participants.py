@@ -296,7 +296,7 @@ class ParticipantCrowd:
                 return submitted  # the session stays open; the next start picks it up
             aid = str(step["AssignmentId"])
             adv.served.append((aid, w.worker_id))
-            stop = adv.stops_before(w, session.submission_id, session.done)
+            stop = adv.stops_before(w, session.submission_id, session.done, int(step.get("bundle") or 1))
             if stop is not None:
                 if stop == "return":
                     self.participants[w.worker_id].give_back(session.submission_id)
