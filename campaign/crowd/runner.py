@@ -36,6 +36,11 @@ _R = TypeVar("_R")
 RETURN_PROBABILITY = 0.02  # a worker sometimes accepts, then returns the HIT unanswered
 IDLE_MAX = 0.5  # wall seconds between passes of a crowd that found nothing to do, at most
 SKIP_ERRORS = {"DoesNotMeetRequirements", "Blocked", "AlreadyWorked"}
+# Workers who list the open HITs in one pass, at most; the others list in later passes, in turn. Every
+# worker of a pass is offered the HITs any lister found, so with one qualification for everyone a few
+# listings find what all would (the oldest `max` open HITs). At 470,000 propositions the bench's 1,600
+# workers each listed every pass: 39% of the crowd's time and about half the marketplace's (docs/scale.md).
+LIST_WINDOW = 100
 
 
 @dataclass
@@ -102,6 +107,7 @@ class SimulatedCrowd:
         self._stats_lock = threading.Lock()
         self.adversaries = SiteAdversaries(self.base_url, self.client, dict(adversaries or {}), self.answer,
                                            lambda: list(reversed(self._accepted)))
+        self._list_from = 0  # where in the present workers the next pass's listers start (`LIST_WINDOW`)
 
     # -- life cycle -----------------------------------------------------------------------------------
     def register(self) -> None:
@@ -152,7 +158,7 @@ class SimulatedCrowd:
         idle = self.poll
         while not self._stop.is_set():
             try:
-                worked = self.step()
+                worked = self.step(exhaustive=False)
             except Exception as exc:  # the crowd must not die silently; report and keep going
                 self.stats.errors += 1
                 log.warning("simulated crowd: %s", exc)
@@ -162,10 +168,10 @@ class SimulatedCrowd:
             if worked:
                 idle = self.poll
             else:
-                # a pass lists the HITs once per worker: polled every `poll` seconds while nothing is
-                # open, those listings were a large share of the marketplace's requests; so an idle
-                # crowd looks less and less often, up to IDLE_MAX (timing only: who answers what
-                # does not depend on it)
+                # a pass lists the HITs once per listing worker: polled every `poll` seconds while
+                # nothing is open, those listings were a large share of the marketplace's requests; so
+                # an idle crowd looks less and less often, up to IDLE_MAX (timing only: who answers
+                # what does not depend on it)
                 self._stop.wait(idle)
                 idle = min(max(self.poll, IDLE_MAX), idle * 2)
 
@@ -174,12 +180,32 @@ class SimulatedCrowd:
         start = self._start_time if self._start_time is not None else self.clock.now()
         return self.clock.now() >= start + w.arrival
 
-    def step(self) -> int:
-        """Fill every open slot that a worker can take now; returns the number of answers submitted."""
-        hits: dict[str, dict] = {}
+    def step(self, exhaustive: bool = True) -> int:
+        """Fill every open slot that a worker can take now; returns the number of answers submitted.
+
+        Up to `LIST_WINDOW` present workers list the open HITs, the next ones in turn on the next pass.
+        `exhaustive`: a pass whose listers found nothing to answer asks every other present worker too,
+        so it answers nothing only when no present worker is offered anything; a virtual-time run steps
+        the crowd only when something changes, and must not wait on a HIT that an unlisted worker alone
+        sees. The wall-clock loop passes False: its next pass lists the next workers anyway. Each HIT
+        found is offered to every worker in its own seeded order, whoever found it."""
         present = [w for w in self.workers if self.arrived(w)]
-        listings = self._map(lambda w: self.client.available(w.worker_id, max=100), present)
-        for w, listed in zip(present, listings):
+        if len(present) <= LIST_WINDOW:
+            return self._fill_listed(present)
+        start = self._list_from % len(present)
+        self._list_from = start + LIST_WINDOW
+        window = (present[start:] + present[:start])[:LIST_WINDOW]
+        done = self._fill_listed(window)
+        if done or not exhaustive or self._stop.is_set():
+            return done
+        listed = {w.worker_id for w in window}
+        return self._fill_listed([w for w in present if w.worker_id not in listed])
+
+    def _fill_listed(self, listers: Sequence[SimWorker]) -> int:
+        """Lists the open HITs for each of `listers` and fills every HIT found; the answers submitted."""
+        hits: dict[str, dict] = {}
+        listings = self._map(lambda w: self.client.available(w.worker_id, max=100), listers)
+        for w, listed in zip(listers, listings):
             for h in listed:
                 if self.wants is None or self.wants(h["HITId"]):
                     hits.setdefault(h["HITId"], h)
