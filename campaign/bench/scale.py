@@ -40,6 +40,11 @@ from campaign.bench.measure import (  # shared with the scale-out bench
 from campaign.bench.quality import write_inputs  # N propositions with a hidden truth, the same generator
 from campaign.jsonout import dumps
 
+# The scale-out bench's daemons run at this niceness: the marketplace (and the simulated crowd standing
+# in for people) take the CPU first, and a daemon's passes, which a scheduler repeats as often as CPU
+# allows, take what is left (docs/scale.md, "Who goes first on one machine").
+DAEMON_NICE = 10
+
 
 def spec_text(props: Path, truth: Path, n: int) -> str:
     hits = -(-n // ITEMS_PER_HIT)
@@ -177,6 +182,9 @@ def main(argv: list[str] | None = None) -> int:
                     help="with --db: the marketplace's and crowd's clock speed-up (the run is on a scaled wall clock)")
     ap.add_argument("--crowd-threads", type=int, default=None, metavar="N",
                     help="with --db: `campaign crowd run --threads N` (default: the crowd's own default)")
+    ap.add_argument("--daemon-nice", type=int, default=DAEMON_NICE, metavar="N",
+                    help="with --db: the daemons' niceness (0-19). On one machine the marketplace serving people "
+                         "goes first and the daemons' passes take the CPU left (docs/scale.md); 0: all alike")
     args = ap.parse_args(argv)
     if args.propositions < ITEMS_PER_HIT:
         ap.error(f"--propositions must be at least {ITEMS_PER_HIT}")
@@ -192,11 +200,14 @@ def main(argv: list[str] | None = None) -> int:
         ap.error("--campaigns must be at least 1")
     if args.crowd_threads is not None and (args.db is None or args.crowd_threads < 1):
         ap.error("--crowd-threads goes with --db and is at least 1")
+    if not 0 <= args.daemon_nice <= 19:
+        ap.error("--daemon-nice is a niceness from 0 to 19")
     if args.db is not None:
         from campaign.bench.scale_out import run_scale_out
 
         out = run_scale_out(args.propositions, args.daemons or 1, args.db, seed=args.seed, keep=args.keep,
-                            speed=args.speed, campaigns=args.campaigns, crowd_threads=args.crowd_threads)
+                            speed=args.speed, campaigns=args.campaigns, crowd_threads=args.crowd_threads,
+                            daemon_nice=args.daemon_nice)
     else:
         out = run_scale(args.propositions, args.seed, args.keep)
     if args.json:

@@ -347,9 +347,11 @@ def quality(states: list[Path], entries: list[tuple[str, Path, Path, int]]) -> d
 
 def run_scale_out(n: int, daemons: int, db: str, seed: int = 0, keep: Path | None = None, timeout: float = 4 * 3600.0,
                   speed: float = 600.0, campaigns: int | None = None, lease_ttl: float = 15.0,
-                  stagger: float = 0.0, crowd_threads: int | None = None) -> dict[str, Any]:
+                  stagger: float = 0.0, crowd_threads: int | None = None, daemon_nice: int = 0) -> dict[str, Any]:
     """Run the bench; returns the single-daemon bench's keys (figures of the whole run) and more:
-    `per_daemon`, `processes` (peak RSS MiB of each), `quality`, `postgres`, lease figures."""
+    `per_daemon`, `processes` (peak RSS MiB of each), `quality`, `postgres`, lease figures.
+    `daemon_nice`: the daemons' niceness, set as each starts (while it imports, before any thread of its
+    own, which would otherwise keep the old priority)."""
     sizes = partition(n, campaigns)
     names = campaign_names(sizes)
     with tempfile.TemporaryDirectory(prefix="campaign-scale-out-") as tmp, _database(db) as (url, server):
@@ -409,6 +411,8 @@ def run_scale_out(n: int, daemons: int, db: str, seed: int = 0, keep: Path | Non
                         "--lease-ttl", str(lease_ttl))
                 proc = subprocess.Popen(_profiled_cmd("daemon", name, logs, *args),
                                         stdout=subprocess.DEVNULL, stderr=err, env=_env(market_state))
+                if daemon_nice:
+                    os.setpriority(os.PRIO_PROCESS, proc.pid, daemon_nice)
                 running.append(Daemon(name, state, proc, err, time.monotonic()))
                 memory.watch(name, proc.pid)
             deadline = started + timeout
@@ -478,6 +482,7 @@ def run_scale_out(n: int, daemons: int, db: str, seed: int = 0, keep: Path | Non
             "db": "postgres (throw-away server)" if server is not None else "given URL",
             "speed": speed,
             "crowd_threads": crowd_threads,
+            "daemon_nice": daemon_nice,
             "campaigns": dict(zip(names, sizes, strict=True)),
             "campaigns_finished": sum(1 for s in figures["statuses"].values() if s == "finished"),
             "statuses": figures["statuses"],

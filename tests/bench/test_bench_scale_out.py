@@ -54,6 +54,7 @@ def test_the_spec_names_every_campaign_on_the_standalone_marketplace(tmp_path):
     (["--daemons", "0", "--db", "postgres"], "at least 1"),
     (["--db", "sqlite:///x.db"], "PostgreSQL URL"),
     (["--campaigns", "3"], "goes with --db"),
+    (["--db", "postgres", "--daemon-nice", "20"], "from 0 to 19"),
 ])
 def test_options_that_cannot_work_are_refused(argv, says, capsys):
     with pytest.raises(SystemExit) as exc:
@@ -72,18 +73,21 @@ def test_db_runs_the_scale_out_bench_with_the_options_given(monkeypatch, capsys)
     monkeypatch.setattr("campaign.bench.scale_out.run_scale_out", fake)
     assert main(["--propositions", "300", "--db", "postgres", "--json", "--campaigns", "6", "--speed", "100"]) == 0
     assert seen["daemons"] == 1 and seen["db"] == "postgres" and seen["campaigns"] == 6 and seen["speed"] == 100.0
+    assert seen["daemon_nice"] == 10  # the daemons go after the marketplace unless told otherwise
     assert json.loads(capsys.readouterr().out) == {"propositions": 300}
+    assert main(["--propositions", "300", "--db", "postgres", "--json", "--daemon-nice", "0"]) == 0
+    assert seen["daemon_nice"] == 0
 
 
 @pytest.mark.slow
 @pytest.mark.postgres
 def test_two_daemons_finish_every_campaign_with_nothing_auto_approved(tmp_path):
-    out = run_scale_out(200, 2, "postgres", seed=1, keep=tmp_path / "kept", timeout=600)
+    out = run_scale_out(200, 2, "postgres", seed=1, keep=tmp_path / "kept", timeout=600, daemon_nice=5)
     assert out["campaigns"] == dict.fromkeys(["scale000", "scale001", "scale002", "scale003"], 50)
     assert out["statuses"] == dict.fromkeys(out["campaigns"], "finished") and out["campaigns_finished"] == 4
     assert (out["hits"], out["assignments"], out["unfilled_slots"]) == (40, 200, 0)
     assert out["auto_approved_before_review"] == 0
-    assert [d["name"] for d in out["per_daemon"]] == ["daemon1", "daemon2"]
+    assert [d["name"] for d in out["per_daemon"]] == ["daemon1", "daemon2"] and out["daemon_nice"] == 5
     assert all(d["seconds"] > 0 and d["peak_rss_mib"] > 30 for d in out["per_daemon"])
     assert {"market", "crowd", "daemon1", "daemon2", "postgres"} <= set(out["processes_peak_rss_mib"])
     assert out["peak_rss_mib"] >= sum(d["peak_rss_mib"] for d in out["per_daemon"])
