@@ -115,7 +115,7 @@ def make_clock(spec_campaigns: list[Campaign], state_dir: Path, live: bool = Fal
 
     sims = [c for c in spec_campaigns if providers.of(c).simulates(c)]
     if not sims:
-        return WallClock()
+        return _followed_clock(spec_campaigns)
     speed = max(c.crowd.speed for c in sims)
     start = time.time()
     f = _clock_file(state_dir)
@@ -127,6 +127,27 @@ def make_clock(spec_campaigns: list[Campaign], state_dir: Path, live: bool = Fal
     if not live and len(sims) == len(spec_campaigns):  # a real crowd in the run keeps the time real-paced
         return VirtualClock(start=start, speed=speed)
     return ScaledClock(speed=speed, start=start)
+
+
+def _followed_clock(spec_campaigns: list[Campaign]) -> Clock:
+    """The time of the standalone marketplace the campaigns' simulated crowds work from outside the run
+    (`Provider.clock_url`; see `campaign.marketplaces.remote_clock`), or the wall clock when there is none. Two
+    marketplaces on different clocks cannot both be followed: refused, naming them."""
+    from campaign import providers
+    from campaign.marketplaces.remote_clock import ClockUnavailable, marketplace_clock
+
+    urls = sorted({u for c in spec_campaigns if (u := providers.of(c).clock_url(c)) is not None})
+    if not urls:
+        return WallClock()
+    try:
+        clocks = [(u, marketplace_clock(u)) for u in urls]
+    except ClockUnavailable as exc:
+        raise RunError(f"the simulated crowd's marketplace keeps the time: {exc}") from None
+    speeds = {u: c.speed for u, c in clocks}
+    if len(set(speeds.values())) > 1:
+        raise RunError("the campaigns' marketplaces run on different clocks ("
+                       + ", ".join(f"{u} at speed {v:g}" for u, v in speeds.items()) + "): run them in separate daemons")
+    return clocks[0][1]
 
 
 def saved_clock(state_dir: Path) -> Clock:

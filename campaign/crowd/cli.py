@@ -76,7 +76,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     r.add_argument("--seed", type=int, default=0, help="the seed the daemons run with (`campaign run --seed`)")
     r.add_argument("--campaign", action="append", default=[], metavar="NAME", help="only this campaign's crowd (repeatable)")
     r.add_argument("--speed", type=float, default=None,
-                   help="clock speed-up; give the marketplace's `--speed` (default: the spec's fastest crowd speed)")
+                   help="clock speed-up (default: the spec's fastest crowd speed); on the built-in marketplace its own "
+                        "clock is followed and a --speed that differs is refused")
     r.add_argument("--threads", type=_threads, default=DEFAULT_THREADS, metavar="N",
                    help=f"HITs worked at once on the built-in marketplace (default {DEFAULT_THREADS}): people work side by "
                         "side; one thread's pace is the marketplace's latency. Who answers what does not depend on it")
@@ -112,6 +113,18 @@ def cmd_crowd_run(args: argparse.Namespace) -> int:
         return 2
     speed = args.speed if args.speed is not None else max(c.crowd.speed for c in chosen)
     clock: Clock = WallClock() if speed == 1.0 else ScaledClock(speed, start=time.time())
+    if on_market:  # the marketplace keeps the time: its own clock, not one started here seconds later
+        from campaign.marketplaces.remote_clock import ClockUnavailable, marketplace_clock
+
+        try:
+            clock = marketplace_clock(args.endpoint)
+        except ClockUnavailable as exc:
+            print(f"campaign crowd run: {exc}", file=sys.stderr)
+            return 2
+        if args.speed is not None and args.speed != clock.speed:
+            print(f"campaign crowd run: --speed {args.speed:g}, but the marketplace at {args.endpoint} runs at speed "
+                  f"{clock.speed:g}: leave --speed out (the marketplace's is followed) or give its own", file=sys.stderr)
+            return 2
     participants = None
     if on_prolific:
         from campaign.crowd.prolific_crowd import ProlificCrowdError, participant_crowds

@@ -114,6 +114,12 @@ class MarketApp:
             return self._admin(method, req)
         if req.path == "/health":
             return Response(200, "application/json", b'{"ok": true}', dict(NOSNIFF))
+        if req.path == "/clock" and method == "GET":
+            # the marketplace's time (simulated at --speed), which daemons and the crowd working here
+            # follow (`campaign.marketplaces.remote_clock`); the time of day is no secret, the wall's is in every Date header
+            clock = self.core.engine.clock
+            return _json_reply(200, {"now": clock.now(), "speed": float(getattr(clock, "speed", 1.0))},
+                               {**NOSNIFF, "Cache-Control": "no-store"})
         reply = self.core.site.route(method, req.path, req.query_dict(), req.body if method == "POST" else b"",
                                      dict(req.headers.items()), req.client)
         return _response(reply)

@@ -112,6 +112,12 @@ class Provider(Protocol):
         """Whether the campaign's simulated crowd runs inside this run (then the run can be on simulated time)."""
         ...
 
+    def clock_url(self, campaign: Campaign) -> str | None:
+        """Where the campaign's marketplace tells its time (`GET URL/clock`) when a simulated crowd works
+        it from outside this run on the marketplace's own simulated clock, which the run must then follow
+        (`campaign.marketplaces.remote_clock`); None: nothing to follow."""
+        ...
+
     def site_needs(self, campaigns: Sequence[Campaign], *, market_port: int, virtual: bool) -> SiteNeeds | None:
         """What these campaigns need of the run's built-in marketplace (None: nothing)."""
         ...

@@ -46,6 +46,10 @@ class MTurkProvider:
     def simulates(self, campaign: Campaign) -> bool:
         return campaign.crowd.kind == "simulated" and self._on_site(campaign)
 
+    def clock_url(self, campaign: Campaign) -> str | None:
+        """A standalone built-in marketplace (`endpoint_url`) worked by `campaign crowd run` keeps the time."""
+        return campaign.endpoint_url if self.builtin and campaign.endpoint_url and campaign.crowd.kind == "simulated" else None
+
     def site_needs(self, campaigns: Sequence[Campaign], *, market_port: int, virtual: bool) -> SiteNeeds | None:
         return SiteNeeds() if any(self._on_site(c) for c in campaigns) else None
 

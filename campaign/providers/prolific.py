@@ -163,6 +163,9 @@ class ProlificProvider:
     def simulates(self, campaign: Campaign) -> bool:
         return self.emulated and campaign.crowd.kind == "simulated" and not campaign.endpoint_url
 
+    def clock_url(self, campaign: Campaign) -> str | None:
+        return None  # the emulator's own clock is not followed yet: a run with a task site elsewhere keeps the wall's
+
     def public_url(self, c: Campaign, market_endpoint: str) -> str:
         """Where participants reach the task site."""
         given = c.public_url

@@ -41,6 +41,9 @@ class FakeProvider:
     def simulates(self, campaign: Campaign) -> bool:
         return campaign.crowd.kind == "simulated"
 
+    def clock_url(self, campaign: Campaign) -> str | None:
+        return None
+
     def site_needs(self, campaigns: Sequence[Campaign], *, market_port: int, virtual: bool) -> SiteNeeds | None:
         return SiteNeeds()
 
