@@ -16,6 +16,7 @@ import dataclasses
 import hashlib
 import json
 import logging
+from collections.abc import Sequence
 from dataclasses import asdict
 from decimal import Decimal
 from typing import Any
@@ -27,9 +28,9 @@ from campaign.crash import crash_point
 from campaign.ledger import BudgetExceeded, charge_bonus, release_bonus, reserve_bonus
 from campaign.marketplaces.base import AlreadyDone, MarketError, TransientError, fees_of
 from campaign.money import shown
-from campaign.quality.evidence import WorkerEvidence
+from campaign.quality.evidence import Label, WorkerEvidence
 from campaign.quality.review import Decision, PolicyConfig, ReviewResult, carried_exclusions, judge
-from campaign.quality.running import RunningEvidence
+from campaign.quality.running import RestoreMismatch, RunningEvidence
 from campaign.spec import Stage
 from campaign.state import AssignmentStatus, BonusState, HeldKind, HitStatus, Keys
 from campaign.steps.context import Context
@@ -59,20 +60,25 @@ def policy_stage(ctx: Context) -> Stage | None:
     return next((s for s in ctx.campaign.stages if get_kind(s.kind).policed and get_kind(s.kind).primary_evidence), None)
 
 
-def new_judgments(ctx: Context, stage: Stage, after: int) -> tuple[list[ReviewedJudgment], int]:
+def new_judgments(ctx: Context, stage: Stage, after: int, *, upto: int | None = None,
+                  items: Sequence[str] | None = None) -> tuple[list[ReviewedJudgment], int]:
     """The stage's valid judgments that count as evidence stored after row id `after`, and the last id read.
 
     Labels are only ever added: an assignment and its labels are stored in one transaction (so `shown`,
-    counted over the rows read here, is its whole count) and every stored status counts."""
+    counted over the rows read here, is its whole count) and every stored status counts. `upto` and
+    `items` (judgments of these items only, ids up to `upto`) read a retired item's labels back
+    (`running_evidence`); `shown` then counts only the rows read, so only labels may be taken from them."""
     with ctx.store.session() as s:
-        rows = s.exec(  # plain columns, not ORM objects
-            select(col(JudgmentRow.item_key), col(JudgmentRow.value), col(JudgmentRow.worker_id),  # type: ignore[call-overload]
-                   col(JudgmentRow.assignment_id), col(AssignmentRow.hit_key), col(JudgmentRow.id), col(JudgmentRow.extra))
-            .join(AssignmentRow, col(AssignmentRow.assignment_id) == col(JudgmentRow.assignment_id))
-            .where(JudgmentRow.campaign == ctx.name, JudgmentRow.stage == stage.name, AssignmentRow.valid == True,  # noqa: E712
-                   col(AssignmentRow.status).in_(COUNTED), col(JudgmentRow.id) > after)
-            .order_by(col(JudgmentRow.id))
-        ).all()
+        q = (select(col(JudgmentRow.item_key), col(JudgmentRow.value), col(JudgmentRow.worker_id),  # type: ignore[call-overload]
+                    col(JudgmentRow.assignment_id), col(AssignmentRow.hit_key), col(JudgmentRow.id), col(JudgmentRow.extra))
+             .join(AssignmentRow, col(AssignmentRow.assignment_id) == col(JudgmentRow.assignment_id))
+             .where(JudgmentRow.campaign == ctx.name, JudgmentRow.stage == stage.name, AssignmentRow.valid == True,  # noqa: E712
+                    col(AssignmentRow.status).in_(COUNTED), col(JudgmentRow.id) > after))
+        if upto is not None:
+            q = q.where(col(JudgmentRow.id) <= upto)
+        if items is not None:
+            q = q.where(col(JudgmentRow.item_key).in_(list(items)))
+        rows = s.exec(q.order_by(col(JudgmentRow.id))).all()  # plain columns, not ORM objects
     shown: dict[str, int] = {}
     for row in rows:
         shown[row[3]] = shown.get(row[3], 0) + 1
@@ -104,12 +110,32 @@ def running_evidence(ctx: Context, stage: Stage) -> RunningEvidence | None:
     kept = ctx.cache.get(key)
     if kept is None:
         kept = ctx.cache[key] = {"after": 0, "book": RunningEvidence()}
-    rows, kept["after"] = new_judgments(ctx, stage, kept["after"])
-    found = get_kind(stage.kind).evidence(stage, rows)
+    before = kept["after"]
+    rows, kept["after"] = new_judgments(ctx, stage, before)
+    kind = get_kind(stage.kind)
+    found = kind.evidence(stage, rows)
     if found is None:
         return None
-    kept["book"].add(*found)
-    return kept["book"]
+    labels, traps = found
+    book: RunningEvidence = kept["book"]
+    back = {lab.item for lab in labels if lab.item in book.retired}
+    if back:  # a repeat, a replacement or an extra slot: the item's earlier labels come back from the store
+        aids = {lab.assignment for lab in labels if lab.item in back}
+        keys = sorted({r.item_key for r in rows if r.assignment_id in aids})  # a label's item comes from its row's
+        earlier: list[Label] = []
+        for i in range(0, len(keys), 500):
+            old, _ = new_judgments(ctx, stage, 0, upto=before, items=keys[i:i + 500])
+            got = kind.evidence(stage, old)
+            earlier += [lab for lab in (got[0] if got else []) if lab.item in back]
+        try:
+            book.restore(earlier)
+        except RestoreMismatch as exc:  # not what was counted (never in a run): read every label again
+            log.warning("campaign %s, stage %s: %s; reading the stage's labels again", ctx.name, stage.name, exc)
+            ctx.cache.pop(key, None)
+            return running_evidence(ctx, stage)
+    book.add(labels, traps)
+    book.retire(stage.assignments)
+    return book
 
 
 def evaluate(ctx: Context, stage: Stage) -> ReviewResult:

@@ -247,8 +247,10 @@ class TaskKind(ABC):
         """Labels and trap results for the review policy; None when this kind is not policed.
 
         Row by row: what a row gives must not depend on the other rows passed with it (`shown` carries
-        what a row needs of its assignment). Quality control passes only the rows stored since its last
-        run and keeps what it was given (`campaign.steps.quality_pass.running_evidence`)."""
+        what a row needs of its assignment), and a label's item must come from its row's `item_key` (its
+        labels are read back by item when a let-go item gets another: `RunningEvidence.retire`). Quality
+        control passes only the rows stored since its last run and keeps what it was given
+        (`campaign.steps.quality_pass.running_evidence`)."""
         return None
 
     # -- the simulated crowd ---------------------------------------------------------------------------

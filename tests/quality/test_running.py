@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import random
 
+import pytest
+
 from campaign.quality.evidence import Label, TrapResult, gather
-from campaign.quality.running import RunningEvidence
+from campaign.quality.running import RestoreMismatch, RetiredItem, RunningEvidence
 
 
 def crowd_labels(rng: random.Random, items: int, per_item: int, workers: int, spammers: int,
@@ -101,3 +103,47 @@ def test_any_labels_any_split() -> None:
             book.add(part)
         min_shared = rng.randrange(7)
         assert_same(book.evidence(min_shared), gather(labels, [], min_shared))
+
+
+def test_items_let_go_when_complete_and_read_back_for_a_later_label_change_nothing() -> None:
+    """An item with every slot answered is let go (`retire`); a repeat's or a replacement's label for it
+    later needs its earlier labels back first (`restore`), after which the evidence is exactly gather's."""
+    rng = random.Random(5)
+    restored = 0
+    for trial in range(40):
+        per_item = rng.randint(2, 6)
+        labels = crowd_labels(rng, items=60, per_item=per_item, workers=9, spammers=2, values=[1, 2, 3, 4, 5])
+        rng.shuffle(labels)
+        complete = rng.randint(1, per_item)
+        book, plain = RunningEvidence(), RunningEvidence()
+        added: list[Label] = []
+        for part in chunks(labels, [rng.randrange(1, 40) for _ in range(6)]):
+            back = {lab.item for lab in part if lab.item in book.retired}
+            if back:
+                book.restore([lab for lab in added if lab.item in back])
+                restored += len(back)
+            book.add(part)
+            plain.add(part)
+            added += part
+            book.retire(complete)
+            assert all(len(flat) // 2 < complete for flat in book.items.values())
+        assert book.evidence(3) == plain.evidence(3), trial
+        assert_same(book.evidence(3), gather(labels, [], 3))
+        assert book.retired and len(book.items) < len(plain.items), trial  # something was let go
+    assert restored  # and something came back
+
+
+def test_a_label_for_an_item_let_go_is_refused_until_its_labels_are_back() -> None:
+    first = [Label(item="i1", worker=w, assignment=f"a{w}", value=float(v)) for w, v in (("A", 1), ("B", 2))]
+    book = RunningEvidence()
+    book.add(first)
+    assert book.retire(2) == 1 and "i1" not in book.items and book.retired == {"i1": 2}
+    late = [Label(item="i1", worker="C", assignment="aC", value=3.0)]
+    with pytest.raises(RetiredItem, match="i1"):
+        book.add(late)
+    with pytest.raises(RestoreMismatch, match="i1"):  # one label short of what it had: nothing changes
+        book.restore(first[:1])
+    assert book.retired == {"i1": 2}
+    book.restore(first)
+    book.add(late)
+    assert_same(book.evidence(1), gather(first + late, [], 1))
