@@ -206,7 +206,7 @@ def quality_pass(ctx: Context) -> int:
         if n < reviewed:  # answers went away (never in a run): read every label again
             ctx.cache.pop(f"evidence:{stage.name}", None)
         result = evaluate(ctx, stage)
-        apply(ctx, stage, result, primary=stage is primary)
+        apply(ctx, stage, result, primary=stage is primary, previous=stage_review(ctx, stage) if saved is not None else None)
         leave_out_labels(ctx, stage, result)  # before the review is stored: a crash in between reviews again
         ctx.store.set_kv(ctx.name, Keys.review(stage.name), _dump(n, result))
         done += 1
@@ -270,30 +270,60 @@ def _due(ctx: Context, stage: Stage, reviewed: int, n: int) -> bool:
     return stage_collected(ctx, stage.name)
 
 
-def apply(ctx: Context, stage: Stage, result: ReviewResult, primary: bool = True) -> None:
+def _reasons(result: ReviewResult) -> dict[str, str]:
+    """`result.reason(w)` for every worker with a decision, in one pass over the decisions."""
+    found: dict[str, dict[str, None]] = {}
+    for d in result.decisions:
+        found.setdefault(d.worker, {})[d.reason] = None
+    return {w: "; ".join(rs) for w, rs in found.items()}
+
+
+def changed_workers(result: ReviewResult, previous: ReviewResult) -> set[str]:
+    """The workers whose evidence, exclusion or reason in this stage differs from the previous review's."""
+    was, now = _reasons(previous), _reasons(result)
+    old_x, new_x = previous.excluded, result.excluded
+    return {w for w in set(result.evidence) | set(previous.evidence) | set(was) | set(now)
+            if result.evidence.get(w) != previous.evidence.get(w) or was.get(w) != now.get(w)
+            or (w in old_x) != (w in new_x)}
+
+
+def apply(ctx: Context, stage: Stage, result: ReviewResult, primary: bool = True,
+          previous: ReviewResult | None = None) -> None:
     """Write one stage's exclusions and each worker's evidence; an event for every change of standing.
 
     A worker's row keeps the evidence of every policed stage under "stages"; the primary (Likert)
     stage's evidence also sits at the top, where the dashboard reads it. A worker is excluded when any
     stage excludes them, and their labels are left out of every stage (`leave_out_labels`).
+
+    `previous`: the stage's review this one follows, as stored (and so as applied: it is stored only
+    after this step commits). Only the workers whose figures changed since are read and written;
+    every worker row of the campaign, read, parsed and compared on each review, was half of quality
+    control's time at 470,000 propositions. None: every worker.
     """
     excluded = result.excluded
+    reasons = _reasons(result)
     with ctx.store.session() as s:
-        for w in s.exec(select(WorkerRow).where(WorkerRow.campaign == ctx.name)).all():
+        q = select(WorkerRow).where(WorkerRow.campaign == ctx.name)
+        if previous is None:
+            rows = list(s.exec(q).all())
+        else:
+            names = sorted(changed_workers(result, previous))
+            rows = [w for i in range(0, len(names), 500) for w in s.exec(q.where(col(WorkerRow.worker_id).in_(names[i:i + 500]))).all()]
+        for w in rows:
             e = result.evidence.get(w.worker_id)
             old = json.loads(w.evidence) if w.evidence else {}
             stages = dict(old.get("stages", {}))
             if e is None and stage.name not in stages:
                 continue
             stages[stage.name] = {**(e.as_dict() if e else {}), "excluded": w.worker_id in excluded,
-                                  "reason": result.reason(w.worker_id)}
+                                  "reason": reasons.get(w.worker_id)}
             top = (e.as_dict() if e else {}) if primary else {k: v for k, v in old.items() if k != "stages"}
             if "competence" in old and "competence" not in top:
                 top["competence"] = old["competence"]
             now_excluded = any(v.get("excluded") for v in stages.values())
-            reasons = [f"{name}: {v['reason']}" if len(stages) > 1 else v["reason"]
-                       for name, v in sorted(stages.items()) if v.get("excluded") and v.get("reason")]
-            reason = "; ".join(reasons) or result.reason(w.worker_id)
+            said = [f"{name}: {v['reason']}" if len(stages) > 1 else v["reason"]
+                    for name, v in sorted(stages.items()) if v.get("excluded") and v.get("reason")]
+            reason = "; ".join(said) or reasons.get(w.worker_id)
             evidence = json.dumps({**top, "stages": stages}, sort_keys=True)
             if now_excluded != w.excluded:
                 ctx.store.event(ctx.name, "worker_excluded" if now_excluded else "worker_included",

@@ -5,10 +5,23 @@ from __future__ import annotations
 
 import dataclasses
 
+from sqlmodel import select
+
+from campaign.quality.evidence import WorkerEvidence
+from campaign.quality.review import Decision, ReviewResult
 from campaign.steps.collect import collect
 from campaign.steps.plan import load_items, plan_stage
 from campaign.steps.post import post_pending
-from campaign.steps.quality_pass import evaluate, new_judgments, running_evidence
+from campaign.steps.quality_pass import (
+    apply,
+    changed_workers,
+    evaluate,
+    new_judgments,
+    quality_pass,
+    running_evidence,
+    stage_review,
+)
+from campaign.store import WorkerRow
 
 
 def test_evidence_kept_from_pass_to_pass_equals_a_fresh_daemon_reading_every_label(harness, rate):
@@ -85,3 +98,48 @@ def test_labels_read_back_that_differ_from_what_was_counted_make_it_read_everyth
     fresh = running_evidence(dataclasses.replace(h.ctx, cache={}), stage)
     assert again is not book and again is not None and fresh is not None  # a new book, read from the first label
     assert again.evidence(2) == fresh.evidence(2)
+
+
+def _ev(w: str, labels: int, r: float | None = 0.5) -> WorkerEvidence:
+    return WorkerEvidence(worker=w, labels=labels, shared_items=labels, correlation=r, traps_seen=0, traps_passed=0, constant=False)
+
+
+def test_only_workers_whose_figures_changed_are_written_again():
+    before = ReviewResult(evidence={"A": _ev("A", 5), "B": _ev("B", 5), "C": _ev("C", 5), "D": _ev("D", 5)},
+                          decisions=[Decision("exclude", "C", "low agreement"), Decision("exclude", "D", "spam")])
+    after = ReviewResult(evidence={"A": _ev("A", 5), "B": _ev("B", 6), "C": _ev("C", 5), "D": _ev("D", 5), "E": _ev("E", 1)},
+                         decisions=[Decision("exclude", "D", "spam"), Decision("reject", "D", "clear spam")])
+    # A unchanged; B new evidence; C no longer excluded; D same exclusion, another reason; E new
+    assert changed_workers(after, before) == {"B", "C", "D", "E"}
+    assert changed_workers(after, after) == set()
+
+
+def test_writing_the_changed_workers_only_leaves_every_row_as_writing_them_all(harness, rate):
+    h = harness(n_items=20)
+    load_items(h.ctx)
+    stage = h.ctx.campaign.stages[0]
+    plan_stage(h.ctx, stage)
+    post_pending(h.ctx)
+    hits = sorted(h.hits(), key=lambda x: x.id)
+    workers = ("AZULU0000001", "AALPHA000001", "AMIKE0000001")
+    for n, worker in enumerate(workers):
+        for hit in hits[: len(hits) // 2]:
+            h.work(worker, hit.hit_id, rate(1 + n))
+    collect(h.ctx, sweep=len(hits))
+    assert quality_pass(h.ctx) == 1
+    for n, worker in enumerate(workers[:2]):  # the third worker does nothing more
+        for hit in hits[len(hits) // 2:]:
+            h.work(worker, hit.hit_id, rate(5 - n))
+    collect(h.ctx, sweep=len(hits))
+    previous = stage_review(h.ctx, stage)
+    result = evaluate(h.ctx, stage)
+    assert previous is not None and changed_workers(result, previous)
+
+    def rows() -> dict:
+        with h.ctx.store.session() as s:
+            return {w.worker_id: (w.excluded, w.reason, w.evidence) for w in s.exec(select(WorkerRow)).all()}
+
+    apply(h.ctx, stage, result, previous=previous)
+    some = rows()
+    apply(h.ctx, stage, result)  # every worker
+    assert rows() == some
