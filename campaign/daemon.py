@@ -271,10 +271,11 @@ def start_runtime(spec: Spec, opts: RunOptions) -> Runtime:
     for provider, campaigns in groups:
         if (problem := provider.preflight(campaigns, production=opts.production)) is not None:
             raise RunError(problem)
+    # several daemons on one store do not share a virtual clock yet: they keep the scaled one. Before the
+    # store: a marketplace whose time cannot be read refuses the run with nothing written
+    clock = make_clock(chosen, opts.state_dir, live=opts.live or opts.forever or shared_store(opts.db))
     private_dir(opts.state_dir)
     store = Store.open(opts.state_dir, opts.db)
-    # several daemons on one store do not share a virtual clock yet: they keep the scaled one
-    clock = make_clock(chosen, opts.state_dir, live=opts.live or opts.forever or shared_store(opts.db))
     services = RunServices(store=store, clock=clock, state_dir=opts.state_dir, seed=opts.seed, db=opts.db,
                            production=opts.production, market_port=opts.market_port, market_balance=opts.market_balance,
                            say=opts.say)

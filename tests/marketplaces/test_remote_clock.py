@@ -111,3 +111,14 @@ def test_the_crowd_refuses_a_speed_other_than_the_marketplaces(tmp_path, fast_ma
     err = capsys.readouterr().err
     assert code == 2
     assert "--speed 3600, but the marketplace" in err and "runs at speed 600" in err
+
+
+def test_a_run_refused_for_an_unreadable_clock_writes_nothing(tmp_path, unused_port, monkeypatch, capsys):
+    from campaign.cli import main
+
+    monkeypatch.setattr("campaign.marketplaces.remote_clock.PAUSE", 0.01)
+    _spec(tmp_path, f"http://127.0.0.1:{unused_port}")
+    code = main(["run", "--config", str(tmp_path / "campaigns.yaml"), "--state", str(tmp_path / "state"), "--quiet"])
+    assert code == 2
+    assert f"127.0.0.1:{unused_port}/clock did not answer" in capsys.readouterr().err
+    assert not (tmp_path / "state" / "campaign.db").exists()
