@@ -92,8 +92,14 @@ class ReviewResult:
         return self.workers("exclude")
 
     def reason(self, worker: str) -> str | None:
-        reasons = [d.reason for d in self.decisions if d.worker == worker]
-        return "; ".join(dict.fromkeys(reasons)) if reasons else None
+        return self.reasons().get(worker)
+
+    def reasons(self) -> dict[str, str]:
+        """Every decided worker's reasons, each once, in the order of the decisions (one pass over them)."""
+        found: dict[str, dict[str, None]] = {}
+        for d in self.decisions:
+            found.setdefault(d.worker, {})[d.reason] = None
+        return {w: "; ".join(rs) for w, rs in found.items()}
 
 
 def below_median_se(e: WorkerEvidence, median: float | None) -> float:

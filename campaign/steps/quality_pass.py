@@ -164,8 +164,11 @@ def stage_review(ctx: Context, stage: Stage) -> ReviewResult | None:
     CPU at 470,000 propositions. The store is still read each time, so a review another process wrote
     is seen at once. Callers must not change the result."""
     saved = ctx.store.get_kv(ctx.name, Keys.review(stage.name))
-    if saved is None:
-        return None
+    return None if saved is None else _parsed_review(ctx, stage, saved)
+
+
+def _parsed_review(ctx: Context, stage: Stage, saved: str) -> ReviewResult:
+    """The stored review text `saved` parsed, from the Context while it is the same text."""
     key = f"{REVIEW_PARSED}{stage.name}"
     kept = ctx.cache.get(key)
     if isinstance(kept, tuple) and kept[0] == saved:
@@ -206,7 +209,7 @@ def quality_pass(ctx: Context) -> int:
         if n < reviewed:  # answers went away (never in a run): read every label again
             ctx.cache.pop(f"evidence:{stage.name}", None)
         result = evaluate(ctx, stage)
-        apply(ctx, stage, result, primary=stage is primary, previous=stage_review(ctx, stage) if saved is not None else None)
+        apply(ctx, stage, result, primary=stage is primary, previous=_parsed_review(ctx, stage, saved) if saved is not None else None)
         leave_out_labels(ctx, stage, result)  # before the review is stored: a crash in between reviews again
         ctx.store.set_kv(ctx.name, Keys.review(stage.name), _dump(n, result))
         done += 1
@@ -270,17 +273,9 @@ def _due(ctx: Context, stage: Stage, reviewed: int, n: int) -> bool:
     return stage_collected(ctx, stage.name)
 
 
-def _reasons(result: ReviewResult) -> dict[str, str]:
-    """`result.reason(w)` for every worker with a decision, in one pass over the decisions."""
-    found: dict[str, dict[str, None]] = {}
-    for d in result.decisions:
-        found.setdefault(d.worker, {})[d.reason] = None
-    return {w: "; ".join(rs) for w, rs in found.items()}
-
-
 def changed_workers(result: ReviewResult, previous: ReviewResult) -> set[str]:
     """The workers whose evidence, exclusion or reason in this stage differs from the previous review's."""
-    was, now = _reasons(previous), _reasons(result)
+    was, now = previous.reasons(), result.reasons()
     old_x, new_x = previous.excluded, result.excluded
     return {w for w in set(result.evidence) | set(previous.evidence) | set(was) | set(now)
             if result.evidence.get(w) != previous.evidence.get(w) or was.get(w) != now.get(w)
@@ -301,7 +296,7 @@ def apply(ctx: Context, stage: Stage, result: ReviewResult, primary: bool = True
     control's time at 470,000 propositions. None: every worker.
     """
     excluded = result.excluded
-    reasons = _reasons(result)
+    reasons = result.reasons()
     with ctx.store.session() as s:
         q = select(WorkerRow).where(WorkerRow.campaign == ctx.name)
         if previous is None:

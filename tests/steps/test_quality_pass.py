@@ -24,13 +24,18 @@ from campaign.steps.quality_pass import (
 from campaign.store import WorkerRow
 
 
-def test_evidence_kept_from_pass_to_pass_equals_a_fresh_daemon_reading_every_label(harness, rate):
-    h = harness(n_items=20)
+def _posted(h):
+    """The harness's first stage, its items loaded and every HIT planned and posted (in id order)."""
     load_items(h.ctx)
     stage = h.ctx.campaign.stages[0]
     plan_stage(h.ctx, stage)
     post_pending(h.ctx)
-    hits = sorted(h.hits(), key=lambda x: x.id)
+    return stage, sorted(h.hits(), key=lambda x: x.id)
+
+
+def test_evidence_kept_from_pass_to_pass_equals_a_fresh_daemon_reading_every_label(harness, rate):
+    h = harness(n_items=20)
+    stage, hits = _posted(h)
     seen = []
     # workers in an order that interleaves assignment ids, so new labels sort among the old ones
     for n, worker in enumerate(("AZULU0000001", "AALPHA000001", "AMIKE0000001")):
@@ -54,12 +59,8 @@ def test_items_let_go_and_read_back_from_the_store_leave_the_evidence_exact(harn
     """Each item is let go after its first label here (a stage copy that asks one answer), so every later
     worker's label reads the item's earlier labels back from the store first."""
     h = harness(n_items=20)
-    load_items(h.ctx)
-    stage = h.ctx.campaign.stages[0]
+    stage, hits = _posted(h)
     one = dataclasses.replace(stage, assignments=1)
-    plan_stage(h.ctx, stage)
-    post_pending(h.ctx)
-    hits = sorted(h.hits(), key=lambda x: x.id)
     books = set()
     for n, worker in enumerate(("AZULU0000001", "AALPHA000001", "AMIKE0000001")):
         for hit in hits[n:]:
@@ -79,12 +80,8 @@ def test_items_let_go_and_read_back_from_the_store_leave_the_evidence_exact(harn
 
 def test_labels_read_back_that_differ_from_what_was_counted_make_it_read_everything_again(harness, rate):
     h = harness(n_items=10)
-    load_items(h.ctx)
-    stage = h.ctx.campaign.stages[0]
+    stage, hits = _posted(h)
     one = dataclasses.replace(stage, assignments=1)
-    plan_stage(h.ctx, stage)
-    post_pending(h.ctx)
-    hits = sorted(h.hits(), key=lambda x: x.id)
     for hit in hits:
         h.work("AZULU0000001", hit.hit_id, rate(1))
     collect(h.ctx, sweep=len(hits))
@@ -116,11 +113,7 @@ def test_only_workers_whose_figures_changed_are_written_again():
 
 def test_writing_the_changed_workers_only_leaves_every_row_as_writing_them_all(harness, rate):
     h = harness(n_items=20)
-    load_items(h.ctx)
-    stage = h.ctx.campaign.stages[0]
-    plan_stage(h.ctx, stage)
-    post_pending(h.ctx)
-    hits = sorted(h.hits(), key=lambda x: x.id)
+    stage, hits = _posted(h)
     workers = ("AZULU0000001", "AALPHA000001", "AMIKE0000001")
     for n, worker in enumerate(workers):
         for hit in hits[: len(hits) // 2]:
