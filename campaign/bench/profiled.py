@@ -4,7 +4,13 @@
 KIND `cpu`: cProfile in every thread (the daemon's passes run on its scheduler's threads, not the main
 one: each thread gets its own profiler, merged at the end); OUT.prof (pstats) and OUT.txt (the 40
 functions with the most cumulative time and the 40 with the most own time). KIND `mem`: tracemalloc (10 frames); every 60 s and at exit OUT.txt gets
-the 25 source lines holding the most memory now, so what grows is seen as it grows.
+the 25 source lines holding the most memory now, so what grows is seen as it grows. Tracing every
+allocation from the start slows a daemon planning 20 campaigns tenfold; CAMPAIGN_BENCH_MEM_AFTER=S
+starts it S seconds in (what is held then is not traced: the report shows what grew since) and
+CAMPAIGN_BENCH_MEM_FRAMES=N groups by the N innermost frames (default 1: by line). KIND `malloc`:
+every 60 s OUT.txt gets the process's RSS and Python's own allocator figures (arenas held and their
+high-water mark, bytes in live blocks, bytes free inside them): RSS far above the live bytes is memory
+kept by fragmentation, not by what the daemon holds.
 Written when the command returns (the daemon's normal end, or SIGTERM turned into SystemExit).
 """
 
@@ -18,19 +24,69 @@ import time
 from pathlib import Path
 
 
-def _mem_report(out: Path, stop: threading.Event) -> None:
+def _mem_report(out: Path, stop: threading.Event, after: float, frames: int) -> None:
     import tracemalloc
 
     started = time.monotonic()
+    if stop.wait(after):
+        return
+    tracemalloc.start(max(1, frames))
+    group = "lineno" if frames <= 1 else "traceback"
     with out.open("w") as fh:
         while True:
             last = stop.wait(60)
             snap = tracemalloc.take_snapshot().filter_traces([tracemalloc.Filter(False, tracemalloc.__file__)])
-            stats = snap.statistics("lineno")
+            stats = snap.statistics(group)
             total = sum(s.size for s in stats)
             fh.write(f"--- {time.monotonic() - started:.0f} s: {total / 2**20:.1f} MiB traced\n")
             for s in stats[:25]:
-                fh.write(f"{s.size / 2**20:8.1f} MiB {s.count:>9} blocks  {s.traceback[0]}\n")
+                where = " <- ".join(str(f) for f in list(s.traceback)[-frames:][::-1]) if frames > 1 else str(s.traceback[0])
+                fh.write(f"{s.size / 2**20:8.1f} MiB {s.count:>9} blocks  {where}\n")
+            fh.flush()
+            if last:
+                return
+
+
+_MALLOC_FIGURES = ("# arenas allocated current", "# arenas highwater mark", "# bytes in allocated blocks",
+                   "# bytes in available blocks", "unused pools")
+
+
+def _malloc_figures() -> dict[str, int]:
+    """`sys._debugmallocstats()`'s totals (it writes to file descriptor 2, so that is pointed at a file
+    for the call; a log line another thread writes meanwhile lands there too)."""
+    import os
+    import tempfile
+
+    with tempfile.TemporaryFile(mode="w+") as tmp:
+        sys.stderr.flush()
+        saved = os.dup(2)
+        try:
+            os.dup2(tmp.fileno(), 2)
+            sys._debugmallocstats()
+        finally:
+            os.dup2(saved, 2)
+            os.close(saved)
+        tmp.seek(0)
+        out: dict[str, int] = {}
+        for line in tmp:
+            for name in _MALLOC_FIGURES:
+                if line.startswith(name) or (name == "unused pools" and name in line):
+                    out[name] = int(line.rsplit("=", 1)[1].replace(",", "").strip())
+        return out
+
+
+def _malloc_report(out: Path, stop: threading.Event) -> None:
+    started = time.monotonic()
+    with out.open("w") as fh:
+        while True:
+            last = stop.wait(60)
+            got = _malloc_figures()
+            with open("/proc/self/status") as st:
+                rss = next((int(line.split()[1]) for line in st if line.startswith("VmRSS:")), 0)
+            fh.write(f"{time.monotonic() - started:6.0f} s  rss {rss / 1024:7.1f} MiB  arenas {got.get('# arenas allocated current', 0)}"
+                     f" (high {got.get('# arenas highwater mark', 0)})  live {got.get('# bytes in allocated blocks', 0) / 2**20:7.1f} MiB"
+                     f"  free in pools {got.get('# bytes in available blocks', 0) / 2**20:6.1f} MiB"
+                     f"  unused pools {got.get('unused pools', 0) / 2**20:6.1f} MiB\n")
             fh.flush()
             if last:
                 return
@@ -52,12 +108,22 @@ def main(argv: list[str]) -> int:
         return 0
 
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
-    if kind == "mem":
-        import tracemalloc
-
-        tracemalloc.start(10)
+    if kind == "malloc":
         stop = threading.Event()
-        t = threading.Thread(target=_mem_report, args=(out.with_suffix(".txt"), stop), daemon=True)
+        t = threading.Thread(target=_malloc_report, args=(out.with_suffix(".txt"), stop), daemon=True)
+        t.start()
+        try:
+            return campaign_main(args)
+        finally:
+            stop.set()
+            t.join()
+    if kind == "mem":
+        import os
+
+        after = float(os.environ.get("CAMPAIGN_BENCH_MEM_AFTER") or 0)
+        frames = int(os.environ.get("CAMPAIGN_BENCH_MEM_FRAMES") or 1)
+        stop = threading.Event()
+        t = threading.Thread(target=_mem_report, args=(out.with_suffix(".txt"), stop, after, frames), daemon=True)
         t.start()
         try:
             return campaign_main(args)

@@ -241,7 +241,7 @@ def _profiled_cmd(role: str, name: str, logs: Path, *args: str) -> list[str]:
     lists the process's role; its report is logs/NAME-KIND.txt."""
     profile = os.environ.get("CAMPAIGN_BENCH_PROFILE")
     roles = {r.strip() for r in os.environ.get("CAMPAIGN_BENCH_PROFILE_ROLES", "daemon").split(",")}
-    if profile in ("cpu", "mem") and role in roles:
+    if profile in ("cpu", "mem", "malloc") and role in roles:
         return [sys.executable, "-m", "campaign.bench.profiled", str(logs / f"{name}-{profile}"), profile, *args]
     return _campaign_cmd(*args)
 

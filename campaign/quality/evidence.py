@@ -32,7 +32,7 @@ class TrapResult:
     passed: bool
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)  # slots: a daemon keeps one per worker and campaign (a stage's parsed review)
 class WorkerEvidence:
     worker: str
     labels: int

@@ -24,8 +24,9 @@ from __future__ import annotations
 import math
 from collections import defaultdict
 from collections.abc import Iterable
-from dataclasses import dataclass, field
 from fractions import Fraction
+
+import numpy as np
 
 from campaign.quality.evidence import Label, TrapResult, WorkerEvidence, constant_answers
 
@@ -36,39 +37,56 @@ def _exact(value: float) -> Number:
     return int(value) if float(value).is_integer() else Fraction(value)
 
 
-@dataclass(slots=True)
-class _Sums:
-    """One worker's pairs (x = their label, y = mean of the others' labels on the item) as exact sums.
+class _Worker:
+    """One worker's running figures in one record: their pairs (x = their label, y = mean of the others'
+    labels on the item) as exact sums, how many labels they gave, the first two distinct values (enough
+    to tell "constant") and their traps.
 
     y = s / c (s: the others' sum, c: how many others), so the y sums are kept per c as integer sums of
-    s, x*s and s*s: no division until the correlation is taken."""
+    s, x*s and s*s: no division until the correlation is taken. They sit in one flat list, three per c
+    (`by_c[3 * (c - 1)]`...): a daemon holds one record per worker and campaign (~29,000 at 470,000
+    propositions), and the dict of three-item lists plus four dicts and a set per worker it replaced took
+    ~770 bytes more each."""
 
-    n: int = 0
-    x: Number = 0
-    xx: Number = 0
-    by_c: dict[int, list[Number]] = field(default_factory=dict)  # c -> [sum s, sum x*s, sum s*s]
+    __slots__ = ("name", "n", "x", "xx", "by_c", "labels", "values", "traps_seen", "traps_passed")
+
+    def __init__(self, name: str) -> None:
+        self.name = name  # the book's one copy of the id
+        self.n = 0
+        self.x: Number = 0
+        self.xx: Number = 0
+        self.by_c: list[Number] = []
+        self.labels = 0
+        self.values: tuple[Number, ...] = ()  # at most two distinct values
+        self.traps_seen = 0
+        self.traps_passed = 0
 
     def add(self, x: Number, s: Number, c: int, sign: int) -> None:
         self.n += sign
         self.x += sign * x
         self.xx += sign * x * x
-        g = self.by_c.get(c)
-        if g is None:
-            g = self.by_c[c] = [0, 0, 0]
-        g[0] += sign * s
-        g[1] += sign * x * s
-        g[2] += sign * s * s
-        if g == [0, 0, 0]:
-            del self.by_c[c]
+        g = 3 * (c - 1)
+        if len(self.by_c) <= g:
+            self.by_c.extend([0] * (g + 3 - len(self.by_c)))
+        by_c = self.by_c
+        by_c[g] += sign * s
+        by_c[g + 1] += sign * x * s
+        by_c[g + 2] += sign * s * s
+
+    def groups(self) -> list[tuple[int, Number, Number, Number]]:
+        """(c, sum s, sum x*s, sum s*s) of every c with pairs."""
+        b = self.by_c
+        return [(g // 3 + 1, b[g], b[g + 1], b[g + 2]) for g in range(0, len(b), 3) if b[g] or b[g + 1] or b[g + 2]]
 
     def correlation(self) -> float | None:
         """Pearson's r of the pairs, None when either side has no variance."""
         n = self.n
         if n < 2:
             return None
-        sy = sum((Fraction(g[0], c) for c, g in self.by_c.items()), Fraction(0))
-        sxy = sum((Fraction(g[1], c) for c, g in self.by_c.items()), Fraction(0))
-        syy = sum((Fraction(g[2], c * c) for c, g in self.by_c.items()), Fraction(0))
+        groups = self.groups()
+        sy = sum((Fraction(s, c) for c, s, _, _ in groups), Fraction(0))
+        sxy = sum((Fraction(xs, c) for c, _, xs, _ in groups), Fraction(0))
+        syy = sum((Fraction(ss, c * c) for c, _, _, ss in groups), Fraction(0))
         cov = n * sxy - self.x * sy
         vx = n * self.xx - self.x * self.x
         vy = n * syy - sy * sy
@@ -122,94 +140,169 @@ class RestoreMismatch(ValueError):
         self.items = items
 
 
+class RetiredItems:
+    """The items let go (`RunningEvidence.retire`) and how many labels each had, by the item's hash: a
+    sorted array of 64-bit hashes and one of counts, 12 bytes an item. A daemon lets go of every item of
+    every campaign it holds (20 campaigns of 11,750 at 470,000 propositions), and a dict of their names
+    took ~95 bytes an item (1.1 MiB a campaign).
+
+    Two items with one hash (a 2^-64 chance a pair) must never be mistaken for each other: an item the
+    book holds is never taken for a let-go one (`RunningEvidence.let_go`), a hash let go twice is marked
+    (count -1) so that no read-back can match it, and an item asked back that gets no labels does not
+    match either: each of these ends in `RestoreMismatch`, and the stage is read again from its first
+    label. Slower, never wrong."""
+
+    def __init__(self, counts: dict[str, int] | None = None) -> None:
+        self._keys = np.zeros(0, dtype=np.int64)
+        self._counts = np.zeros(0, dtype=np.int32)
+        if counts:
+            self.update(counts)
+
+    @staticmethod
+    def _hash(item: str) -> int:
+        return hash(item)  # this process's own: the set lives in memory only
+
+    def _find(self, item: str) -> int | None:
+        h = self._hash(item)
+        i = int(np.searchsorted(self._keys, h))
+        return i if i < len(self._keys) and int(self._keys[i]) == h else None
+
+    def __contains__(self, item: object) -> bool:
+        return isinstance(item, str) and self._find(item) is not None
+
+    def __getitem__(self, item: str) -> int:
+        i = self._find(item)
+        if i is None:
+            raise KeyError(item)
+        return int(self._counts[i])
+
+    def __len__(self) -> int:
+        return len(self._keys)
+
+    def total(self) -> int:
+        """Labels the items let go had, together."""
+        return int(self._counts.sum())
+
+    def update(self, counts: dict[str, int]) -> None:
+        """Let these items go with these counts. An item is let go again only after `discard`, so a
+        hash already here (or twice in `counts`) is two items: it is marked -1, which no count matches."""
+        if not counts:
+            return
+        keys = np.concatenate([self._keys, np.fromiter((self._hash(k) for k in counts), dtype=np.int64, count=len(counts))])
+        values = np.concatenate([self._counts, np.fromiter(counts.values(), dtype=np.int32, count=len(counts))])
+        order = np.argsort(keys, kind="stable")
+        keys, values = keys[order], values[order]
+        first = np.ones(len(keys), dtype=bool)
+        first[1:] = keys[1:] != keys[:-1]
+        if not first.all():  # a shared hash: one entry, marked
+            starts = np.flatnonzero(first)
+            shared = np.add.reduceat(np.ones(len(keys), dtype=np.int64), starts) > 1
+            values = values[starts]
+            values[shared] = -1
+            keys = keys[starts]
+        self._keys, self._counts = keys, values
+
+    def discard(self, items: Iterable[str]) -> None:
+        gone = np.fromiter((self._hash(k) for k in items), dtype=np.int64)
+        keep = ~np.isin(self._keys, gone)
+        self._keys, self._counts = self._keys[keep], self._counts[keep]
+
+
 class RunningEvidence:
     """`gather(labels, traps, min_shared)` over every label and trap result added so far."""
 
     def __init__(self) -> None:
         self.items: dict[str, tuple[str | Number, ...]] = {}  # item -> its labels, flat (`_pairs`)
-        self.sums: dict[str, _Sums] = defaultdict(_Sums)
-        self.labels: dict[str, int] = defaultdict(int)
-        self.values: dict[str, set[Number]] = {}  # at most two distinct values per worker: enough for "constant"
-        self.traps_seen: dict[str, int] = defaultdict(int)
-        self.traps_passed: dict[str, int] = defaultdict(int)
-        # each worker id once: the labels come from the store one row each, and a copy of the id per label
-        # was 45% of a campaign's evidence (4.3 of 9.5 MiB at 11,750 items x 5 labels)
-        self._names: dict[str, str] = {}
+        # worker id -> their figures; the record's key is the book's one copy of the id: the labels come
+        # from the store one row each, and a copy of the id per label was 45% of a campaign's evidence
+        # (4.3 of 9.5 MiB at 11,750 items x 5 labels)
+        self.workers: dict[str, _Worker] = {}
         # items whose labels were let go (`retire`): their pairs stay counted in the workers' sums, and a
         # label that comes for one later needs its earlier labels given back first (`restore`)
-        self.retired: dict[str, int] = {}  # item -> how many labels it had
+        self.retired = RetiredItems()
         self._touched: set[str] = set()  # items given labels since the last `retire`
+
+    def _worker(self, name: str) -> _Worker:
+        """The worker's record, made on first sight."""
+        rec = self.workers.get(name)
+        if rec is None:
+            rec = self.workers[name] = _Worker(name)
+        return rec
+
+    def let_go(self, items: Iterable[str]) -> set[str]:
+        """Those of `items` whose labels were let go (an item the book holds never is)."""
+        return {item for item in items if item not in self.items and item in self.retired}
 
     def add(self, labels: Iterable[Label], traps: Iterable[TrapResult] = ()) -> None:
         labels = list(labels)
-        back = sorted({lab.item for lab in labels if lab.item in self.retired})
+        back = sorted(self.let_go({lab.item for lab in labels}))
         if back:  # its earlier pairs would be counted twice: the caller must `restore` them first
             raise RetiredItem(back)
         new: dict[str, list[tuple[str, Number]]] = defaultdict(list)
         for lab in labels:
             v = _exact(lab.value)
-            worker = self._names.setdefault(lab.worker, lab.worker)
-            new[lab.item].append((worker, v))
-            self.labels[worker] += 1
-            seen = self.values.setdefault(worker, set())
-            if len(seen) < 2:
-                seen.add(v)
+            rec = self._worker(lab.worker)
+            new[lab.item].append((rec.name, v))
+            rec.labels += 1
+            if len(rec.values) < 2 and v not in rec.values:
+                rec.values += (v,)
+        workers = self.workers
         for item, added in new.items():
             flat = self.items.get(item, ())
             for w, x, s, c in _pairs(flat):
-                self.sums[w].add(x, s, c, -1)
+                workers[w].add(x, s, c, -1)
             flat = self.items[item] = flat + tuple(x for label in added for x in label)
             for w, x, s, c in _pairs(flat):
-                self.sums[w].add(x, s, c, 1)
+                workers[w].add(x, s, c, 1)
             self._touched.add(item)
         for t in traps:
-            self.traps_seen[t.worker] += 1
-            self.traps_passed[t.worker] += int(t.passed)
+            rec = self._worker(t.worker)
+            rec.traps_seen += 1
+            rec.traps_passed += int(t.passed)
 
     def retire(self, complete: int) -> int:
         """Let go of the labels of every item given labels since the last call that now has at least
-        `complete` of them (the stage's assignments: every slot answered), keeping only its name; returns
+        `complete` of them (the stage's assignments: every slot answered), keeping only its hash; returns
         how many. What a daemon holds then follows the open work, not the campaign's size: the items'
         labels were most of a daemon's growth at 470,000 propositions (20 campaigns of 11,750 items).
         Nothing counted changes: an item's pairs are in its workers' sums already."""
-        done = 0
+        done: dict[str, int] = {}
         for item in self._touched:
             flat = self.items.get(item)
             if flat is not None and len(flat) // 2 >= complete:
                 del self.items[item]
-                self.retired[item] = len(flat) // 2
-                done += 1
+                done[item] = len(flat) // 2
+        self.retired.update(done)
         self._touched = set()
-        return done
+        return len(done)
 
-    def restore(self, labels: Iterable[Label]) -> None:
-        """Give retired items back every label they had been given (read again from the store), before
-        a new label for them is added; labels of items not retired are ignored. The sums stay as they
-        are: those pairs were never taken out. `RestoreMismatch` (nothing changed) when an item would
-        get back another number of labels than it had: the caller then reads everything again."""
-        back: dict[str, list[str | Number]] = defaultdict(list)
+    def restore(self, items: Iterable[str], labels: Iterable[Label]) -> None:
+        """Give the let-go `items` back every label they had been given (read again from the store),
+        before a new label for them is added; other labels are ignored. The sums stay as they are: those
+        pairs were never taken out. `RestoreMismatch` (nothing changed) when an item would get back
+        another number of labels than it had: the caller then reads everything again."""
+        wanted = self.let_go(items)
+        back: dict[str, list[str | Number]] = {item: [] for item in wanted}
         for lab in labels:
-            if lab.item in self.retired:
-                back[lab.item] += [self._names.setdefault(lab.worker, lab.worker), _exact(lab.value)]
+            if lab.item in back:
+                back[lab.item] += [self._worker(lab.worker).name, _exact(lab.value)]
         wrong = sorted(item for item, flat in back.items() if len(flat) // 2 != self.retired[item])
         if wrong:
             raise RestoreMismatch(wrong)
         for item, flat in back.items():
             self.items[item] = tuple(flat)
-            del self.retired[item]
+        self.retired.discard(back)
 
     def evidence(self, min_shared: int) -> dict[str, WorkerEvidence]:
         """What `gather` gives for the same labels and traps (without competence)."""
         out = {}
-        for w in sorted(set(self.labels) | set(self.traps_seen)):
-            n_labels = self.labels.get(w, 0)
-            sums = self.sums.get(w)
-            shared = sums.n if sums is not None else 0
+        for w in sorted(w for w, rec in self.workers.items() if rec.labels or rec.traps_seen):
+            rec = self.workers[w]
             r: float | None = None
-            if shared >= min_shared:
-                got = sums.correlation() if sums is not None else None
+            if rec.n >= min_shared:
+                got = rec.correlation()
                 r = 0.0 if got is None else got  # no variance: no information about the order of items
-            out[w] = WorkerEvidence(worker=w, labels=n_labels, shared_items=shared, correlation=r,
-                                    traps_seen=self.traps_seen.get(w, 0), traps_passed=self.traps_passed.get(w, 0),
-                                    constant=constant_answers(n_labels, len(self.values.get(w, ())), min_shared))
+            out[w] = WorkerEvidence(worker=w, labels=rec.labels, shared_items=rec.n, correlation=r,
+                                    traps_seen=rec.traps_seen, traps_passed=rec.traps_passed,
+                                    constant=constant_answers(rec.labels, len(rec.values), min_shared))
         return out

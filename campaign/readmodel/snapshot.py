@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 import sys
 import time
-from array import array
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from decimal import Decimal
 from pathlib import Path
@@ -159,25 +159,26 @@ class Reader:
         self._precision: dict[tuple[str, str, int], float | None] = {}
         self._arrivals: dict[str, Arrivals] = {}
         # (campaign, worker) -> (the text's hash and length, parsed): the text itself is not kept
-        self._parsed: dict[tuple[str, str], tuple[tuple[int, int], dict[str, Any]]] = {}
+        self._parsed: dict[tuple[str, str], tuple[tuple[int, int], EvidenceFigures]] = {}
         self._label_count: dict[str, tuple[int, int]] = {}  # campaign -> (highest judgment id counted, labels)
 
-    def _evidence(self, name: str, worker: str, raw: str | None) -> dict[str, Any]:
-        """A worker's evidence, parsed again only when its text changed (most workers' evidence is
-        unchanged between two redraws); one entry per worker, so a Reader kept for a whole run holds
-        each worker's current evidence only.
+    def _evidence(self, name: str, worker: str, raw: str | None) -> Mapping[str, Any]:
+        """A worker's evidence figures, parsed again only when its text changed (most workers' evidence
+        is unchanged between two redraws); one entry per worker, so a Reader kept for a whole run holds
+        each worker's current figures only.
 
         A daemon keeps one Reader per campaign for its alerts: at 470,000 propositions that was ~29,000
-        (campaign, worker) entries a daemon, 1,496 bytes each with the text kept beside its parse; with
-        the text's hash and length in its place and the keys interned, 1,040. (A hash collision would
-        show a worker's previous figures until their evidence changes again: a 2^-64 chance a change.)"""
+        (campaign, worker) entries a daemon, 1,496 bytes each with the text and its whole parse kept; the
+        text's hash and length in its place and only the figures read here (`EvidenceFigures`) keep
+        ~590. (A hash collision would show a worker's previous figures until their evidence changes
+        again: a 2^-64 chance a change.)"""
         if not raw:
             self._parsed.pop((name, worker), None)
             return {}
         sign = (hash(raw), len(raw))
         got = self._parsed.get((name, worker))
         if got is None or got[0] != sign:
-            got = self._parsed[(name, worker)] = (sign, json.loads(raw, object_pairs_hook=_interned))
+            got = self._parsed[(name, worker)] = (sign, EvidenceFigures.parse(raw))
         return got[1]
 
     def _stage_labels(self, name: str) -> dict[str, tuple[int, int]]:
@@ -456,10 +457,45 @@ class Reader:
         return precision
 
 
-def _interned(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
-    """A JSON object whose keys are the process's one copy of each (`sys.intern`): every worker's
-    evidence has the same dozen keys, and a copy of each per worker was a third of its parse."""
-    return {sys.intern(k): v for k, v in pairs}
+class EvidenceFigures(Mapping[str, Any]):
+    """The figures of a worker's stored evidence (`WorkerRow.evidence`) that the views read: agreement,
+    labels, traps and exclusion, overall and per stage ("stages"). A read-only mapping of those keys
+    (absent ones are missing, as in the stored text), in slots rather than the parsed text's dicts: a
+    Reader kept for a run holds one per worker and campaign, and the whole parse was ~900 bytes where
+    this is ~450."""
+
+    __slots__ = ("correlation", "labels", "traps_seen", "traps_passed", "excluded", "stages")
+    KEYS = __slots__
+
+    def __init__(self, data: Mapping[str, Any], stages: dict[str, EvidenceFigures] | None = None) -> None:
+        self.correlation = data.get("correlation")
+        self.labels = data.get("labels")
+        self.traps_seen = data.get("traps_seen")
+        self.traps_passed = data.get("traps_passed")
+        self.excluded = data.get("excluded")
+        self.stages = stages
+
+    @classmethod
+    def parse(cls, raw: str) -> EvidenceFigures:
+        data = json.loads(raw)
+        if not isinstance(data, dict):
+            return cls({})
+        stages = data.get("stages")
+        inner = ({sys.intern(str(k)): cls(v) for k, v in stages.items() if isinstance(v, dict)}
+                 if isinstance(stages, dict) else None)
+        return cls(data, inner)
+
+    def __getitem__(self, key: str) -> Any:
+        value = getattr(self, key, None) if key in self.KEYS else None
+        if value is None:
+            raise KeyError(key)
+        return value
+
+    def __iter__(self) -> Iterator[str]:
+        return (k for k in self.KEYS if getattr(self, k) is not None)
+
+    def __len__(self) -> int:
+        return sum(1 for _ in self)
 
 
 class Arrivals:
@@ -467,9 +503,14 @@ class Arrivals:
     only from a little before the newest one seen (a campaign's answers are stored in the order of their
     times); checked against the store's count each time and read afresh if one is missing.
 
-    Kept from pass to pass (the daemon's `alerts` step, the dashboard), it holds 16 bytes per answer
-    (time, stage and worker in typed arrays) and the ids of the answers read within the margin before the
-    newest one only: those are the ones the next read returns again."""
+    Kept from pass to pass (the daemon's `alerts` step, the dashboard), it holds 14 bytes per answer
+    (time, stage and worker in typed columns grown a quarter at a time, so at most 17.5) and the ids of
+    the answers read within the margin before the newest one only: those are the ones the next read
+    returns again. `arrays()` gives views of the columns, not copies: a daemon holds a Reader for each of
+    its campaigns for the whole run, and the copies it kept beside the columns (24 bytes an answer) were
+    47 MiB of each 470,000 daemon by the end."""
+
+    GROWTH = 1.25  # a column full: room for a quarter more
 
     def __init__(self) -> None:
         self.count = 0
@@ -477,11 +518,10 @@ class Arrivals:
         self.worker_names: list[str] = []
         self._stage_index: dict[str, int] = {}
         self._worker_index: dict[str, int] = {}
-        self._t = array("d")
-        self._s = array("i")
-        self._w = array("i")
+        self._t = np.zeros(0, dtype=np.float64)
+        self._s = np.zeros(0, dtype=np.int16)
+        self._w = np.zeros(0, dtype=np.int32)
         self._recent: dict[str, float] = {}  # id -> time of the answers at or after the last read's start
-        self._arrays: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None
         self.cursor: float | None = None
 
     def update(self, s: Session, name: str, margin: float, expected: int) -> None:
@@ -495,9 +535,7 @@ class Arrivals:
 
     def _reset(self) -> None:
         self.count = 0
-        del self._t[:], self._s[:], self._w[:]
         self._recent.clear()
-        self._arrays = None
         self.cursor = None
 
     def _read(self, s: Session, name: str, since: float | None) -> None:
@@ -505,29 +543,46 @@ class Arrivals:
                       col(AssignmentRow.collected_at)).where(col(AssignmentRow.campaign) == name)
         if since is not None:
             stmt = stmt.where(col(AssignmentRow.collected_at) >= since)
+        times: list[float] = []
+        stages: list[int] = []
+        workers: list[int] = []
         for aid, stage, worker, t in _rows(s, stmt):
             if aid in self._recent:
                 continue
             t = float(t)
             self._recent[aid] = t
-            self.count += 1
             if stage not in self._stage_index:
                 self._stage_index[stage] = len(self.stage_names)
                 self.stage_names.append(stage)
             if worker not in self._worker_index:
                 self._worker_index[worker] = len(self.worker_names)
                 self.worker_names.append(worker)
-            self._t.append(t)
-            self._s.append(self._stage_index[stage])
-            self._w.append(self._worker_index[worker])
+            times.append(t)
+            stages.append(self._stage_index[stage])
+            workers.append(self._worker_index[worker])
             self.cursor = t if self.cursor is None else max(self.cursor, t)
-            self._arrays = None
+        self._append(times, stages, workers)
+
+    def _append(self, times: list[float], stages: list[int], workers: list[int]) -> None:
+        n, k = self.count, len(times)
+        if not k:
+            return
+        if n + k > len(self._t):  # new columns; views handed out earlier keep the old ones alive
+            room = max(n + k, int(len(self._t) * self.GROWTH) + 1024)
+            self._t, self._s, self._w = (np.concatenate([old[:n], np.zeros(room - n, dtype=old.dtype)])
+                                         for old in (self._t, self._s, self._w))
+        self._t[n:n + k] = times
+        self._s[n:n + k] = stages
+        self._w[n:n + k] = workers
+        self.count = n + k
 
     def arrays(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        if self._arrays is None:
-            self._arrays = (np.frombuffer(self._t, dtype=float).copy() if self._t else np.zeros(0, dtype=float),
-                            np.asarray(self._s, dtype=np.int64), np.asarray(self._w, dtype=np.int64))
-        return self._arrays
+        """(times, stage indexes, worker indexes) of every answer read: read-only views, valid until the
+        next `update` (which may write past their end, never inside it)."""
+        out = (self._t[:self.count], self._s[:self.count], self._w[:self.count])
+        for a in out:
+            a.flags.writeable = False
+        return out
 
 
 def _per_worker(names: list[str], values: dict[str, float | None]) -> np.ndarray:
@@ -543,7 +598,7 @@ def _rows(s: Session, stmt: Any) -> list[tuple[Any, ...]]:
     return [tuple(r) for r in _q(s, stmt)]
 
 
-def _worker_values(evidence: dict[str, dict[str, Any]], excluded: set[str], stage: str,
+def _worker_values(evidence: dict[str, Mapping[str, Any]], excluded: set[str], stage: str,
                    primary: bool) -> tuple[dict[str, float | None], dict[str, float | None], dict[str, float | None]]:
     """Per worker: agreement, trap pass rate and 1/0 excluded, from the stage's own evidence (the
     primary stage's evidence also sits at the top level of a worker's record)."""

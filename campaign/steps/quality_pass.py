@@ -118,7 +118,7 @@ def running_evidence(ctx: Context, stage: Stage) -> RunningEvidence | None:
         return None
     labels, traps = found
     book: RunningEvidence = kept["book"]
-    back = {lab.item for lab in labels if lab.item in book.retired}
+    back = book.let_go({lab.item for lab in labels})
     if back:  # a repeat, a replacement or an extra slot: the item's earlier labels come back from the store
         aids = {lab.assignment for lab in labels if lab.item in back}
         keys = sorted({r.item_key for r in rows if r.assignment_id in aids})  # a label's item comes from its row's
@@ -128,7 +128,7 @@ def running_evidence(ctx: Context, stage: Stage) -> RunningEvidence | None:
             got = kind.evidence(stage, old)
             earlier += [lab for lab in (got[0] if got else []) if lab.item in back]
         try:
-            book.restore(earlier)
+            book.restore(back, earlier)
         except RestoreMismatch as exc:  # not what was counted (never in a run): read every label again
             log.warning("campaign %s, stage %s: %s; reading the stage's labels again", ctx.name, stage.name, exc)
             ctx.cache.pop(key, None)
@@ -168,19 +168,27 @@ def stage_review(ctx: Context, stage: Stage) -> ReviewResult | None:
 
 
 def _parsed_review(ctx: Context, stage: Stage, saved: str) -> ReviewResult:
-    """The stored review text `saved` parsed, from the Context while it is the same text."""
+    """The stored review text `saved` parsed, from the Context while it is the same text (known by its
+    hash and length: the text itself, ~200 bytes a worker, is not kept beside its parse; two texts with
+    one 64-bit hash and one length would give the older parse until the review changes again)."""
+    return _kept_review(ctx, stage, saved)[1]
+
+
+def _kept_review(ctx: Context, stage: Stage, saved: str) -> tuple[int, ReviewResult]:
+    """(answers counted when it was made, the review) of the stored review text `saved`."""
     key = f"{REVIEW_PARSED}{stage.name}"
+    sign = (hash(saved), len(saved))
     kept = ctx.cache.get(key)
-    if isinstance(kept, tuple) and kept[0] == saved:
-        return kept[1]
+    if isinstance(kept, tuple) and kept[0] == sign:
+        return kept[1], kept[2]
     data = json.loads(saved)
     result = ReviewResult(evidence={w: WorkerEvidence(**e) for w, e in data["evidence"].items()},
                           decisions=[Decision(kind, worker, reason, evidence) for kind, worker, reason, evidence in data["decisions"]])
-    ctx.cache[key] = (saved, result)
-    return result
+    ctx.cache[key] = (sign, int(data["n"]), result)
+    return int(data["n"]), result
 
 
-REVIEW_PARSED = "quality:parsed-review:"  # Context.cache: per stage, (the stored review's text, its parse)
+REVIEW_PARSED = "quality:parsed-review:"  # Context.cache: per stage, (the stored text's hash and length, its n, its parse)
 
 
 def stage_reviews(ctx: Context) -> dict[str, ReviewResult]:
@@ -203,7 +211,7 @@ def quality_pass(ctx: Context) -> int:
             n = int(s.exec(select(func.count()).select_from(AssignmentRow).where(
                 AssignmentRow.campaign == ctx.name, AssignmentRow.stage == stage.name, col(AssignmentRow.status).in_(COUNTED))).one())
         saved = ctx.store.get_kv(ctx.name, Keys.review(stage.name))
-        reviewed = int(json.loads(saved)["n"]) if saved is not None else 0
+        reviewed = _kept_review(ctx, stage, saved)[0] if saved is not None else 0
         if saved is not None and not _due(ctx, stage, reviewed, n):
             continue
         if n < reviewed:  # answers went away (never in a run): read every label again

@@ -50,7 +50,7 @@ def test_evidence_kept_from_pass_to_pass_equals_a_fresh_daemon_reading_every_lab
         assert evaluate(h.ctx, stage) == evaluate(fresh_ctx, stage)
         rows, _ = new_judgments(fresh_ctx, stage, 0)
         seen.append(len(rows))
-        assert sum(kept.labels.values()) + sum(kept.traps_seen.values()) == len(rows)  # every label counted once
+        assert sum(rec.labels + rec.traps_seen for rec in kept.workers.values()) == len(rows)  # every label counted once
     assert seen[0] < seen[1] < seen[2]  # each round brought new labels
     assert h.ctx.cache[f"evidence:{stage.name}"]["after"] > 0
 
@@ -72,9 +72,9 @@ def test_items_let_go_and_read_back_from_the_store_leave_the_evidence_exact(harn
         fresh = running_evidence(dataclasses.replace(h.ctx, cache={}), stage)
         assert fresh is not None
         assert kept.evidence(2) == fresh.evidence(2)
-        assert {w: s.n for w, s in kept.sums.items()} == {w: s.n for w, s in fresh.sums.items()}
+        assert {w: rec.n for w, rec in kept.workers.items()} == {w: rec.n for w, rec in fresh.workers.items()}
         # every label is counted once, whether its item is held or let go
-        assert sum(kept.retired.values()) == sum(fresh.retired.values()) + sum(len(flat) // 2 for flat in fresh.items.values())
+        assert kept.retired.total() == fresh.retired.total() + sum(len(flat) // 2 for flat in fresh.items.values())
     assert len(books) == 1  # read back each time, never read again from the first label
 
 
@@ -87,7 +87,8 @@ def test_labels_read_back_that_differ_from_what_was_counted_make_it_read_everyth
     collect(h.ctx, sweep=len(hits))
     book = running_evidence(h.ctx, one)
     assert book is not None and book.retired
-    book.retired = {item: n + 1 for item, n in book.retired.items()}  # as if a label it had went missing
+    items = {k for hit in hits for k in hit.keys()}
+    book.retired.update({k: book.retired[k] + 1 for k in items if k in book.retired})  # as if a label it had went missing
     for hit in hits:
         h.work("AALPHA000001", hit.hit_id, rate(2))
     collect(h.ctx, sweep=len(hits))
