@@ -3,8 +3,8 @@
 
 KIND `cpu`: cProfile in every thread (the daemon's passes run on its scheduler's threads, not the main
 one: each thread gets its own profiler, merged at the end); OUT.prof (pstats) and OUT.txt (the 40
-functions with the most cumulative time and the 40 with the most own time). KIND `mem`: tracemalloc (10 frames); every 60 s and at exit OUT.txt gets
-the 25 source lines holding the most memory now, so what grows is seen as it grows. Tracing every
+functions with the most cumulative time and the 40 with the most own time). KIND `mem`: tracemalloc; every 60 s and at exit OUT.txt gets
+the 25 source lines (or tracebacks) holding the most memory now, so what grows is seen as it grows. Tracing every
 allocation from the start slows a daemon planning 20 campaigns tenfold; CAMPAIGN_BENCH_MEM_AFTER=S
 starts it S seconds in (what is held then is not traced: the report shows what grew since) and
 CAMPAIGN_BENCH_MEM_FRAMES=N groups by the N innermost frames (default 1: by line). KIND `malloc`:
@@ -21,6 +21,7 @@ import signal
 import sys
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 
@@ -40,7 +41,7 @@ def _mem_report(out: Path, stop: threading.Event, after: float, frames: int) -> 
             total = sum(s.size for s in stats)
             fh.write(f"--- {time.monotonic() - started:.0f} s: {total / 2**20:.1f} MiB traced\n")
             for s in stats[:25]:
-                where = " <- ".join(str(f) for f in list(s.traceback)[-frames:][::-1]) if frames > 1 else str(s.traceback[0])
+                where = " <- ".join(str(f) for f in reversed(s.traceback))  # the innermost frame first
                 fh.write(f"{s.size / 2**20:8.1f} MiB {s.count:>9} blocks  {where}\n")
             fh.flush()
             if last:
@@ -92,6 +93,18 @@ def _malloc_report(out: Path, stop: threading.Event) -> None:
                 return
 
 
+def _reporting(report: Callable[[threading.Event], None], run: Callable[[list[str]], int], args: list[str]) -> int:
+    """`run(args)` with `report` writing beside it on its own thread until it returns."""
+    stop = threading.Event()
+    t = threading.Thread(target=report, args=(stop,), daemon=True)
+    t.start()
+    try:
+        return run(args)
+    finally:
+        stop.set()
+        t.join()
+
+
 def main(argv: list[str]) -> int:
     out, kind, args = Path(argv[0]), argv[1], argv[2:]
 
@@ -108,28 +121,15 @@ def main(argv: list[str]) -> int:
         return 0
 
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
+    report = out.with_suffix(".txt")
     if kind == "malloc":
-        stop = threading.Event()
-        t = threading.Thread(target=_malloc_report, args=(out.with_suffix(".txt"), stop), daemon=True)
-        t.start()
-        try:
-            return campaign_main(args)
-        finally:
-            stop.set()
-            t.join()
+        return _reporting(lambda stop: _malloc_report(report, stop), campaign_main, args)
     if kind == "mem":
         import os
 
         after = float(os.environ.get("CAMPAIGN_BENCH_MEM_AFTER") or 0)
         frames = int(os.environ.get("CAMPAIGN_BENCH_MEM_FRAMES") or 1)
-        stop = threading.Event()
-        t = threading.Thread(target=_mem_report, args=(out.with_suffix(".txt"), stop, after, frames), daemon=True)
-        t.start()
-        try:
-            return campaign_main(args)
-        finally:
-            stop.set()
-            t.join()
+        return _reporting(lambda stop: _mem_report(report, stop, after, frames), campaign_main, args)
     import cProfile
     import pstats
 

@@ -152,11 +152,9 @@ class RetiredItems:
     match either: each of these ends in `RestoreMismatch`, and the stage is read again from its first
     label. Slower, never wrong."""
 
-    def __init__(self, counts: dict[str, int] | None = None) -> None:
+    def __init__(self) -> None:
         self._keys = np.zeros(0, dtype=np.int64)
         self._counts = np.zeros(0, dtype=np.int32)
-        if counts:
-            self.update(counts)
 
     @staticmethod
     def _hash(item: str) -> int:
@@ -196,7 +194,7 @@ class RetiredItems:
         first[1:] = keys[1:] != keys[:-1]
         if not first.all():  # a shared hash: one entry, marked
             starts = np.flatnonzero(first)
-            shared = np.add.reduceat(np.ones(len(keys), dtype=np.int64), starts) > 1
+            shared = np.diff(np.append(starts, len(keys))) > 1  # entries per hash
             values = values[starts]
             values[shared] = -1
             keys = keys[starts]
@@ -296,8 +294,9 @@ class RunningEvidence:
     def evidence(self, min_shared: int) -> dict[str, WorkerEvidence]:
         """What `gather` gives for the same labels and traps (without competence)."""
         out = {}
-        for w in sorted(w for w, rec in self.workers.items() if rec.labels or rec.traps_seen):
-            rec = self.workers[w]
+        for w, rec in sorted(self.workers.items(), key=lambda kv: kv[0]):
+            if not (rec.labels or rec.traps_seen):
+                continue
             r: float | None = None
             if rec.n >= min_shared:
                 got = rec.correlation()

@@ -578,7 +578,7 @@ class Arrivals:
 
     def arrays(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """(times, stage indexes, worker indexes) of every answer read: read-only views, valid until the
-        next `update` (which may write past their end, never inside it)."""
+        next `update` (which writes past their end, or over them when it reads every answer again)."""
         out = (self._t[:self.count], self._s[:self.count], self._w[:self.count])
         for a in out:
             a.flags.writeable = False

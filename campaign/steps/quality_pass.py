@@ -164,18 +164,14 @@ def stage_review(ctx: Context, stage: Stage) -> ReviewResult | None:
     CPU at 470,000 propositions. The store is still read each time, so a review another process wrote
     is seen at once. Callers must not change the result."""
     saved = ctx.store.get_kv(ctx.name, Keys.review(stage.name))
-    return None if saved is None else _parsed_review(ctx, stage, saved)
-
-
-def _parsed_review(ctx: Context, stage: Stage, saved: str) -> ReviewResult:
-    """The stored review text `saved` parsed, from the Context while it is the same text (known by its
-    hash and length: the text itself, ~200 bytes a worker, is not kept beside its parse; two texts with
-    one 64-bit hash and one length would give the older parse until the review changes again)."""
-    return _kept_review(ctx, stage, saved)[1]
+    return None if saved is None else _kept_review(ctx, stage, saved)[1]
 
 
 def _kept_review(ctx: Context, stage: Stage, saved: str) -> tuple[int, ReviewResult]:
-    """(answers counted when it was made, the review) of the stored review text `saved`."""
+    """(answers counted when it was made, the review) of the stored review text `saved`, from the
+    Context while it is the same text (known by its hash and length: the text itself, ~200 bytes a
+    worker, is not kept beside its parse; two texts with one 64-bit hash and one length would give the
+    older parse until the review changes again)."""
     key = f"{REVIEW_PARSED}{stage.name}"
     sign = (hash(saved), len(saved))
     kept = ctx.cache.get(key)
@@ -211,13 +207,13 @@ def quality_pass(ctx: Context) -> int:
             n = int(s.exec(select(func.count()).select_from(AssignmentRow).where(
                 AssignmentRow.campaign == ctx.name, AssignmentRow.stage == stage.name, col(AssignmentRow.status).in_(COUNTED))).one())
         saved = ctx.store.get_kv(ctx.name, Keys.review(stage.name))
-        reviewed = _kept_review(ctx, stage, saved)[0] if saved is not None else 0
-        if saved is not None and not _due(ctx, stage, reviewed, n):
+        reviewed, previous = _kept_review(ctx, stage, saved) if saved is not None else (0, None)
+        if previous is not None and not _due(ctx, stage, reviewed, n):
             continue
         if n < reviewed:  # answers went away (never in a run): read every label again
             ctx.cache.pop(f"evidence:{stage.name}", None)
         result = evaluate(ctx, stage)
-        apply(ctx, stage, result, primary=stage is primary, previous=_parsed_review(ctx, stage, saved) if saved is not None else None)
+        apply(ctx, stage, result, primary=stage is primary, previous=previous)
         leave_out_labels(ctx, stage, result)  # before the review is stored: a crash in between reviews again
         ctx.store.set_kv(ctx.name, Keys.review(stage.name), _dump(n, result))
         done += 1
