@@ -37,7 +37,7 @@ from campaign.spec import Campaign, Spec
 from campaign.state import DONE, STOPPED, CampaignStatus, Keys
 from campaign.steps.context import Context
 from campaign.steps.isolation import StepGuard, pending_decisions
-from campaign.steps.pipeline import run_pass
+from campaign.steps.pipeline import Durations, durations, run_pass
 from campaign.steps.settle import settle_decisions
 from campaign.store import CampaignRow, Store
 
@@ -72,8 +72,10 @@ class Runtime:
     services: RunServices  # what the providers share: the built-in marketplace, the crowds they started
     runs: dict[str, ProviderRun] = field(default_factory=dict)  # marketplace name -> its provider's part of the run
     stop_event: threading.Event = field(default_factory=threading.Event)
-    tick_ms: dict[str, list[float]] = field(default_factory=dict)  # each campaign's pass durations
-    step_ms: dict[str, dict[str, list[float]]] = field(default_factory=dict)  # campaign -> step -> durations
+    # each campaign's pass durations, and by step (campaign -> step -> durations), in ms: 4-byte floats
+    # (`durations()`), as the run's every pass is kept (a list of Python floats took 32 bytes a figure)
+    tick_ms: dict[str, Durations] = field(default_factory=dict)
+    step_ms: dict[str, dict[str, Durations]] = field(default_factory=dict)
 
     def timed_tick(self, name: str) -> Callable[[Context], None]:
         """`tick` recording each step's duration for `name` in `step_ms`."""
@@ -219,7 +221,7 @@ def ensure_campaign_row(store: Store, c: Campaign, seed: int) -> str:
         return json.loads(row.spec_json)["instance"]
 
 
-def tick(ctx: Context, step_ms: dict[str, list[float]] | None = None) -> None:
+def tick(ctx: Context, step_ms: dict[str, Durations] | None = None) -> None:
     """One pass over a campaign: the steps of `campaign.steps.pipeline.PIPELINE` its status calls for."""
     with ctx.lock:
         with ctx.store.session() as s:
@@ -236,7 +238,7 @@ def tick(ctx: Context, step_ms: dict[str, list[float]] | None = None) -> None:
 
 
 def _safe(ctx: Context, fn: Callable[[Context], None], state_dir: Path,
-          tick_ms: list[float] | None = None) -> Callable[[], None]:
+          tick_ms: Durations | None = None) -> Callable[[], None]:
     def job() -> None:
         try:
             started = time.perf_counter()
@@ -400,7 +402,7 @@ def _run(spec: Spec, opts: RunOptions, progress: Callable[[Runtime], None] | Non
     leases = _Leases(rt, opts) if shared_store(opts.db) else None
     for ctx in rt.contexts:
         ctx.alerts_every = ALERTS_EVERY
-        job = (_safe(ctx, rt.timed_tick(ctx.name), opts.state_dir, rt.tick_ms.setdefault(ctx.name, [])) if leases is None
+        job = (_safe(ctx, rt.timed_tick(ctx.name), opts.state_dir, rt.tick_ms.setdefault(ctx.name, durations())) if leases is None
                else leases.job(ctx.name))
         scheduler.add_job(job, "interval", seconds=ctx.campaign.poll_interval,
                           id=f"tick:{ctx.name}", max_instances=1, coalesce=True, next_run_time=None)
@@ -465,7 +467,7 @@ def _run_timeline(rt: Runtime, clock: VirtualClock, opts: RunOptions, progress: 
 
     timeline = Timeline(clock)
     for ctx in rt.contexts:
-        timeline.add_pass(ctx.name, _safe(ctx, rt.timed_tick(ctx.name), opts.state_dir, rt.tick_ms.setdefault(ctx.name, [])),
+        timeline.add_pass(ctx.name, _safe(ctx, rt.timed_tick(ctx.name), opts.state_dir, rt.tick_ms.setdefault(ctx.name, durations())),
                           ctx.campaign.poll_interval * clock.speed)
 
     def crowd_failed(exc: Exception) -> None:
@@ -558,7 +560,7 @@ class _Leases:
                     self.rt.contexts[i] = Context(store=old.store, market=old.market, campaign=old.campaign, seed=old.seed,
                                                   state_dir=old.state_dir, clock=old.clock, instance=old.instance,
                                                   alerts_every=old.alerts_every)
-                _safe(self.rt.contexts[i], self.rt.timed_tick(name), self.opts.state_dir, self.rt.tick_ms.setdefault(name, []))()
+                _safe(self.rt.contexts[i], self.rt.timed_tick(name), self.opts.state_dir, self.rt.tick_ms.setdefault(name, durations()))()
 
         return run_if_held
 

@@ -22,6 +22,7 @@ from the store (`restore`), which checks it got as many as the item had.
 from __future__ import annotations
 
 import math
+import sys
 from collections import defaultdict
 from collections.abc import Iterable
 from fractions import Fraction
@@ -37,58 +38,128 @@ def _exact(value: float) -> Number:
     return int(value) if float(value).is_integer() else Fraction(value)
 
 
-class _Worker:
-    """One worker's running figures in one record: their pairs (x = their label, y = mean of the others'
-    labels on the item) as exact sums, how many labels they gave, the first two distinct values (enough
-    to tell "constant") and their traps.
+class _Sums:
+    """Every worker's running figures, one row a worker in typed columns: their pairs (x = their label,
+    y = mean of the others' labels on the item) as exact sums, how many labels they gave, whether they
+    gave two distinct values yet (enough to tell "constant") and their traps.
 
     y = s / c (s: the others' sum, c: how many others), so the y sums are kept per c as integer sums of
-    s, x*s and s*s: no division until the correlation is taken. They sit in one flat list, three per c
-    (`by_c[3 * (c - 1)]`...): a daemon holds one record per worker and campaign (~29,000 at 470,000
-    propositions), and the dict of three-item lists plus four dicts and a set per worker it replaced took
-    ~770 bytes more each."""
+    s, x*s and s*s (`by_c[row, 3 * (c - 1)]`...): no division until the correlation is taken. A daemon
+    holds a row for each worker of each campaign (~29,000 at 470,000 propositions): 48 bytes plus 24
+    per c where a record object per worker, its list and its Python integers took ~580.
 
-    __slots__ = ("name", "n", "x", "xx", "by_c", "labels", "values", "traps_seen", "traps_passed")
+    The columns are 64-bit integers while every label is a whole number of at most `SMALL` in size
+    (every sum then stays far inside 64 bits: |s*s| <= (c * SMALL)^2 a pair); the first label that is
+    not makes them Python objects (exact integers and fractions), exact as before, and they stay so."""
 
-    def __init__(self, name: str) -> None:
-        self.name = name  # the book's one copy of the id
-        self.n = 0
-        self.x: Number = 0
-        self.xx: Number = 0
-        self.by_c: list[Number] = []
-        self.labels = 0
-        self.values: tuple[Number, ...] = ()  # at most two distinct values
-        self.traps_seen = 0
-        self.traps_passed = 0
+    SMALL = 1 << 10
+    GROWTH = 1.25
 
-    def add(self, x: Number, s: Number, c: int, sign: int) -> None:
-        self.n += sign
-        self.x += sign * x
-        self.xx += sign * x * x
-        g = 3 * (c - 1)
-        if len(self.by_c) <= g:
-            self.by_c.extend([0] * (g + 3 - len(self.by_c)))
-        by_c = self.by_c
-        by_c[g] += sign * s
-        by_c[g + 1] += sign * x * s
-        by_c[g + 2] += sign * s * s
+    def __init__(self) -> None:
+        self.index: dict[str, int] = {}
+        self.names: list[str] = []  # the book's one copy of each id (interned: shared with other campaigns')
+        self.exact = False  # True: object columns
+        self.n = np.zeros(0, dtype=np.int64)
+        self.x = np.zeros(0, dtype=np.int64)
+        self.xx = np.zeros(0, dtype=np.int64)
+        self.labels = np.zeros(0, dtype=np.int64)
+        self.traps_seen = np.zeros(0, dtype=np.int64)
+        self.traps_passed = np.zeros(0, dtype=np.int64)
+        self.by_c = np.zeros((0, 0), dtype=np.int64)
+        self.varied = np.zeros(0, dtype=bool)  # two distinct values seen
+        self.first: dict[int, Number] = {}  # rows with one distinct value so far: that value
 
-    def groups(self) -> list[tuple[int, Number, Number, Number]]:
-        """(c, sum s, sum x*s, sum s*s) of every c with pairs."""
-        b = self.by_c
-        return [(g // 3 + 1, b[g], b[g + 1], b[g + 2]) for g in range(0, len(b), 3) if b[g] or b[g + 1] or b[g + 2]]
+    def __len__(self) -> int:
+        return len(self.names)
 
-    def correlation(self) -> float | None:
-        """Pearson's r of the pairs, None when either side has no variance."""
-        n = self.n
+    def row(self, name: str) -> int:
+        """The worker's row, made on first sight."""
+        got = self.index.get(name)
+        if got is None:
+            name = sys.intern(name)
+            got = self.index[name] = len(self.names)
+            self.names.append(name)
+            self._room(got + 1, self.by_c.shape[1])
+        return got
+
+    def _room(self, rows: int, width: int) -> None:
+        have_rows, have_width = self.by_c.shape
+        if rows <= len(self.n) and width <= have_width:
+            return
+        size = len(self.n) if rows <= len(self.n) else max(rows, int(len(self.n) * self.GROWTH) + 16)
+        for name in ("n", "x", "xx", "labels", "traps_seen", "traps_passed", "varied"):
+            old = getattr(self, name)
+            new = np.zeros(size, dtype=old.dtype)
+            new[:len(old)] = old
+            setattr(self, name, new)
+        by_c = np.zeros((size, max(width, have_width)), dtype=self.by_c.dtype)
+        by_c[:have_rows, :have_width] = self.by_c
+        self.by_c = by_c
+
+    def make_exact(self) -> None:
+        """Object columns from now on (Python integers; fractions may join them)."""
+        if self.exact:
+            return
+        for name in ("n", "x", "xx", "by_c"):
+            setattr(self, name, getattr(self, name).astype(object))
+        self.exact = True
+
+    def fits(self, x: Number, c: int) -> bool:
+        return isinstance(x, int) and abs(x) <= self.SMALL and c <= self.SMALL
+
+    def add(self, pairs: list[tuple[int, Number, Number, int]], sign: int) -> None:
+        """Count each (row, x, s, c) in (sign 1) or take it out (sign -1)."""
+        if not pairs:
+            return
+        if not self.exact and not all(self.fits(x, c) and self.fits(s, c) for _, x, s, c in pairs):
+            self.make_exact()
+        rows = [p[0] for p in pairs]
+        width = 3 * max(p[3] for p in pairs)
+        self._room(len(self.names), width)
+        dtype = object if self.exact else np.int64
+        xs = np.array([p[1] for p in pairs], dtype=dtype)
+        ss = np.array([p[2] for p in pairs], dtype=dtype)
+        # by_c's cells as positions in its flat view (a view: the columns are contiguous)
+        cell = np.array(rows, dtype=np.int64) * self.by_c.shape[1] + np.array([3 * (p[3] - 1) for p in pairs], dtype=np.int64)
+        flat = self.by_c.reshape(-1)
+        np.add.at(self.n, rows, sign)
+        np.add.at(self.x, rows, sign * xs)
+        np.add.at(self.xx, rows, sign * xs * xs)
+        np.add.at(flat, cell, sign * ss)
+        np.add.at(flat, cell + 1, sign * xs * ss)
+        np.add.at(flat, cell + 2, sign * ss * ss)
+
+    def saw(self, row: int, value: Number) -> None:
+        """A label of `value` from the worker of `row` (its first two distinct values tell "constant")."""
+        self.labels[row] += 1
+        if self.varied[row]:
+            return
+        first = self.first.get(row)
+        if first is None:
+            self.first[row] = value
+        elif first != value:
+            self.varied[row] = True
+            del self.first[row]
+
+    def distinct(self, row: int) -> int:
+        """How many distinct values the worker gave, counted to two."""
+        return 2 if self.varied[row] else int(row in self.first)
+
+    def correlation(self, row: int) -> float | None:
+        """Pearson's r of the worker's pairs, None when either side has no variance."""
+        n = int(self.n[row])
         if n < 2:
             return None
-        groups = self.groups()
+        b = self.by_c[row].tolist()
+        groups = [(g // 3 + 1, b[g], b[g + 1], b[g + 2]) for g in range(0, len(b), 3) if b[g] or b[g + 1] or b[g + 2]]
         sy = sum((Fraction(s, c) for c, s, _, _ in groups), Fraction(0))
         sxy = sum((Fraction(xs, c) for c, _, xs, _ in groups), Fraction(0))
         syy = sum((Fraction(ss, c * c) for c, _, _, ss in groups), Fraction(0))
-        cov = n * sxy - self.x * sy
-        vx = n * self.xx - self.x * self.x
+        x, xx = self.x[row], self.xx[row]
+        x = x if self.exact else int(x)
+        xx = xx if self.exact else int(xx)
+        cov = n * sxy - x * sy
+        vx = n * xx - x * x
         vy = n * syy - sy * sy
         if vx <= 0 or vy <= 0:
             return None
@@ -211,21 +282,14 @@ class RunningEvidence:
 
     def __init__(self) -> None:
         self.items: dict[str, tuple[str | Number, ...]] = {}  # item -> its labels, flat (`_pairs`)
-        # worker id -> their figures; the record's key is the book's one copy of the id: the labels come
-        # from the store one row each, and a copy of the id per label was 45% of a campaign's evidence
-        # (4.3 of 9.5 MiB at 11,750 items x 5 labels)
-        self.workers: dict[str, _Worker] = {}
+        # every worker's figures, a row each; its list of names is the book's one copy of each id: the
+        # labels come from the store one row each, and a copy of the id per label was 45% of a
+        # campaign's evidence (4.3 of 9.5 MiB at 11,750 items x 5 labels)
+        self.workers = _Sums()
         # items whose labels were let go (`retire`): their pairs stay counted in the workers' sums, and a
         # label that comes for one later needs its earlier labels given back first (`restore`)
         self.retired = RetiredItems()
         self._touched: set[str] = set()  # items given labels since the last `retire`
-
-    def _worker(self, name: str) -> _Worker:
-        """The worker's record, made on first sight."""
-        rec = self.workers.get(name)
-        if rec is None:
-            rec = self.workers[name] = _Worker(name)
-        return rec
 
     def let_go(self, items: Iterable[str]) -> set[str]:
         """Those of `items` whose labels were let go (an item the book holds never is)."""
@@ -236,27 +300,28 @@ class RunningEvidence:
         back = sorted(self.let_go({lab.item for lab in labels}))
         if back:  # its earlier pairs would be counted twice: the caller must `restore` them first
             raise RetiredItem(back)
+        sums = self.workers
         new: dict[str, list[tuple[str, Number]]] = defaultdict(list)
         for lab in labels:
             v = _exact(lab.value)
-            rec = self._worker(lab.worker)
-            new[lab.item].append((rec.name, v))
-            rec.labels += 1
-            if len(rec.values) < 2 and v not in rec.values:
-                rec.values += (v,)
-        workers = self.workers
+            row = sums.row(lab.worker)
+            new[lab.item].append((sums.names[row], v))
+            sums.saw(row, v)
+        out: list[tuple[int, Number, Number, int]] = []
+        back_in: list[tuple[int, Number, Number, int]] = []
+        index = sums.index
         for item, added in new.items():
             flat = self.items.get(item, ())
-            for w, x, s, c in _pairs(flat):
-                workers[w].add(x, s, c, -1)
+            out += [(index[w], x, s, c) for w, x, s, c in _pairs(flat)]
             flat = self.items[item] = flat + tuple(x for label in added for x in label)
-            for w, x, s, c in _pairs(flat):
-                workers[w].add(x, s, c, 1)
+            back_in += [(index[w], x, s, c) for w, x, s, c in _pairs(flat)]
             self._touched.add(item)
+        sums.add(out, -1)
+        sums.add(back_in, 1)
         for t in traps:
-            rec = self._worker(t.worker)
-            rec.traps_seen += 1
-            rec.traps_passed += int(t.passed)
+            row = sums.row(t.worker)
+            sums.traps_seen[row] += 1
+            sums.traps_passed[row] += int(t.passed)
 
     def retire(self, complete: int) -> int:
         """Let go of the labels of every item given labels since the last call that now has at least
@@ -272,6 +337,8 @@ class RunningEvidence:
                 done[item] = len(flat) // 2
         self.retired.update(done)
         self._touched = set()
+        if len(done) > len(self.items):  # a dict keeps the room of its most entries: give it back
+            self.items = dict(self.items)
         return len(done)
 
     def restore(self, items: Iterable[str], labels: Iterable[Label]) -> None:
@@ -281,9 +348,10 @@ class RunningEvidence:
         another number of labels than it had: the caller then reads everything again."""
         wanted = self.let_go(items)
         back: dict[str, list[str | Number]] = {item: [] for item in wanted}
+        sums = self.workers
         for lab in labels:
             if lab.item in back:
-                back[lab.item] += [self._worker(lab.worker).name, _exact(lab.value)]
+                back[lab.item] += [sums.names[sums.row(lab.worker)], _exact(lab.value)]
         wrong = sorted(item for item, flat in back.items() if len(flat) // 2 != self.retired[item])
         if wrong:
             raise RestoreMismatch(wrong)
@@ -294,14 +362,16 @@ class RunningEvidence:
     def evidence(self, min_shared: int) -> dict[str, WorkerEvidence]:
         """What `gather` gives for the same labels and traps (without competence)."""
         out = {}
-        for w, rec in sorted(self.workers.items(), key=lambda kv: kv[0]):
-            if not (rec.labels or rec.traps_seen):
+        sums = self.workers
+        labels, seen, passed, n = (a.tolist() for a in (sums.labels, sums.traps_seen, sums.traps_passed, sums.n))
+        for w, row in sorted(sums.index.items()):
+            if not (labels[row] or seen[row]):
                 continue
             r: float | None = None
-            if rec.n >= min_shared:
-                got = rec.correlation()
+            if n[row] >= min_shared:
+                got = sums.correlation(row)
                 r = 0.0 if got is None else got  # no variance: no information about the order of items
-            out[w] = WorkerEvidence(worker=w, labels=rec.labels, shared_items=rec.n, correlation=r,
-                                    traps_seen=rec.traps_seen, traps_passed=rec.traps_passed,
-                                    constant=constant_answers(rec.labels, len(rec.values), min_shared))
+            out[w] = WorkerEvidence(worker=w, labels=labels[row], shared_items=int(n[row]), correlation=r,
+                                    traps_seen=seen[row], traps_passed=passed[row],
+                                    constant=constant_answers(labels[row], sums.distinct(row), min_shared))
         return out

@@ -13,6 +13,8 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any
 
+import numpy as np
+
 HOUR = 3600.0
 
 
@@ -28,6 +30,20 @@ def trap_pass_rate(evidence: Iterable[Mapping[str, Any]]) -> float | None:
     evs = list(evidence)
     seen = sum(int(e.get("traps_seen") or 0) for e in evs)
     return sum(int(e.get("traps_passed") or 0) for e in evs) / seen if seen else None
+
+
+def weighted_agreement_of(correlation: np.ndarray, labels: np.ndarray) -> float | None:
+    """`weighted_agreement` over columns (a worker's `correlation`, NaN where they have none, and their
+    `labels`): what a Reader kept for a run computes from `EvidenceColumns`."""
+    known = ~np.isnan(correlation)
+    total = int(labels[known].sum())
+    return float((correlation[known] * labels[known]).sum()) / total if total else None
+
+
+def trap_pass_rate_of(seen: np.ndarray, passed: np.ndarray) -> float | None:
+    """`trap_pass_rate` over columns of traps seen and passed."""
+    total = int(seen.sum())
+    return int(passed.sum()) / total if total else None
 
 
 def excluded_share(labels: int, excluded: int) -> float | None:

@@ -11,7 +11,6 @@ from __future__ import annotations
 import json
 import sys
 import time
-from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from decimal import Decimal
 from pathlib import Path
@@ -26,7 +25,8 @@ from campaign.held import held_counts
 from campaign.ledger import totals
 from campaign.readmodel import heartbeat
 from campaign.readmodel.alerts import Alert, AlertInput, compute_alerts
-from campaign.readmodel.definitions import HOUR, last_hour, trap_pass_rate, weighted_agreement
+from campaign.readmodel.definitions import HOUR, last_hour, trap_pass_rate_of, weighted_agreement_of
+from campaign.readmodel.evidence_columns import TOP, EvidenceColumns, StageFigures
 from campaign.readmodel.series import (
     Buckets,
     ClockFix,
@@ -158,28 +158,8 @@ class Reader:
         self.state_dir = state_dir
         self._precision: dict[tuple[str, str, int], float | None] = {}
         self._arrivals: dict[str, Arrivals] = {}
-        # (campaign, worker) -> (the text's hash and length, parsed): the text itself is not kept
-        self._parsed: dict[tuple[str, str], tuple[tuple[int, int], EvidenceFigures]] = {}
+        self._evidence: dict[str, EvidenceColumns] = {}  # campaign -> its workers' evidence figures
         self._label_count: dict[str, tuple[int, int]] = {}  # campaign -> (highest judgment id counted, labels)
-
-    def _evidence(self, name: str, worker: str, raw: str | None) -> Mapping[str, Any]:
-        """A worker's evidence figures, parsed again only when its text changed (most workers' evidence
-        is unchanged between two redraws); one entry per worker, so a Reader kept for a whole run holds
-        each worker's current figures only.
-
-        A daemon keeps one Reader per campaign for its alerts: at 470,000 propositions that was ~29,000
-        (campaign, worker) entries a daemon, 1,496 bytes each with the text and its whole parse kept; the
-        text's hash and length in its place and only the figures read here (`EvidenceFigures`) keep
-        ~590. (A hash collision would show a worker's previous figures until their evidence changes
-        again: a 2^-64 chance a change.)"""
-        if not raw:
-            self._parsed.pop((name, worker), None)
-            return {}
-        sign = (hash(raw), len(raw))
-        got = self._parsed.get((name, worker))
-        if got is None or got[0] != sign:
-            got = self._parsed[(name, worker)] = (sign, EvidenceFigures.parse(raw))
-        return got[1]
 
     def _stage_labels(self, name: str) -> dict[str, tuple[int, int]]:
         """(labels, labels excluded) per stage, counted in the database."""
@@ -343,8 +323,13 @@ class Reader:
             n_labels, n_excluded = self._labels(s, name) if full else (0, 0)
             workers = _rows(s, select(col(WorkerRow.worker_id), col(WorkerRow.excluded), col(WorkerRow.blocked), col(WorkerRow.evidence))
                              .where(col(WorkerRow.campaign) == name))
-        evidence = {w: self._evidence(name, w, e) for w, _, _, e in workers}
-        excluded_w = {w for w, x, _, _ in workers if x}
+        rows = [arrivals.index(w) for w, _, _, _ in workers]
+        table = self._evidence.setdefault(name, EvidenceColumns())
+        table.update(zip(rows, (e for _, _, _, e in workers)))
+        current = np.zeros(len(arrivals.worker_names), dtype=bool)
+        current[rows] = True
+        marked = np.zeros(len(current), dtype=bool)  # the workers' rows' own exclusion flag
+        marked[[r for r, (_, x, _, _) in zip(rows, workers) if x]] = True
         t_arr, s_arr, w_arr = arrivals.arrays()
         if len(t_arr) and status in DONE:
             end = float(t_arr.max())
@@ -362,15 +347,16 @@ class Reader:
             mask = s_arr == si
             v.collected = int(mask.sum())
             v.reviewed = v.collected - v.pending
-            agree, traps, excl = _worker_values(evidence, excluded_w, st, primary=st == (primary or st))
+            fig = table.stage(st, primary=st == (primary or st), current=current)
             w_sel, b_sel = w_arr[mask], b_arr[mask]
-            v.agreement = weighted_series_np(w_sel, b_sel, _per_worker(arrivals.worker_names, agree), N_BUCKETS)
-            v.trap_pass = weighted_series_np(w_sel, b_sel, _per_worker(arrivals.worker_names, traps), N_BUCKETS)
-            v.excluded_share = weighted_series_np(w_sel, b_sel, _per_worker(arrivals.worker_names, excl), N_BUCKETS)
+            v.agreement = weighted_series_np(w_sel, b_sel, fig.correlation, N_BUCKETS)
             v.answers = [int(x) for x in np.bincount(b_sel, minlength=N_BUCKETS)]
-            stage_ev = [(evidence[w].get("stages") or {}).get(st, evidence[w] if st == (primary or st) else {}) for w in evidence]
-            v.agreement_now = weighted_agreement(stage_ev)
-            v.trap_pass_now = trap_pass_rate(stage_ev)
+            if not full:  # no alert reads the rest
+                continue
+            v.trap_pass = weighted_series_np(w_sel, b_sel, _trap_share(fig), N_BUCKETS)
+            v.excluded_share = weighted_series_np(w_sel, b_sel, _excluded(fig, marked, current), N_BUCKETS)
+            v.agreement_now = weighted_agreement_of(fig.correlation, fig.labels)
+            v.trap_pass_now = trap_pass_rate_of(fig.traps_seen, fig.traps_passed)
         for stage_name, (n_stage, x_stage) in (self._stage_labels(name) if full else {}).items():
             stage(stage_name).labels, stage(stage_name).labels_excluded = n_stage, x_stage
         for st, v in stages.items():
@@ -384,6 +370,7 @@ class Reader:
                 if v.batch is None:
                     v.batch = 0
                 v.precision = self._ranking_precision(name, st, v.keep, v.reviewed)
+        top = table.stage(TOP, primary=True, current=current)
         rate = recent_rate(total_answers, buckets.width, last=max(2, N_BUCKETS // 8)) if status in ACTIVE else 0.0
         slots = sum(v.slots for v in stages.values())
         collected = sum(v.collected for v in stages.values())
@@ -400,10 +387,10 @@ class Reader:
             spend_per_hour=(charged_each * answers_last_hour).quantize(Decimal("0.01")),
             finish_at=projection(slots - collected, rate, clock_now) if status in (CampaignStatus.RUNNING, CampaignStatus.PAUSED) else None,
             clock_now=clock_now, clock_speed=speed, bucket_seconds=buckets.width, stages=list(stages.values()),
-            workers=len(workers), workers_active=active, workers_excluded=len(excluded_w),
+            workers=len(workers), workers_active=active, workers_excluded=len({w for w, x, _, _ in workers if x}),
             workers_blocked=sum(1 for w in workers if w[2]), labels=n_labels, labels_excluded=n_excluded,
-            agreement=weighted_agreement(evidence.values()),
-            trap_pass_rate=trap_pass_rate(evidence.values()),
+            agreement=weighted_agreement_of(top.correlation, top.labels),
+            trap_pass_rate=trap_pass_rate_of(top.traps_seen, top.traps_passed),
             exclusions=[], events=[], live=Liveness(False, None, ""), acknowledged=None, alerts=[],
         )
 
@@ -455,47 +442,6 @@ class Reader:
         self._precision = {k: v for k, v in self._precision.items() if k[:2] != (name, stage)}
         self._precision[key] = precision
         return precision
-
-
-class EvidenceFigures(Mapping[str, Any]):
-    """The figures of a worker's stored evidence (`WorkerRow.evidence`) that the views read: agreement,
-    labels, traps and exclusion, overall and per stage ("stages"). A read-only mapping of those keys
-    (absent ones are missing, as in the stored text), in slots rather than the parsed text's dicts: a
-    Reader kept for a run holds one per worker and campaign, and the whole parse was ~900 bytes where
-    this is ~450."""
-
-    __slots__ = ("correlation", "labels", "traps_seen", "traps_passed", "excluded", "stages")
-    KEYS = __slots__
-
-    def __init__(self, data: Mapping[str, Any], stages: dict[str, EvidenceFigures] | None = None) -> None:
-        self.correlation = data.get("correlation")
-        self.labels = data.get("labels")
-        self.traps_seen = data.get("traps_seen")
-        self.traps_passed = data.get("traps_passed")
-        self.excluded = data.get("excluded")
-        self.stages = stages
-
-    @classmethod
-    def parse(cls, raw: str) -> EvidenceFigures:
-        data = json.loads(raw)
-        if not isinstance(data, dict):
-            return cls({})
-        stages = data.get("stages")
-        inner = ({sys.intern(str(k)): cls(v) for k, v in stages.items() if isinstance(v, dict)}
-                 if isinstance(stages, dict) else None)
-        return cls(data, inner)
-
-    def __getitem__(self, key: str) -> Any:
-        value = getattr(self, key, None) if key in self.KEYS else None
-        if value is None:
-            raise KeyError(key)
-        return value
-
-    def __iter__(self) -> Iterator[str]:
-        return (k for k in self.KEYS if getattr(self, k) is not None)
-
-    def __len__(self) -> int:
-        return sum(1 for _ in self)
 
 
 class Arrivals:
@@ -554,14 +500,21 @@ class Arrivals:
             if stage not in self._stage_index:
                 self._stage_index[stage] = len(self.stage_names)
                 self.stage_names.append(stage)
-            if worker not in self._worker_index:
-                self._worker_index[worker] = len(self.worker_names)
-                self.worker_names.append(worker)
             times.append(t)
             stages.append(self._stage_index[stage])
-            workers.append(self._worker_index[worker])
+            workers.append(self.index(worker))
             self.cursor = t if self.cursor is None else max(self.cursor, t)
         self._append(times, stages, workers)
+
+    def index(self, worker: str) -> int:
+        """The worker's index in `worker_names` (the rows of the campaign's `EvidenceColumns` too), given
+        on first sight: a worker with a row but no answer read yet gets one as well."""
+        got = self._worker_index.get(worker)
+        if got is None:
+            worker = sys.intern(worker)  # the same workers work in many of a daemon's campaigns: one copy of the id
+            got = self._worker_index[worker] = len(self.worker_names)
+            self.worker_names.append(worker)
+        return got
 
     def _append(self, times: list[float], stages: list[int], workers: list[int]) -> None:
         n, k = self.count, len(times)
@@ -585,8 +538,20 @@ class Arrivals:
         return out
 
 
-def _per_worker(names: list[str], values: dict[str, float | None]) -> np.ndarray:
-    return np.array([np.nan if (v := values.get(w)) is None else float(v) for w in names], dtype=float)
+def _trap_share(fig: StageFigures) -> np.ndarray:
+    """Traps passed over seen per worker, NaN where none was seen."""
+    seen = fig.traps_seen.astype(np.float64)
+    return np.divide(fig.traps_passed, seen, out=np.full(len(seen), np.nan), where=fig.has & (seen > 0))
+
+
+def _excluded(fig: StageFigures, marked: np.ndarray, current: np.ndarray) -> np.ndarray:
+    """1/0 per worker: the stage's evidence's own exclusion flag, else the worker row's for the primary
+    stage (whose record is the top level); 0 for a worker without evidence for the stage; NaN for an
+    index that is no current worker."""
+    flag = np.where(fig.excluded >= 0, fig.excluded == 1, marked)
+    out = np.where(fig.has, flag, False).astype(np.float64)
+    out[~current] = np.nan
+    return out
 
 
 def _q(s: Session, stmt: Any) -> Result[Any]:
@@ -596,27 +561,6 @@ def _q(s: Session, stmt: Any) -> Result[Any]:
 
 def _rows(s: Session, stmt: Any) -> list[tuple[Any, ...]]:
     return [tuple(r) for r in _q(s, stmt)]
-
-
-def _worker_values(evidence: dict[str, Mapping[str, Any]], excluded: set[str], stage: str,
-                   primary: bool) -> tuple[dict[str, float | None], dict[str, float | None], dict[str, float | None]]:
-    """Per worker: agreement, trap pass rate and 1/0 excluded, from the stage's own evidence (the
-    primary stage's evidence also sits at the top level of a worker's record)."""
-    agree: dict[str, float | None] = {}
-    traps: dict[str, float | None] = {}
-    excl: dict[str, float | None] = {}
-    for w, e in evidence.items():
-        ev = (e.get("stages") or {}).get(stage)
-        if ev is None and primary:
-            ev = e
-        if ev is None:
-            excl[w] = 1.0 if w in excluded and primary else 0.0
-            continue
-        agree[w] = ev.get("correlation")
-        seen = ev.get("traps_seen", 0)
-        traps[w] = ev.get("traps_passed", 0) / seen if seen else None
-        excl[w] = 1.0 if ev.get("excluded", w in excluded) else 0.0
-    return agree, traps, excl
 
 
 def cost_mismatches(kv: dict[str, str]) -> list[tuple[str, dict[str, str]]]:

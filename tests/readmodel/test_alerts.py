@@ -247,7 +247,7 @@ def test_a_reader_kept_across_passes_raises_and_clears_alerts_as_a_fresh_one(tmp
         s.add(late)
     assert run(end + 60) == set()
     assert kept._arrivals["c1"].count == 62
-    assert len(kept._parsed) == 5  # one parsed evidence per worker, however often it changed
+    assert list(kept._evidence) == ["c1"] and len(kept._arrivals["c1"].worker_names) == 5  # one row a worker, however often it changed
     assert [e.subject for e in alert_events(store)] == ["review_behind:likert", "budget80", "agreement_drop:likert"]
     store.close()
 
@@ -270,17 +270,3 @@ def test_a_kept_reader_holds_the_ids_of_recent_answers_only(tmp_path):
     arrivals = kept._arrivals["c1"]
     assert arrivals.count == 1000
     assert len(arrivals._recent) <= 3  # margin max(1 s, 2 x speed) = 2 s of campaign clock before the newest
-
-
-def test_a_kept_reader_keeps_each_workers_parse_not_the_text(tmp_path):
-    reader = Reader(Store.open(tmp_path))
-    first = json.dumps({"correlation": 0.8, "labels": 45, "stages": {"likert": {"labels": 45}}})
-    got = reader._evidence("c1", "W1", first)
-    assert got == json.loads(first) and reader._evidence("c1", "W1", first) is got  # parsed once
-    sign, parsed = reader._parsed[("c1", "W1")]
-    assert first not in (sign, parsed) and not any(isinstance(x, str) and len(x) > 20 for x in sign)
-    other = reader._evidence("c2", "W2", json.dumps({"correlation": 0.1, "labels": 3}))
-    assert next(k for k in got if k == "labels") is next(k for k in other if k == "labels")  # one copy of each key
-    changed = json.dumps({"correlation": 0.2, "labels": 46, "stages": {"likert": {"labels": 46}}})
-    assert reader._evidence("c1", "W1", changed)["labels"] == 46  # a changed text is parsed again
-    assert reader._evidence("c1", "W1", None) == {} and ("c1", "W1") not in reader._parsed

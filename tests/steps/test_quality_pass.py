@@ -50,7 +50,7 @@ def test_evidence_kept_from_pass_to_pass_equals_a_fresh_daemon_reading_every_lab
         assert evaluate(h.ctx, stage) == evaluate(fresh_ctx, stage)
         rows, _ = new_judgments(fresh_ctx, stage, 0)
         seen.append(len(rows))
-        assert sum(rec.labels + rec.traps_seen for rec in kept.workers.values()) == len(rows)  # every label counted once
+        assert int(kept.workers.labels.sum() + kept.workers.traps_seen.sum()) == len(rows)  # every label counted once
     assert seen[0] < seen[1] < seen[2]  # each round brought new labels
     assert h.ctx.cache[f"evidence:{stage.name}"]["after"] > 0
 
@@ -72,7 +72,8 @@ def test_items_let_go_and_read_back_from_the_store_leave_the_evidence_exact(harn
         fresh = running_evidence(dataclasses.replace(h.ctx, cache={}), stage)
         assert fresh is not None
         assert kept.evidence(2) == fresh.evidence(2)
-        assert {w: rec.n for w, rec in kept.workers.items()} == {w: rec.n for w, rec in fresh.workers.items()}
+        assert {w: int(kept.workers.n[r]) for w, r in kept.workers.index.items()} == \
+                {w: int(fresh.workers.n[r]) for w, r in fresh.workers.index.items()}
         # every label is counted once, whether its item is held or let go
         assert kept.retired.total() == fresh.retired.total() + sum(len(flat) // 2 for flat in fresh.items.values())
     assert len(books) == 1  # read back each time, never read again from the first label
