@@ -81,7 +81,7 @@ class Decision:
 
 @dataclass
 class ReviewResult:
-    evidence: dict[str, WorkerEvidence]
+    evidence: Mapping[str, WorkerEvidence]  # a dict from the policy; an `EvidenceTable` when read back from the store
     decisions: list[Decision]
 
     def workers(self, kind: str) -> set[str]:

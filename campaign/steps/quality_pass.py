@@ -16,7 +16,6 @@ import dataclasses
 import hashlib
 import json
 import logging
-import sys
 from collections.abc import Sequence
 from dataclasses import asdict
 from decimal import Decimal
@@ -29,7 +28,8 @@ from campaign.crash import crash_point
 from campaign.ledger import BudgetExceeded, charge_bonus, release_bonus, reserve_bonus
 from campaign.marketplaces.base import AlreadyDone, MarketError, TransientError, fees_of
 from campaign.money import shown
-from campaign.quality.evidence import Label, WorkerEvidence
+from campaign.quality.evidence import Label
+from campaign.quality.evidence_table import EvidenceTable
 from campaign.quality.review import Decision, PolicyConfig, ReviewResult, carried_exclusions, judge
 from campaign.quality.running import RestoreMismatch, RunningEvidence
 from campaign.spec import Stage
@@ -179,9 +179,9 @@ def _kept_review(ctx: Context, stage: Stage, saved: str) -> tuple[int, ReviewRes
     if isinstance(kept, tuple) and kept[0] == sign:
         return kept[1], kept[2]
     data = json.loads(saved)
-    # the worker ids interned: a daemon keeps this parse for each stage of each of its campaigns, and the
-    # same workers work in many of them (one copy of an id, not two a campaign: ~120 bytes a worker)
-    result = ReviewResult(evidence={(w := sys.intern(k)): WorkerEvidence(**{**e, "worker": w}) for k, e in data["evidence"].items()},
+    # the evidence as columns (`EvidenceTable`): a daemon keeps this parse for each stage of each of its
+    # campaigns, and a WorkerEvidence object a worker took ~230 bytes
+    result = ReviewResult(evidence=EvidenceTable(data["evidence"]),
                           decisions=[Decision(kind, worker, reason, evidence) for kind, worker, reason, evidence in data["decisions"]])
     ctx.cache[key] = (sign, int(data["n"]), result)
     return int(data["n"]), result
