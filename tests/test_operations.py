@@ -15,12 +15,15 @@ import pytest
 
 from campaign.daemon import saved_clock
 from campaign.market.server import start_market
-from tests.support.cli import run_args, run_campaign, start_campaign
+from tests.support.cli import cli_output, run_args, start_campaign
 from tests.support.specs import campaign, simulated, write_spec
 
 
 def cli(state: Path, *args: str) -> subprocess.CompletedProcess:
-    return run_campaign(*args, "--state", str(state), timeout=60)
+    """`campaign ARGS --state STATE` in this process (`cli_output`: the entry point `python -m campaign` calls):
+    `status`, `pause`, `resume` and `cancel` start no daemon, and a new interpreter for each took seconds on a
+    loaded CI machine, so the test's polling and the pause's landing lagged the daemon by as much."""
+    return cli_output(*args, "--state", str(state))
 
 
 def figures(state: Path) -> dict:
@@ -58,9 +61,9 @@ def stop(p: subprocess.Popen) -> None:
 
 @pytest.fixture()
 def config(tmp_path):
-    def make(workers: int, span: str = "1m") -> Path:
+    def make(workers: int, span: str = "1m", speed: float = 600) -> Path:
         return write_spec(tmp_path / "campaigns.yaml", campaign("ops", task={"kind": "likert", "reward": "0.06"}, budget="30.00",
-                                                                crowd=simulated(workers, speed=600, arrival_span=span)))
+                                                                crowd=simulated(workers, speed=speed, arrival_span=span)))
 
     return make
 
@@ -68,10 +71,11 @@ def config(tmp_path):
 @pytest.mark.slow
 def test_pause_freezes_review_survives_restart_and_resume_finishes(tmp_path, config):
     state = tmp_path / "state"
-    # --forever keeps the scaled clock (speed 600): workers arrive over 6 simulated hours, 36 s of wall time,
-    # so on a loaded CI machine, where each `status` and `pause` takes seconds, the campaign is still running
-    # when the pause lands (over 3 hours it once finished first)
-    daemon = start_daemon(config(25, "6h"), state)
+    # --forever keeps the scaled clock (speed 1200): workers arrive over 6 simulated hours, 18 s of wall time.
+    # At speed 600 over 3 hours the campaign once finished before the pause landed, when each `status` and
+    # `pause` was a new interpreter taking seconds on a loaded CI machine; they run in this process now (`cli`),
+    # so the pause lands within a poll of the fifth approval: about 13 of the 60 answers are in by then
+    daemon = start_daemon(config(25, "6h", speed=1200), state)
     try:
         wait_for(lambda: (state / "campaign.db").exists() and figures(state).get("assignments", {}).get("approved", 0) >= 5)
         assert cli(state, "pause", "ops").returncode == 0
@@ -82,7 +86,7 @@ def test_pause_freezes_review_survives_restart_and_resume_finishes(tmp_path, con
         later = figures(state)
         assert later["assignments"]["approved"] == frozen["assignments"]["approved"], "approvals went on while paused"
         stop(daemon)
-        daemon = start_daemon(config(25, "6h"), state)  # still paused after a restart
+        daemon = start_daemon(config(25, "6h", speed=1200), state)  # still paused after a restart
         time.sleep(2.5)
         assert figures(state)["status"] == "paused"
         assert figures(state)["assignments"]["approved"] == frozen["assignments"]["approved"]
