@@ -10,6 +10,8 @@ import json
 import shutil
 import signal
 import subprocess
+import time
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -18,16 +20,41 @@ from sqlmodel import select
 from campaign.prolific.audit import audit_run, gather
 from campaign.state import HeldStatus, ProlificBonusState
 from campaign.store import HeldRow, ProlificBonusRow, Store
-from tests.support.cli import CRASH, clean_env, run_args, run_campaign
+from tests.support.cli import CRASH, clean_env, cli_output, run_args, run_campaign, start_campaign
 
 pytestmark = [pytest.mark.prolific, pytest.mark.slow]
 
 ROOT = Path(__file__).resolve().parents[2]
 NAME = "water-prolific"
+# How long the resumed run is watched on its virtual clock once the work pay is held, still unfinished (the
+# study open, nothing paid): a simulated day, 96 reconciliation times and six of a participant's 4 hours.
+HELD_FOR = 86400.0
 
 
 def _cli(*args: str, crash: str | None = None, timeout: float = 300) -> subprocess.CompletedProcess[str]:
     return run_campaign(*args, env=clean_env(["PROLIFIC_TOKEN"], **({CRASH: crash} if crash else {})), timeout=timeout)
+
+
+def _held(state: Path) -> list[dict]:
+    out = cli_output("held", NAME, "--json", "--state", str(state))  # in this process: no daemon, polled
+    assert out.returncode == 0, out.stderr
+    return json.loads(out.stdout)
+
+
+def _virtual_now(state: Path) -> float:
+    """The run's virtual time, as its passes save it (`campaign.daemon.save_clock`)."""
+    return float(json.loads((state / "market" / "clock.json").read_text())["now"])
+
+
+def _wait_unfinished(run: subprocess.Popen, state: Path, until: Callable[[], bool], timeout: float = 300) -> float:
+    """Poll `until()` while `run` is still going (it must not end by itself); the run's virtual time then."""
+    end = time.monotonic() + timeout
+    while not until():
+        assert run.poll() is None, f"the run ended (exit {run.returncode}) with a work pay uncertain"
+        assert time.monotonic() < end, "the run never got there"
+        time.sleep(0.2)
+    assert run.poll() is None, f"the run ended (exit {run.returncode}) with a work pay uncertain"
+    return _virtual_now(state)
 
 
 def test_an_uncertain_work_pay_waits_for_the_researcher_and_is_paid_once(tmp_path: Path) -> None:
@@ -44,8 +71,20 @@ def test_an_uncertain_work_pay_waits_for_the_researcher_and_is_paid_once(tmp_pat
         store.close()
     assert paying.key == f"work:{paying.submission_id}", "the first payment of this run was expected to be a work pay"
 
-    proc = _cli(*run_args(config, state, "--max-seconds", "20", seed=1))  # reconciled, then held: it cannot finish
-    assert proc.returncode != 0
+    # reconciled, then held: it cannot finish. The run goes on in virtual time as fast as the machine allows
+    # (a simulated day in about 8 s here); rather than a fixed stretch of wall time (`--max-seconds 20`, most of
+    # it spent after the hold), it is watched until its clock is a day past the hold, then stopped
+    with (tmp_path / "held-run.log").open("w") as log:
+        run = start_campaign(*run_args(config, state, seed=1), env=clean_env(["PROLIFIC_TOKEN"]), stdout=subprocess.DEVNULL,
+                             stderr=log, text=True)
+        try:
+            held_at = _wait_unfinished(run, state, lambda: any(r["row"] == paying.key for r in _held(state)))
+            _wait_unfinished(run, state, lambda: _virtual_now(state) >= held_at + HELD_FOR)
+        finally:
+            if run.poll() is None:
+                run.send_signal(signal.SIGTERM)
+            run.wait(timeout=120)
+    assert run.returncode == 130, (tmp_path / "held-run.log").read_text()[-3000:]  # stopped, not ended
     held = _cli("held", NAME, "--json", "--state", str(state))
     rows = [r for r in json.loads(held.stdout) if r["row"] == paying.key]
     assert len(rows) == 1 and rows[0]["kind"] == "work" and "not paid again automatically" in rows[0]["reason"]
