@@ -33,7 +33,7 @@ from campaign.money import assignment_cost
 from campaign.prolific.audit import check, gather
 from campaign.store import AssignmentRow, CampaignRow, HitRow, LedgerRow, Store
 from tests.prolific.standalone import standalone_emulator
-from tests.support.cli import clean_env, run_campaign, start_campaign
+from tests.support.cli import clean_env, cli_output, start_campaign
 from tests.support.specs import TOPIC, campaign, simulated
 from tests.support.specs import write_spec as write_campaigns
 
@@ -48,23 +48,26 @@ TASK = {"kind": "likert", "reward": "0.06", "auto_approval_delay": "30d", "durat
         "traps": {"share": 0.25, "texts": ["This sentence is not important.", "Barack Obama graduated from Harvard Law."]}}
 
 
-# Workers arrive over 20 simulated hours (20 s at SPEED), so each campaign runs long enough for the two
-# daemons to divide them and for one to be killed while it works its share. An assignment may take 8
-# simulated hours (8 s): the default 30 minutes are half a second at SPEED, and a simulated worker
-# stalled that long by a loaded machine abandoned its HIT in one run and not in the other, so another
-# worker answered it and the scores differed for a reason that has nothing to do with the daemons.
+# Workers arrive over 12 simulated hours (12 s at SPEED), so each campaign runs long enough for the two
+# daemons to divide them and for one to be killed while it works its share: the kill comes at the Prolific
+# campaign's first answer (4-16 s into the run, whatever the span), and in each of three runs the daemon
+# killed still held unfinished local campaigns too (over 20 hours each of the two runs took ~7 s longer).
+# An assignment may take 8 simulated hours (8 s): the default 30 minutes are half a second at SPEED, and
+# a simulated worker stalled that long by a loaded machine abandoned its HIT in one run and not in the
+# other, so another worker answered it and the scores differed for a reason that has nothing to do with
+# the daemons.
 
 
 def write_spec(path: Path, endpoint: str, prolific: bool = True) -> Path:
     local = [campaign(n, topic=f"{TOPIC} ({n})", marketplace="local", endpoint_url=endpoint, task=TASK, budget="30.00",
-                      crowd=simulated(25, speed=SPEED, arrival_span="20h")) for n in NAMES]
+                      crowd=simulated(25, speed=SPEED, arrival_span="12h")) for n in NAMES]
     if prolific:  # the task site is the shared marketplace: its endpoint for the daemons, its worker site for participants
         local.append(campaign(PROLIFIC, topic=f"{TOPIC} ({PROLIFIC})", marketplace="prolific", endpoint_url=endpoint,
                               task={"kind": "likert", "assignments": 3, "duration": "8h"}, budget="30.00",
                               prolific={"reward": "0.75", "bundle": 5, "estimated_minutes": 5, "maximum_minutes": 240,
                                         "filters": {"approval_rate": 90, "countries": ["GB", "US"]},
                                         "fee_rate": "0.333", "vat_rate": "0.2"},
-                              task_site={"public_url": endpoint}, crowd=simulated(20, speed=SPEED, arrival_span="20h")))
+                              task_site={"public_url": endpoint}, crowd=simulated(20, speed=SPEED, arrival_span="12h")))
     return write_campaigns(path, *local)
 
 
@@ -128,10 +131,12 @@ def daemon(spec: Path, state: Path, db: str, seed: int, prolific: dict[str, str]
 
 
 def scores(db: str, tmp: Path) -> dict[str, bytes]:
+    """Each local campaign's `campaign export`, run in this process (`cli_output`: it starts no daemon, and a
+    new interpreter for each of the eight exports cost a second or more)."""
     out = {}
     for name in NAMES:
         f = tmp / f"{name}.csv"
-        proc = run_campaign("export", name, "--db", db, "--state", str(tmp / "x"), "--out", str(f), env=_env(), timeout=120)
+        proc = cli_output("export", name, "--db", db, "--state", str(tmp / "x"), "--out", str(f))
         assert proc.returncode == 0, proc.stderr
         out[name] = f.read_bytes()
     return out
