@@ -12,7 +12,7 @@ import pytest
 
 from campaign.simulate import as_simulation, pearson, percentiles, top_k_overlap
 from campaign.spec import load_spec
-from tests.support.cli import run_args, run_campaign
+from tests.support.cli import cli_output, run_args, run_campaign
 from tests.support.specs import NO_CROWD, campaign, simulated, write_spec
 
 
@@ -68,7 +68,8 @@ def test_simulate_spends_what_a_run_of_the_same_seed_spends_and_leaves_no_state(
     for seed in (7, 8):
         proc = run_campaign(*run_args(config, tmp_path / f"state{seed}", seed=seed), timeout=300)
         assert proc.returncode == 0, proc.stderr[-2000:]
-        status = run_campaign("status", "--json", "--state", tmp_path / f"state{seed}")
+        status = cli_output("status", "--json", "--state", tmp_path / f"state{seed}")  # in this process: no daemon
+        assert status.returncode == 0, status.stderr
         spends.append(Decimal(str(json.loads(status.stdout)["campaigns"][0]["money"]["spent"])))
     low, high = sorted(spends)
     assert math.isclose(float(total["spend"]["p10"]), float(low + (high - low) * Decimal("0.1")), abs_tol=0.006)
