@@ -75,17 +75,19 @@ def pg_url(pg_server_session: PgServer) -> str:
     return pg_server_session.create_database()
 
 
-# The slow tests that take longest (seconds on a loaded CI machine, 2026-11-29), started first. xdist hands
-# work out in collection order, and a 60-100 s test collected late (test_scaleout_postgres.py sorts near the
-# end) ran alone while the other workers sat idle: the slow selection's tail, about a minute of CI. Only the
-# order changes; a test missing from here runs after these, as before.
+# The slow tests that take longest (seconds on a loaded CI machine, 2026-11-29; the scale-out, pause,
+# uncertain-pay and simulate tests scaled by how much faster they ran alone after that day's cuts), started
+# first. xdist hands work out in collection order, and a 60-100 s test collected late
+# (test_scaleout_postgres.py sorts near the end) ran alone while the other workers sat idle: the slow
+# selection's tail, about a minute of CI. Only the order changes; a test missing from here runs after these,
+# as before.
 LONG_FIRST = {
-    "tests/test_scaleout_postgres.py::test_two_daemons_one_killed": 60,
     "tests/test_estimate_examples.py::test_estimate_is_within_five_percent_of_the_runs_spend[prolific": 55,
-    "tests/test_operations.py::test_pause_freezes_review": 58,
-    "tests/prolific/test_uncertain_work.py::": 40,
-    "tests/test_simulate.py::test_simulate_spends": 30,
+    "tests/test_scaleout_postgres.py::test_two_daemons_one_killed": 44,
+    "tests/test_operations.py::test_pause_freezes_review": 32,
     "tests/prolific/test_real_road.py::": 28,
+    "tests/prolific/test_uncertain_work.py::": 25,
+    "tests/test_simulate.py::test_simulate_spends": 24,
     "tests/test_e2e_postgres.py::test_sigkill_at_random_instants": 24,
     "tests/bench/test_bench_scale_out.py::": 22,
     "tests/test_estimate_examples.py::test_estimate_is_within_five_percent_of_the_runs_spend[campaigns": 21,
