@@ -202,7 +202,8 @@ class Reader:
     # --- one campaign -----------------------------------------------------------------------------------
     def campaign(self, name: str, now: float, full: bool = True) -> CampaignView:
         """Everything the dashboard shows of one campaign; `full=False` leaves out what no alert reads
-        (labels and labels excluded stay 0, `exclusions` empty, `held` 0)."""
+        (labels and labels excluded stay 0, `exclusions` empty, `held` 0, each stage's trap and
+        exclusion series and its `agreement_now` / `trap_pass_now` empty)."""
         with self.store.session() as s:
             camp = s.get(CampaignRow, name)
             if camp is None:
