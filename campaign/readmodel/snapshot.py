@@ -388,7 +388,7 @@ class Reader:
             spend_per_hour=(charged_each * answers_last_hour).quantize(Decimal("0.01")),
             finish_at=projection(slots - collected, rate, clock_now) if status in (CampaignStatus.RUNNING, CampaignStatus.PAUSED) else None,
             clock_now=clock_now, clock_speed=speed, bucket_seconds=buckets.width, stages=list(stages.values()),
-            workers=len(workers), workers_active=active, workers_excluded=len({w for w, x, _, _ in workers if x}),
+            workers=len(workers), workers_active=active, workers_excluded=int(marked.sum()),
             workers_blocked=sum(1 for w in workers if w[2]), labels=n_labels, labels_excluded=n_excluded,
             agreement=weighted_agreement_of(top.correlation, top.labels),
             trap_pass_rate=trap_pass_rate_of(top.traps_seen, top.traps_passed),
