@@ -26,7 +26,7 @@ from apscheduler.executors.pool import ThreadPoolExecutor
 from apscheduler.schedulers.background import BackgroundScheduler
 from sqlalchemy.exc import IntegrityError
 
-from campaign import ids
+from campaign import allocator, ids
 from campaign.clock import Clock, ScaledClock, VirtualClock, WallClock, is_virtual
 from campaign.filemodes import private_dir
 from campaign.marketplaces.base import CountsRequests
@@ -391,6 +391,7 @@ def make_scheduler(threads: int = PASS_THREADS) -> BackgroundScheduler:
 def _run(spec: Spec, opts: RunOptions, progress: Callable[[Runtime], None] | None) -> int:
     from campaign.web.loopback import clear_routes
 
+    allocator.limit_arenas()  # before the run's threads: they share malloc's arenas (`campaign.allocator`)
     try:
         rt = start_runtime(spec, opts)
         if isinstance(rt.clock, VirtualClock):
@@ -419,8 +420,10 @@ def _run(spec: Spec, opts: RunOptions, progress: Callable[[Runtime], None] | Non
     started = time.monotonic()
     stats_at = started + STATS_EVERY
     ended_at = started
+    trimmer = allocator.Trimmer()
     try:
         while not rt.stop_event.is_set():
+            trimmer.maybe()  # malloc's free pages back to the system every few seconds
             if leases is not None:
                 leases.balance(scheduler)
             if progress:
