@@ -1,4 +1,5 @@
-"""`counted_judgments`: the labels that count, read row by row with each repeated id kept once."""
+"""`counted_judgments`: the labels that count, read row by row with each repeated id kept once; `counted_values`:
+the same labels' values by item, which is all a stage's scores read."""
 
 from __future__ import annotations
 
@@ -9,8 +10,9 @@ import pytest
 from sqlalchemy import insert
 
 from campaign.metrics.reliability import REPEAT_PREFIX
-from campaign.readmodel.scores import counted_judgments
+from campaign.readmodel.scores import compute_scores, counted_judgments, counted_values
 from campaign.store import AssignmentRow, JudgmentRow, Store
+from campaign.tasks.base import TRAP_PREFIX, summarise
 
 
 def _fill(store: Store, hits: int, excluded_every: int = 7) -> None:
@@ -68,3 +70,36 @@ def test_reading_a_stage_holds_what_the_labels_need_not_every_row_at_once(tmp_pa
     # label here, a quarter of them with extra figures (every row fetched first, each with its own
     # copies of the ids: ~650)
     assert held <= peak < 400 * len(got)
+
+
+def test_the_values_by_item_are_the_counted_labels_values_without_traps(tmp_path) -> None:
+    store = Store.open(tmp_path)
+    _fill(store, hits=30)
+    with store.session() as s:  # a trap label on an approved assignment: counted, but never scored
+        s.execute(insert(JudgmentRow), [dict(campaign="c", stage="likert", assignment_id="A00003-1", worker_id="W4",
+                                             item_key=f"{TRAP_PREFIX}t1", value=1.0, extra=None, excluded=False)])
+        s.commit()
+    counted = counted_judgments(store, "c", "likert")
+    assert any(j.item_key.startswith(TRAP_PREFIX) for j in counted)
+    want: dict[str, list[float]] = {}
+    for j in counted:
+        if not j.item_key.startswith(TRAP_PREFIX):
+            want.setdefault(j.item_key, []).append(j.value)
+    got = counted_values(store, "c", "likert")
+    assert {k: sorted(v) for k, v in got.items()} == {k: sorted(v) for k, v in want.items()}
+    assert compute_scores(store, "c", "likert", "likert") == [dict(r, text="") for r in summarise(want)]
+
+
+def test_the_values_take_a_fraction_of_what_the_whole_labels_take(tmp_path) -> None:
+    store = Store.open(tmp_path)
+    _fill(store, hits=400, excluded_every=10**9)  # 10,000 labels
+    counted_values(store, "c", "likert")  # each statement compiled and cached before it is measured
+    counted_judgments(store, "c", "likert")
+    peaks = []
+    for read in (counted_values, counted_judgments):
+        tracemalloc.start()
+        got = read(store, "c", "likert")
+        peaks.append(tracemalloc.get_traced_memory()[1])
+        tracemalloc.stop()
+        del got
+    assert peaks[0] * 2 < peaks[1]
