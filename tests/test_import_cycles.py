@@ -132,7 +132,8 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("store", ("campaign.store", "campaign.ledger", "campaign.leases", "campaign.migrations")),
     ("foundations", ("campaign.money", "campaign.clock", "campaign.rng", "campaign.state", "campaign.crash",
                      "campaign.credentials", "campaign.answer_xml", "campaign.filemodes", "campaign.paths", "campaign.jsonout",
-                     "campaign.untrusted", "campaign.runlock", "campaign.child_process", "campaign.ids", "campaign.timeline")),
+                     "campaign.untrusted", "campaign.runlock", "campaign.child_process", "campaign.ids", "campaign.timeline",
+                     "campaign.allocator")),
 )
 ROOT_PACKAGE = "campaign"  # its __init__ holds the version only: any layer may import it
 
