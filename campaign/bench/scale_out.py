@@ -274,20 +274,20 @@ def store_figures(url: str, names: list[str]) -> dict[str, Any]:
             return int(row[0]) if row and row[0] is not None else 0
 
         statuses: dict[str, str] = {str(a): str(b) for a, b in conn.execute("SELECT name, status FROM campaigns").fetchall()}
-        leases = conn.execute("SELECT campaign, message FROM events WHERE kind = 'lease' ORDER BY id").fetchall()
-        takeovers = 0
+        leases = conn.execute("SELECT campaign, message, ts FROM events WHERE kind = 'lease' ORDER BY id").fetchall()
+        takeovers: list[float] = []  # when each change of hands was, in seconds after the first lease taken
         last: dict[str, str] = {}
-        for camp, message in leases:
+        for camp, message, ts in leases:
             holder = message.rsplit(" ", 1)[-1]
             if camp in last and last[camp] != holder:
-                takeovers += 1
+                takeovers.append(round(float(ts) - float(leases[0][2]), 1))
             last[camp] = holder
         return {"hits": one("SELECT COUNT(*) FROM hits WHERE status != 'draft'"),
                 "assignments": one("SELECT COUNT(*) FROM assignments"),
                 "slots": one("SELECT COALESCE(SUM(assignments), 0) FROM hits WHERE status != 'draft'"),
                 "auto_approved_before_review": one("SELECT COUNT(*) FROM events WHERE kind = 'auto_approved'"),
                 "statuses": {n: statuses.get(n) for n in names},
-                "lease_events": len(leases), "lease_takeovers": takeovers}
+                "lease_events": len(leases), "lease_takeovers": len(takeovers), "lease_takeover_seconds": takeovers}
 
 
 def postgres_figures(url: str, connections_peak: int, stat_statements: bool, top: int = 5) -> dict[str, Any]:
@@ -492,6 +492,9 @@ def run_scale_out(n: int, daemons: int, db: str, seed: int = 0, keep: Path | Non
             "load_average": {"start": load_at_start, "end": [round(x, 2) for x in os.getloadavg()]},
             "lease_events": figures["lease_events"],
             "lease_takeovers": figures["lease_takeovers"],
+            # a campaign taken over rebuilds what its daemon keeps for it from the store: when they happen
+            # tells whether they set a daemon's peak (the end of run r, docs/scale.md)
+            "lease_takeover_seconds": figures["lease_takeover_seconds"],
             "quality": quality([d.state for d in running], entries),
             "postgres": pg,
         }

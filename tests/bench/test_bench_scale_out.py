@@ -95,6 +95,7 @@ def test_two_daemons_finish_every_campaign_with_nothing_auto_approved(tmp_path):
     assert ticked == set(out["campaigns"])  # between them the daemons worked every campaign
     assert out["requests"] == sum(d["requests"] for d in out["per_daemon"]) >= 40 + 200
     assert out["lease_events"] >= 4
+    assert len(out["lease_takeover_seconds"]) == out["lease_takeovers"] and all(t >= 0 for t in out["lease_takeover_seconds"])
     assert all(r is not None and r > 0.5 for r in out["quality"].values())  # scores follow the hidden truth
     pg = out["postgres"]
     assert pg["database_mib"] > 0 and pg["connections_peak"] >= 2
