@@ -15,13 +15,9 @@ from __future__ import annotations
 
 import ctypes
 import ctypes.util
-import logging
 import sys
-import threading
 import time
 from typing import Any
-
-log = logging.getLogger(__name__)
 
 M_ARENA_MAX = -8  # mallopt's parameter number (malloc.h)
 ARENAS = 2  # a daemon's malloc arenas: the main one and one for its threads
@@ -62,22 +58,13 @@ def trim() -> bool:
 
 
 class Trimmer:
-    """`trim` at most once every `every` seconds, whoever asks; safe to call from any thread."""
+    """`trim` at most once every `every` seconds: asked on every wake-up of the daemon's main loop."""
 
     def __init__(self, every: float = TRIM_EVERY) -> None:
         self.every = every
         self._next = 0.0
-        self._lock = threading.Lock()
-        self.trims = 0
 
     def maybe(self) -> None:
-        now = time.monotonic()
-        if now < self._next or not self._lock.acquire(blocking=False):
-            return
-        try:
-            if now >= self._next:
-                trim()
-                self.trims += 1
-                self._next = time.monotonic() + self.every
-        finally:
-            self._lock.release()
+        if time.monotonic() >= self._next:
+            trim()
+            self._next = time.monotonic() + self.every

@@ -276,11 +276,12 @@ def store_figures(url: str, names: list[str]) -> dict[str, Any]:
         statuses: dict[str, str] = {str(a): str(b) for a, b in conn.execute("SELECT name, status FROM campaigns").fetchall()}
         leases = conn.execute("SELECT campaign, message, ts FROM events WHERE kind = 'lease' ORDER BY id").fetchall()
         takeovers: list[float] = []  # when each change of hands was, in seconds after the first lease taken
+        first = float(leases[0][2]) if leases else 0.0
         last: dict[str, str] = {}
         for camp, message, ts in leases:
             holder = message.rsplit(" ", 1)[-1]
             if camp in last and last[camp] != holder:
-                takeovers.append(round(float(ts) - float(leases[0][2]), 1))
+                takeovers.append(round(float(ts) - first, 1))
             last[camp] = holder
         return {"hits": one("SELECT COUNT(*) FROM hits WHERE status != 'draft'"),
                 "assignments": one("SELECT COUNT(*) FROM assignments"),
