@@ -554,15 +554,14 @@ class _Leases:
                 except Exception:  # the store is unreachable: do nothing this tick, try again next
                     log.exception("campaign %s: lease renewal failed", name)
                     return
-                if not held:
-                    return
                 i = next(i for i, c in enumerate(self.rt.contexts) if c.name == name)
+                if not held:  # given back or lost: what this daemon kept of it (its evidence, its Reader) goes
+                    if self.rt.contexts[i].cache:
+                        self.rt.contexts[i] = _emptied(self.rt.contexts[i])
+                    return
                 if name in self.fresh:  # taken over: start from the store alone, as a restarted daemon does
                     self.fresh.discard(name)
-                    old = self.rt.contexts[i]
-                    self.rt.contexts[i] = Context(store=old.store, market=old.market, campaign=old.campaign, seed=old.seed,
-                                                  state_dir=old.state_dir, clock=old.clock, instance=old.instance,
-                                                  alerts_every=old.alerts_every)
+                    self.rt.contexts[i] = _emptied(self.rt.contexts[i])
                 _safe(self.rt.contexts[i], self.rt.timed_tick(name), self.opts.state_dir, self.rt.tick_ms.setdefault(name, durations()))()
 
         return run_if_held
@@ -585,6 +584,12 @@ class _Leases:
             scheduler.modify_job(f"tick:{name}", next_run_time=_utcnow())
         for name in surplus:
             log.info("campaign %s: lease to be given back to balance the daemons", name)
+
+
+def _emptied(old: Context) -> Context:
+    """The campaign's Context with nothing kept from earlier passes."""
+    return Context(store=old.store, market=old.market, campaign=old.campaign, seed=old.seed, state_dir=old.state_dir,
+                   clock=old.clock, instance=old.instance, alerts_every=old.alerts_every)
 
 
 def _utcnow():

@@ -115,3 +115,49 @@ def test_a_dead_daemon_of_this_machine_is_reaped_at_once_others_wait(tmp_path: P
     finally:
         live.kill()
         live.wait()
+
+
+def test_a_daemon_forgets_what_it_kept_of_a_campaign_it_gave_back_and_starts_afresh_on_taking_one(tmp_path: Path) -> None:
+    """A campaign's Context keeps running evidence and a Reader between passes: a daemon that gives the
+    campaign back must let them go (it kept every campaign it had ever held), and one taking it over
+    must start from the store alone."""
+    import threading
+
+    from campaign.clock import ManualClock
+    from campaign.daemon import RunOptions, Runtime, _Leases, ensure_campaign_row
+    from campaign.providers.base import RunServices
+    from campaign.spec import load_spec
+    from campaign.steps.context import Context
+    from campaign.store import Store
+    from tests.support.specs import NO_CROWD, campaign, first_propositions, write_spec
+
+    cfg = write_spec(tmp_path / "campaigns.yaml", campaign("kept", task={"kind": "likert"}, budget="10.00",
+                                                           propositions=first_propositions(tmp_path, 10), crowd=NO_CROWD))
+    loaded = load_spec(cfg).campaigns[0]
+    store = Store.open(tmp_path / "state")
+    clock = ManualClock()
+    ctx = Context(store=store, market=None, campaign=loaded, seed=0, state_dir=tmp_path / "state",  # type: ignore[arg-type]
+                  clock=clock, instance=ensure_campaign_row(store, loaded, 0), lock=threading.Lock())
+    rt = Runtime(store=store, clock=clock, contexts=[ctx],
+                 services=RunServices(store=store, clock=clock, state_dir=tmp_path / "state", seed=0))
+    ticked: list[Context] = []
+    rt.timed_tick = lambda name: ticked.append  # type: ignore[method-assign]
+    leases = _Leases(rt, RunOptions(state_dir=tmp_path / "state", lease_ttl=60.0))
+    try:
+        ctx.cache["evidence:likert"] = "what an earlier holder's passes left"
+        assert leases.keeper.balance([ctx.name])[0] == [ctx.name]
+        leases.fresh.add(ctx.name)  # as `_Leases.balance` marks a campaign it takes
+        leases.job(ctx.name)()
+        assert ticked and ticked[-1] is rt.contexts[0] and rt.contexts[0] is not ctx
+        assert rt.contexts[0].cache == {} and rt.contexts[0].instance == ctx.instance
+        rt.contexts[0].cache["evidence:likert"] = "this daemon's passes"
+        leases.job(ctx.name)()  # still held, not fresh: the same Context, what it kept stays
+        assert ticked[-1] is rt.contexts[0] and rt.contexts[0].cache
+        leases.keeper.leaving.add(ctx.name)  # surplus: given back before its next tick
+        before = len(ticked)
+        leases.job(ctx.name)()
+        assert len(ticked) == before and ctx.name not in leases.keeper.held
+        assert rt.contexts[0].cache == {}
+    finally:
+        leases.stop()
+        store.close()

@@ -4,11 +4,14 @@ read sees."""
 from __future__ import annotations
 
 import dataclasses
+from collections import Counter
 
+import pytest
 from sqlmodel import select
 
 from campaign.quality.evidence import WorkerEvidence
 from campaign.quality.review import Decision, ReviewResult
+from campaign.steps import quality_pass as quality_pass_module
 from campaign.steps.collect import collect
 from campaign.steps.plan import load_items, plan_stage
 from campaign.steps.post import post_pending
@@ -138,3 +141,40 @@ def test_writing_the_changed_workers_only_leaves_every_row_as_writing_them_all(h
     some = rows()
     apply(h.ctx, stage, result)  # every worker
     assert rows() == some
+
+
+@pytest.mark.parametrize("page", [1, 4, 7, 5_000])
+def test_evidence_read_a_page_at_a_time_equals_reading_every_label_at_once(harness, rate, monkeypatch, page):
+    """A daemon taking over a campaign reads its labels a page at a time (whole assignments each), as if
+    each page were a pass: the same book as one read of everything, whatever the page's size, even one
+    smaller than an assignment's labels."""
+    h = harness(n_items=20)
+    stage, hits = _posted(h)
+    for n, worker in enumerate(("AZULU0000001", "AALPHA000001", "AMIKE0000001")):
+        for hit in hits[n:]:
+            h.work(worker, hit.hit_id, rate(1 + n))
+    collect(h.ctx, sweep=len(hits))
+    whole = running_evidence(dataclasses.replace(h.ctx, cache={}), stage)
+    rows, last = new_judgments(h.ctx, stage, 0)
+    monkeypatch.setattr(quality_pass_module, "EVIDENCE_PAGE", page)
+    reads = []
+    real = quality_pass_module.judgment_page
+
+    def counted(*a, **kw):
+        got = real(*a, **kw)
+        reads.append(len(got[0]))
+        return got
+
+    monkeypatch.setattr(quality_pass_module, "judgment_page", counted)
+    paged_ctx = dataclasses.replace(h.ctx, cache={})
+    paged = running_evidence(paged_ctx, stage)
+    assert whole is not None and paged is not None
+    assert paged.evidence(2) == whole.evidence(2)
+    assert {w: int(paged.workers.n[r]) for w, r in paged.workers.index.items()} == \
+        {w: int(whole.workers.n[r]) for w, r in whole.workers.index.items()}
+    assert paged_ctx.cache[f"evidence:{stage.name}"]["after"] == last
+    assert sum(reads) == len(rows)
+    biggest = max(Counter(r.assignment_id for r in rows).values())  # one assignment's labels
+    assert max(reads) <= max(page, biggest)  # whole assignments, a page's worth at most
+    if page < len(rows):
+        assert len(reads) > 2
