@@ -28,7 +28,7 @@ from campaign.marketplaces.base import (
     RemoteHit,
     TransientError,
 )
-from campaign.marketplaces.mturk_client import MarketClient, make_client
+from campaign.marketplaces.mturk_client import RequesterClient, make_client
 from campaign.state import SubmissionStatus
 from campaign.tasks.base import html_question
 
@@ -77,7 +77,7 @@ def _when(epoch: float) -> datetime:
 class MTurkMarketplace:
     """`Marketplace` over MTurk's Requester API (2017-01-17)."""
 
-    def __init__(self, client: MarketClient) -> None:
+    def __init__(self, client: RequesterClient) -> None:
         self.client = client
         self.requests = 0  # requests sent (pages counted one by one), for the daemon's run statistics
         self.requests_by_op: dict[str, int] = {}  # the same, per operation
@@ -277,9 +277,16 @@ def default_max_rps(marketplace: str) -> float:
 def open_mturk(marketplace: str, endpoint_url: str | None = None, *, production_ok: bool = False,
                **options: Any) -> MTurkMarketplace:
     """An MTurk-API marketplace by name (`local`, `mturk-sandbox`, `mturk`); see `make_client`.
-    `max_rps=None` (or absent) is the marketplace's default rate (`default_max_rps`)."""
+    `max_rps=None` (or absent) is the marketplace's default rate (`default_max_rps`). The built-in
+    marketplace is spoken to by `campaign.marketplaces.signed_json` (`wire="boto3"`: through boto3
+    as MTurk is, e.g. to compare the two)."""
     if options.get("max_rps") is None:
         options["max_rps"] = default_max_rps(marketplace)
+    if marketplace == "local" and options.pop("wire", "json") == "json":  # the built-in one: no boto3 in between
+        from campaign.marketplaces.signed_json import open_signed_json
+
+        return MTurkMarketplace(open_signed_json(endpoint_url, **options))
+    options.pop("wire", None)
     return MTurkMarketplace(make_client(marketplace, endpoint_url, production_ok=production_ok, **options))
 
 

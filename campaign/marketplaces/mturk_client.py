@@ -15,7 +15,7 @@ import time
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 import boto3  # type: ignore[import-untyped]
 from botocore.config import Config  # type: ignore[import-untyped]
@@ -54,6 +54,18 @@ class RateLimiter:
                     return
                 wait = (1 - self._tokens) / self.rate
             time.sleep(wait)
+
+
+class RequesterClient(Protocol):
+    """What `MTurkMarketplace` needs of a client: boto3's (`MarketClient`) or the built-in marketplace's
+    own (`campaign.marketplaces.signed_json.SignedJsonClient`). Errors are botocore's."""
+
+    marketplace: str
+    endpoint_url: str | None
+
+    def call(self, op: str, **params: Any) -> dict[str, Any]: ...
+
+    def paginate(self, op: str, result_key: str, **params: Any) -> Iterator[dict[str, Any]]: ...
 
 
 class MarketClient:

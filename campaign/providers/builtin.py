@@ -22,6 +22,7 @@ if TYPE_CHECKING:
     from campaign.market.server import RunningMarket
     from campaign.marketplaces.base import Marketplace
     from campaign.steps.context import Context
+    from campaign.web.request import Response
 
 
 class BuiltInSite:
@@ -42,10 +43,18 @@ class BuiltInSite:
     def loopback(self, marketplace: Marketplace) -> None:
         """On virtual time: hand the marketplace client's requests to the application in this process."""
         from campaign.marketplaces.mturk import MTurkMarketplace
-        from campaign.web.loopback import attach_to_boto3
+        from campaign.marketplaces.mturk_client import MarketClient
+        from campaign.marketplaces.signed_json import SignedJsonClient
+        from campaign.web.loopback import attach_to_boto3, transport
 
-        if isinstance(marketplace, MTurkMarketplace) and self.server is not None and self.server.app is not None:
-            attach_to_boto3(marketplace.client.raw, self.server.app, self.endpoint_url)
+        if not isinstance(marketplace, MTurkMarketplace) or self.server is None or self.server.app is None:
+            return
+        client = marketplace.client
+        if isinstance(client, SignedJsonClient):
+            send = transport(self.server.app, self.endpoint_url)
+            client.hand_to(lambda method, target, headers, body: _answer(send(method, target, headers, body)))
+        elif isinstance(client, MarketClient):
+            attach_to_boto3(client.raw, self.server.app, self.endpoint_url)
 
     def check_knows_store(self, ctx: Context, sample: int = 5) -> None:
         """Refuse to run when the store holds HITs the built-in marketplace does not know.
@@ -81,6 +90,10 @@ class BuiltInSite:
                 f"does not know (unknown HIT ids: {', '.join(unknown[:3])}{', ...' if len(unknown) > 3 else ''}); its "
                 "database was deleted or replaced. Restore the marketplace's folder, or start afresh with another --state."
             )
+
+
+def _answer(response: Response) -> tuple[int, bytes]:
+    return response.status, response.body
 
 
 def start_site(services: RunServices, needs: SiteNeeds) -> BuiltInSite:

@@ -283,6 +283,8 @@ class EngineBase:
 
         Client loops in the field read `resp["NextToken"]` while the page is non-empty, so the last page
         must carry one; the page it leads to is empty and ends every loop (botocore's paginator too).
+        Every page but the last holds `limit` rows: the daemon's own client stops at a short page
+        (`campaign.marketplaces.signed_json`), so a listing must never filter rows after this cut.
         """
         rows = rows[:limit]
         if not rows:
