@@ -134,6 +134,9 @@ class Connections:
         self.hostname = parts.hostname
         self.port = parts.port or (443 if self.https else 80)
         self.timeout = timeout
+        shown = f"[{self.hostname}]" if ":" in self.hostname else self.hostname
+        default = 443 if self.https else 80
+        self.host_header = shown if self.port == default else f"{shown}:{self.port}"  # as botocore signs it
         self._idle: list[http.client.HTTPConnection] = []
         self._lock = threading.Lock()
 
@@ -191,11 +194,7 @@ class SignedJsonClient:
         self.limiter = RateLimiter(max_rps)
         self.max_attempts = max(1, int(max_attempts))
         self.connections = Connections(endpoint_url, timeout)
-        port = self.connections.port
-        default = 443 if self.connections.https else 80
-        host = self.connections.hostname
-        host = f"[{host}]" if ":" in host else host
-        self.signer = Signer(credentials, host if port == default else f"{host}:{port}")
+        self.signer = Signer(credentials, self.connections.host_header)
         self.send: Send = self.connections.send
         self.sleep: Callable[[float], None] = time.sleep
         self.attempts = 0  # requests sent, retries included
