@@ -26,7 +26,7 @@ from campaign.crowd.adversary_site import SiteAdversaries
 from campaign.crowd.forms import Form, norm_text, parse_form
 from campaign.crowd.models import SimWorker
 from campaign.market.worker_client import WorkerAPIError, WorkerClient
-from campaign.rng import rng_for, stable_seed
+from campaign.rng import rng_for, stable_seeds
 from campaign.tasks import for_page
 
 log = logging.getLogger(__name__)
@@ -228,7 +228,8 @@ class SimulatedCrowd:
 
     def _fill(self, hit_id: str, hit: dict | None = None) -> int:
         content = self._content_hash(hit_id)
-        order = sorted(self.workers, key=lambda w: stable_seed(self.seed, "slot-order", content, w.worker_id))
+        keys = stable_seeds((self.seed, "slot-order", content), (w.worker_id for w in self.workers))
+        order = [w for _, _, w in sorted(zip(keys, range(len(keys)), self.workers))]  # stable_seed order, ties as listed
         submitted = 0
         for w in order:
             if (hit_id, w.worker_id) in self._done:
