@@ -43,7 +43,7 @@ BASELINE = "0001"
 # The newest revision in campaign/migrations/versions (a test checks they agree). Known here so that
 # opening a store that is already at it needs no Alembic import, which costs a second of start-up on a
 # busy machine for every `campaign status`.
-SCHEMA_HEAD = "0006"
+SCHEMA_HEAD = "0007"
 
 
 class StoreError(Exception):
@@ -86,7 +86,9 @@ class HitRow(SQLModel, table=True):
     __tablename__ = "hits"
     __table_args__ = (UniqueConstraint("campaign", "hit_key"), Index("ix_hits_campaign_status", "campaign", "status", "stage"),
                       # the HITs still to post, oldest first (migration 0006; `steps.post.post_pending`)
-                      Index("ix_hits_campaign_pending", "campaign", "id", postgresql_where=PENDING_SQL, sqlite_where=PENDING_SQL))
+                      Index("ix_hits_campaign_pending", "campaign", "id", postgresql_where=PENDING_SQL, sqlite_where=PENDING_SQL),
+                      # a campaign's HITs of one status after an id: collect's sweep (migration 0007)
+                      Index("ix_hits_campaign_status_id", "campaign", "status", "id"))
     id: int | None = Field(default=None, primary_key=True)
     campaign: str = Field(index=True)
     stage: str

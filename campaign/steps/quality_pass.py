@@ -35,7 +35,7 @@ from campaign.quality.running import RestoreMismatch, RunningEvidence
 from campaign.spec import Stage
 from campaign.state import AssignmentStatus, BonusState, HeldKind, HitStatus, Keys
 from campaign.steps.context import Context
-from campaign.store import AssignmentRow, EventRow, HitRow, JudgmentRow, WorkerRow
+from campaign.store import PENDING_SQL, AssignmentRow, EventRow, HitRow, JudgmentRow, WorkerRow
 from campaign.tasks import get as get_kind
 from campaign.tasks.kind import ReviewedJudgment
 
@@ -385,7 +385,7 @@ def stage_collected(ctx: Context, stage_name: str) -> bool:
     now = ctx.clock.now()
     with ctx.store.session() as s:
         stage_hits = (HitRow.campaign == ctx.name, HitRow.stage == stage_name)
-        if s.exec(select(HitRow.id).where(*stage_hits, col(HitRow.status).in_((HitStatus.DRAFT, HitStatus.POSTING))).limit(1)).first():
+        if s.exec(select(HitRow.id).where(*stage_hits, PENDING_SQL).limit(1)).first():  # drafts: the partial index
             return False
         got = (select(func.count()).select_from(AssignmentRow)
                .where(AssignmentRow.campaign == HitRow.campaign, AssignmentRow.hit_key == HitRow.hit_key).scalar_subquery())

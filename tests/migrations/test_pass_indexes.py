@@ -66,7 +66,7 @@ def test_a_store_of_the_previous_release_gets_the_indexes_and_keeps_its_rows(sto
     before = store_at_previous(store_url)
     store = Store(store_url, tmp_path)
     try:
-        assert store.schema_version() == schema_head() == "0006"
+        assert store.schema_version() == schema_head()  # 0006 and any later one
         with store.engine.connect() as conn:
             for table, names in NEW_INDEXES.items():
                 assert names <= {ix["name"] for ix in inspect(conn).get_indexes(table)}
