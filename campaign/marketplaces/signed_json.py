@@ -103,6 +103,11 @@ class Signer:
     def __repr__(self) -> str:  # never the secret
         return f"Signer(key={self._key_id[:4]}..., host={self.host!r})"
 
+    @property
+    def key_id(self) -> str:
+        """The access key id requests are signed with (the secret is never shown)."""
+        return self._key_id
+
     def headers(self, target: str, body: bytes, now: float | None = None) -> list[tuple[str, str]]:
         stamp = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime(time.time() if now is None else now))
         day = stamp[:8]

@@ -166,6 +166,7 @@ def test_environment_aws_keys_are_not_used_for_the_builtin_marketplace(market, m
 @pytest.mark.slow
 def test_daemon_uses_its_marketplace_account_even_with_aws_keys_in_the_environment(tmp_path, monkeypatch):
     from campaign.daemon import RunOptions, start_runtime, stop_runtime
+    from campaign.marketplaces.signed_json import SignedJsonClient
     from campaign.spec import load_spec
 
     monkeypatch.setenv("AWS_ACCESS_KEY_ID", "AKIAREALMTURKKEY0000")
@@ -174,8 +175,9 @@ def test_daemon_uses_its_marketplace_account_even_with_aws_keys_in_the_environme
     rt = start_runtime(spec, RunOptions(state_dir=tmp_path / "state", campaigns=(spec.campaigns[0].name,)))
     try:
         ctx = rt.contexts[0]
-        client = ctx.market.client  # the MTurk marketplace wraps the boto3 client the daemon made
-        assert client.raw._get_credentials().access_key == rt.services.site.credentials.access_key_id
+        client = ctx.market.client  # the MTurk marketplace wraps the client the daemon made for its own marketplace
+        assert isinstance(client, SignedJsonClient)
+        assert client.signer.key_id == rt.services.site.credentials.access_key_id != "AKIAREALMTURKKEY0000"
         assert ctx.market.balance() > 0
     finally:
         stop_runtime(rt)
