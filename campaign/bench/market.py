@@ -90,7 +90,7 @@ class Requester(Protocol):
 
 
 class Boto3Requester:
-    """boto3, as the daemon uses it (`campaign.marketplaces.mturk_client.make_client`); operations by their API names."""
+    """boto3, as the daemon calls MTurk (`campaign.marketplaces.mturk_client.make_client`); operations by their API names."""
 
     def __init__(self, url: str, credentials_file: Path) -> None:
         self.client = make_client("local", url, credentials_file=credentials_file, max_rps=0, max_attempts=3)
