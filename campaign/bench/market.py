@@ -421,7 +421,7 @@ def main(argv: list[str]) -> int:
     # The bench measures the marketplace: boto3 spends 2-4x the server's CPU per call, which on a 2-core
     # machine measures the client. The light client sends the same SigV4-signed requests over HTTP.
     ap.add_argument("--client", choices=CLIENTS, default="sigv4",
-                    help="the requesters' client: sigv4 (default: a light signed client, the same requests) or boto3 (as the daemon)")
+                    help="the requesters' client: sigv4 (default: a light signed client, the same requests) or boto3 (as MTurk is called)")
     ap.add_argument("--open-hits", type=int, default=10_000, help="open HITs the crowd phase lists from")
     ap.add_argument("--crowd", type=int, default=200, help="distinct workers in the crowd phase")
     ap.add_argument("--rounds", type=int, default=10, help="list-and-accept rounds per worker")
