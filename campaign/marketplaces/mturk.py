@@ -282,11 +282,11 @@ def open_mturk(marketplace: str, endpoint_url: str | None = None, *, production_
     as MTurk is, e.g. to compare the two)."""
     if options.get("max_rps") is None:
         options["max_rps"] = default_max_rps(marketplace)
-    if marketplace == "local" and options.pop("wire", "json") == "json":  # the built-in one: no boto3 in between
+    wire = options.pop("wire", "json")
+    if marketplace == "local" and wire == "json":  # the built-in one: no boto3 in between
         from campaign.marketplaces.signed_json import open_signed_json
 
         return MTurkMarketplace(open_signed_json(endpoint_url, **options))
-    options.pop("wire", None)
     return MTurkMarketplace(make_client(marketplace, endpoint_url, production_ok=production_ok, **options))
 
 

@@ -38,10 +38,10 @@ from botocore import xform_name  # type: ignore[import-untyped]
 from botocore.exceptions import ClientError, ConnectionClosedError, EndpointConnectionError, ReadTimeoutError  # type: ignore[import-untyped]
 
 from campaign.credentials import Credentials, read_credentials_file
+from campaign.market.auth import ALGORITHM, signing_key
+from campaign.market.protocol import CONTENT_TYPE, TARGET_PREFIX
 from campaign.marketplaces.mturk_client import NONCE_HEADER, RateLimiter
 
-TARGET_PREFIX = "MTurkRequesterServiceV20170117."
-CONTENT_TYPE = "application/x-amz-json-1.1"
 REGION, SERVICE = "us-east-1", "mturk-requester"
 PAGE_SIZE = 100
 MAX_BACKOFF = 20.0  # seconds, botocore's standard mode
@@ -81,13 +81,6 @@ def _default(value: Any) -> Any:
     raise TypeError(f"{type(value).__name__} is not a value the Requester API takes")
 
 
-def _signing_key(secret: str, day: str) -> bytes:
-    key = ("AWS4" + secret).encode("utf-8")
-    for part in (day, REGION, SERVICE, "aws4_request"):
-        key = hmac.new(key, part.encode("utf-8"), hashlib.sha256).digest()
-    return key
-
-
 class Signer:
     """SigV4 for POST / with a JSON body: the signed headers are content-type, host, x-amz-date,
     x-amz-target and the nonce, which is what the built-in marketplace requires (host and target
@@ -97,8 +90,6 @@ class Signer:
         self._key_id = credentials.access_key_id
         self._secret = credentials.secret_access_key
         self.host = host
-        self._day = ""
-        self._key = b""
 
     def __repr__(self) -> str:  # never the secret
         return f"Signer(key={self._key_id[:4]}..., host={self.host!r})"
@@ -111,8 +102,6 @@ class Signer:
     def headers(self, target: str, body: bytes, now: float | None = None) -> list[tuple[str, str]]:
         stamp = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime(time.time() if now is None else now))
         day = stamp[:8]
-        if day != self._day:  # four HMACs that change once a day
-            self._day, self._key = day, _signing_key(self._secret, day)
         nonce = uuid.uuid4().hex
         signed = [("content-type", CONTENT_TYPE), ("host", self.host), ("x-amz-date", stamp),
                   ("x-amz-target", target), (NONCE_HEADER, nonce)]
@@ -120,9 +109,10 @@ class Signer:
         canonical = "\n".join(["POST", "/", "", "".join(f"{n}:{v}\n" for n, v in signed), names,
                                hashlib.sha256(body).hexdigest()])
         scope = f"{day}/{REGION}/{SERVICE}/aws4_request"
-        to_sign = f"AWS4-HMAC-SHA256\n{stamp}\n{scope}\n{hashlib.sha256(canonical.encode('utf-8')).hexdigest()}"
-        signature = hmac.new(self._key, to_sign.encode("utf-8"), hashlib.sha256).hexdigest()
-        auth = f"AWS4-HMAC-SHA256 Credential={self._key_id}/{scope}, SignedHeaders={names}, Signature={signature}"
+        to_sign = f"{ALGORITHM}\n{stamp}\n{scope}\n{hashlib.sha256(canonical.encode('utf-8')).hexdigest()}"
+        key = signing_key(self._secret, day, REGION, SERVICE)  # derived once a day and kept (lru_cache)
+        signature = hmac.new(key, to_sign.encode("utf-8"), hashlib.sha256).hexdigest()
+        auth = f"{ALGORITHM} Credential={self._key_id}/{scope}, SignedHeaders={names}, Signature={signature}"
         return [("Content-Type", CONTENT_TYPE), ("Host", self.host), ("X-Amz-Date", stamp), ("X-Amz-Target", target),
                 (NONCE_HEADER, nonce), ("Authorization", auth)]
 
@@ -137,10 +127,10 @@ class Connections:
             raise ValueError(f"endpoint_url must be an http(s) address, got {endpoint_url!r}")
         self.https = parts.scheme == "https"
         self.hostname = parts.hostname
-        self.port = parts.port or (443 if self.https else 80)
+        default = 443 if self.https else 80
+        self.port = parts.port or default
         self.timeout = timeout
         shown = f"[{self.hostname}]" if ":" in self.hostname else self.hostname
-        default = 443 if self.https else 80
         self.host_header = shown if self.port == default else f"{shown}:{self.port}"  # as botocore signs it
         self._idle: list[http.client.HTTPConnection] = []
         self._lock = threading.Lock()

@@ -37,15 +37,15 @@ from campaign.state import AssignmentStatus, BonusState, HeldKind, HitStatus, Ke
 from campaign.steps.context import Context
 from campaign.store import PENDING_SQL, AssignmentRow, EventRow, HitRow, JudgmentRow, WorkerRow
 from campaign.tasks import get as get_kind
-from campaign.tasks.kind import ReviewedJudgment
+from campaign.tasks.kind import ReviewedJudgment, TaskKind
 
 log = logging.getLogger(__name__)
 
-# Rejected work stays evidence: a spammer whose work was rejected must not look clean afterwards.
 # judgments read at a time into the running evidence: a daemon taking over a campaign of 11,750 Likert
 # items read all 58,750 at once, 45 MiB at its peak (tracemalloc), which set the daemons' peaks at 470,000
 EVIDENCE_PAGE = 5_000
 
+# Rejected work stays evidence: a spammer whose work was rejected must not look clean afterwards.
 COUNTED = (AssignmentStatus.SUBMITTED, AssignmentStatus.APPROVING, AssignmentStatus.APPROVED, AssignmentStatus.REJECTING, AssignmentStatus.REJECTED)
 
 
@@ -107,7 +107,7 @@ def judgment_page(ctx: Context, stage: Stage, after: int, *, upto: int | None = 
             if cut:
                 del rows[cut:]
             else:  # one assignment with more labels than a page: all of it
-                rows = [r for r in s.exec(q).all() if r[3] == last]
+                rows = list(s.exec(q.where(col(JudgmentRow.assignment_id) == last)).all())
     shown: dict[str, int] = {}
     for row in rows:
         shown[row[3]] = shown.get(row[3], 0) + 1
@@ -150,7 +150,7 @@ def running_evidence(ctx: Context, stage: Stage) -> RunningEvidence | None:
         if found is None:
             return None
         try:
-            _count_in(ctx, stage, book, found, rows, before)
+            _count_in(ctx, stage, kind, book, found, rows, before)
         except RestoreMismatch as exc:  # not what was counted (never in a run): read every label again
             log.warning("campaign %s, stage %s: %s; reading the stage's labels again", ctx.name, stage.name, exc)
             ctx.cache.pop(key, None)
@@ -160,11 +160,10 @@ def running_evidence(ctx: Context, stage: Stage) -> RunningEvidence | None:
             return book
 
 
-def _count_in(ctx: Context, stage: Stage, book: RunningEvidence, found: tuple[list[Label], list[TrapResult]],
-              rows: list[ReviewedJudgment], before: int) -> None:
+def _count_in(ctx: Context, stage: Stage, kind: TaskKind, book: RunningEvidence,
+              found: tuple[list[Label], list[TrapResult]], rows: list[ReviewedJudgment], before: int) -> None:
     """Add one page of judgments (`rows`, stored after row id `before`; `found`: their labels and trap
-    results) to the book; `RestoreMismatch` leaves the book as it was."""
-    kind = get_kind(stage.kind)
+    results, by the stage's `kind`) to the book; `RestoreMismatch` leaves the book as it was."""
     labels, traps = found
     back = book.let_go({lab.item for lab in labels})
     if back:  # a repeat, a replacement or an extra slot: the item's earlier labels come back from the store
