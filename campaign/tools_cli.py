@@ -14,6 +14,7 @@ BENCHES: dict[str, str] = {
     "market": "throughput, latency and memory of the built-in marketplace under a campaign's load",
     "aggregation": "`auto` vs majority vote, MACE and Dawid-Skene on simulated crowds (and --real: the real sets)",
     "ranking": "random pairs vs random 5-item rankings vs adaptive batches: Spearman and top-k precision",
+    "prior": "a ranking's comparisons with and without a source stage's evidence, on UKPConvArg1's real judgements",
     "mace": "MACE vs majority vote on Snow et al. (2008) RTE/TEMP/WSD and UKPConvArg1",
     "nuggets": "seed 002's gold nuggets and agreement recomputed from its raw crowd data",
     "quality": "the Likert stage at 0/10/25% spammers, with and without the quality policy",

@@ -99,11 +99,12 @@ BENCH_RUNS: dict[str, list[str]] = {
     "market": ["--quick", "--client", "boto3"],
     "quality": ["--quick"],
     "mace": ["--no-ukp"],
+    "prior": ["--draws", "1"],
     "nuggets": [],
     "hostile": ["--config", str(ROOT / "examples" / "hostile.yaml"), "--seeds", "1", "--campaign", "water-bottles"],
     "prolific": ["--config", str(ROOT / "examples" / "prolific.yaml"), "--seeds", "1"],
 }
-NEEDS_SHARED_DATA = {"mace", "nuggets"}
+NEEDS_SHARED_DATA = {"mace", "nuggets", "prior"}
 
 
 def json_option_files() -> dict[str, int]:

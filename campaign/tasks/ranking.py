@@ -48,8 +48,9 @@ if TYPE_CHECKING:
     from campaign.simulation import PageForm, SimulatedWorker
 
 KIND = "ranking"
+# the comparisons' own scores come last, so every column before them keeps its place for readers by position
 RANKING_COLUMNS = ("rank", "item", "score", "uncertainty", "comparisons", "wins", "kept",
-                   "likert_score", "likert_n", "likert_sd", "text")
+                   "likert_score", "likert_n", "likert_sd", "text", "comparison_score", "comparison_uncertainty")
 
 
 def page(items: Sequence[ShownItem], topic: str, title: str, instructions: str | None = None,
@@ -98,6 +99,24 @@ def answer_weights(agreement: Mapping[str, float], workers: Sequence[str]) -> li
     0.776 to 0.840 with adversaries and moved it from 0.916 to 0.906 without them."""
     median = statistics.median(agreement.values()) if agreement else 1.0
     return [max(MIN_WEIGHT, min(1.0, agreement.get(w, median))) for w in workers]
+
+
+def source_evidence(rows: Sequence[Mapping[str, Any]]) -> dict[str, tuple[float, float]]:
+    """Each source-stage row's score with its standard error: the row's `uncertainty` where the source
+    gives one (a ranking), else a mean's, `sd / sqrt(n)`, with the stage's pooled sd (an item's own sd
+    from ~5 ratings is itself noisy, and 0 when they happen to agree). Rows without either are left out."""
+    out: dict[str, tuple[float, float]] = {}
+    sds = [float(r["sd"]) ** 2 for r in rows if isinstance(r.get("sd"), (int, float)) and int(r.get("n") or 0) >= 2]
+    pooled = statistics.fmean(sds) ** 0.5 if sds else None
+    for r in rows:
+        score, unc, n = r.get("score"), r.get("uncertainty"), r.get("n")
+        if not isinstance(score, (int, float)):
+            continue
+        if isinstance(unc, (int, float)):
+            out[str(r["item"])] = (float(score), float(unc))
+        elif pooled is not None and isinstance(n, int) and n >= 1:
+            out[str(r["item"])] = (float(score), pooled / n ** 0.5)
+    return out
 
 
 def orders(answers: Sequence[Sequence[Judgment]]) -> list[list[str]]:
@@ -302,10 +321,14 @@ class RankingKind(TaskKind):
         return parse(fields, [i.key for i in items])
 
     def export(self, stage: Stage, data: StageData) -> Export:
-        """Bradley-Terry scores with standard errors over the shortlist, each order's comparisons weighted
-        by its worker's agreement with the crowd in the stage (`answer_weights`); items the shortlist left
-        out follow by their source-stage score, with no ranking-stage evidence. `comparisons` and `wins`
-        stay plain counts."""
+        """Over the shortlist, Bradley-Terry scores with standard errors from the comparisons, each order's
+        comparisons weighted by its worker's agreement with the crowd in the stage (`answer_weights`):
+        `comparison_score` and `comparison_uncertainty`. `score` and `uncertainty` add the source stage's
+        evidence (`campaign.aggregate.source_prior`: the comparisons shrunk toward what the items'
+        source scores predict, as much as the stage's own data says they predict it), so the ranking
+        uses every answer the campaign paid for; with no source stage they equal the comparisons'.
+        Items the shortlist left out follow by their source-stage score, with no ranking-stage evidence.
+        `comparisons` and `wins` stay plain counts."""
         items = data.candidates(stage.name)
         known = set(items)
         comparisons: list[tuple[str, str]] = []
@@ -318,6 +341,7 @@ class RankingKind(TaskKind):
             comparisons.extend(got)
             weighted.extend((w, lo, weight) for w, lo in got)
         from campaign.aggregate.bradley_terry import fit_bradley_terry  # SciPy: only where scores are made
+        from campaign.aggregate.source_prior import combine
 
         fit = fit_bradley_terry(items, weighted) if items else None
         source_stage = self._source(stage, data.campaign.stages)
@@ -329,17 +353,20 @@ class RankingKind(TaskKind):
             counts[w][1] += 1
             counts[lo][1] += 1
         rows: list[dict[str, Any]] = []
+        plain = {i: (fit.score(i), fit.stderr(i)) for i in items} if fit is not None else {}
+        both = combine(plain, source_evidence(list(source.values())))
         for i in items:
             lk = source.get(i, {})
-            assert fit is not None
-            rows.append({"item": i, "score": round(fit.score(i), 6), "uncertainty": round(fit.stderr(i), 6),
+            rows.append({"item": i, "score": round(both.scores[i], 6), "uncertainty": round(both.stderr[i], 6),
+                         "comparison_score": round(plain[i][0], 6), "comparison_uncertainty": round(plain[i][1], 6),
                          "comparisons": counts[i][1], "wins": counts[i][0], "likert_score": lk.get("score"),
                          "likert_n": lk.get("n"), "likert_sd": lk.get("sd"), "text": texts.get(i, "")})
         rows.sort(key=lambda r: (-r["score"], r["item"]))
         keep = _ranking(stage).keep
         rest = [r for k, r in sorted(source.items(), key=lambda kv: (-kv[1]["score"], kv[0])) if k not in known]
-        rows += [{"item": r["item"], "score": None, "uncertainty": None, "comparisons": 0, "wins": 0,
-                  "likert_score": r["score"], "likert_n": r["n"], "likert_sd": r["sd"], "text": r["text"]} for r in rest]
+        rows += [{"item": r["item"], "score": None, "uncertainty": None, "comparison_score": None,
+                  "comparison_uncertainty": None, "comparisons": 0, "wins": 0, "likert_score": r["score"],
+                  "likert_n": r["n"], "likert_sd": r["sd"], "text": r["text"]} for r in rest]
         for rank, row in enumerate(rows, start=1):
             row["rank"] = rank
             row["kept"] = rank <= keep and row["score"] is not None

@@ -86,13 +86,15 @@ def test_finish_writes_the_last_stage_kinds_export_once_every_stage_is_done(harn
     with open(h.ctx.out_dir() / "scores.csv", encoding="utf-8") as fh:
         rows = list(csv.DictReader(fh))
     assert list(rows[0]) == ["rank", "item", "score", "uncertainty", "comparisons", "wins", "kept",
-                             "likert_score", "likert_n", "likert_sd", "text"]
+                             "likert_score", "likert_n", "likert_sd", "text", "comparison_score", "comparison_uncertainty"]
     assert len(rows) == 10 and sum(r["kept"] == "True" for r in rows) == 4
     ranked = [r for r in rows if r["score"]]
     # workers put shorter statements first: the refit agrees
     lengths = [len(r["text"]) for r in ranked]
     assert lengths[0] < lengths[-1]
     assert all(r["likert_score"] for r in rows)
+    # the ratings here (1 + length mod 5) say nothing about the order by length: the comparisons stand alone
+    assert all(r["score"] == r["comparison_score"] and r["uncertainty"] == r["comparison_uncertainty"] for r in ranked)
 
 
 def test_the_pipeline_declares_which_steps_run_in_which_status(harness):
@@ -106,3 +108,25 @@ def test_the_pipeline_declares_which_steps_run_in_which_status(harness):
     h = harness()
     assert run_pass(h.ctx, "running") == names["running"]
     assert {x.status for x in h.hits()} == {"posted"}
+
+
+def by_shortness(form):
+    """Ratings that fall with a statement's length, as `shortest_first` orders them."""
+    return [(s.radio_name, str(max(1, 5 - len(s.text) // 80))) for s in form.slots if s.radio_name]
+
+
+def test_the_ranking_export_adds_ratings_that_agree_with_the_comparisons(harness):
+    h = harness("two-stage")
+    likert, ranking = h.ctx.campaign.stages
+    load_items(h.ctx)
+    plan_stage(h.ctx, likert)
+    work_stage(h, "likert", by_shortness)
+    while not stage_complete(h.ctx, ranking):
+        plan_next_batch(h.ctx, ranking)
+        work_stage(h, "ranking", shortest_first)
+    assert finish_if_done(h.ctx)
+    with open(h.ctx.out_dir() / "scores.csv", encoding="utf-8") as fh:
+        ranked = [r for r in csv.DictReader(fh) if r["score"]]
+    assert all(float(r["uncertainty"]) <= float(r["comparison_uncertainty"]) for r in ranked)
+    assert any(float(r["uncertainty"]) < float(r["comparison_uncertainty"]) for r in ranked)
+    assert [float(r["score"]) for r in ranked] == sorted((float(r["score"]) for r in ranked), reverse=True)
