@@ -110,6 +110,26 @@ def below_median_se(e: WorkerEvidence, median: float | None) -> float:
     return (z(median) - z(e.correlation)) * math.sqrt(e.shared_items - 3)
 
 
+def reference_median(ev: Mapping[str, WorkerEvidence], config: PolicyConfig) -> float | None:
+    """The crowd's median r, the yardstick of honest agreement, over the workers not already shown to be
+    spam by evidence that does not depend on agreement (constant answers, failed check statements).
+
+    Those workers' r is 0 or near it by construction, so counting them pulls the yardstick down: on the
+    hostile bench's Prolific Likert stage (12 workers, 3 of them constant answerers) the median fell to
+    0.50, and a random answerer at r 0.12 over 25 items sat only 1.9 SE below it and kept its ratings in
+    the scores. All workers' r when every one of them is such spam."""
+    honest = [e.correlation for e in ev.values() if e.correlation is not None and not _independent_spam(e, config)]
+    every = [e.correlation for e in ev.values() if e.correlation is not None]
+    pool = honest or every
+    return statistics.median(pool) if pool else None
+
+
+def _independent_spam(e: WorkerEvidence, c: PolicyConfig) -> bool:
+    """Spam by the two kinds of evidence that `_spam_reasons` counts whatever the worker's agreement."""
+    failed_checks = e.traps_seen >= 2 and e.traps_passed <= 0.25 * e.traps_seen
+    return failed_checks or (e.constant and e.shared_items >= 2 * c.min_shared)
+
+
 def needed_se(config: PolicyConfig, tested: int) -> float:
     """SEs below the crowd's median r that count as evidence when `tested` workers are judged at once.
 
@@ -166,7 +186,7 @@ def judge(ev: dict[str, WorkerEvidence], config: PolicyConfig) -> ReviewResult:
     """Decide, for every worker, from the evidence about all of them (`gather`, or kept up to date by
     `campaign.quality.running.RunningEvidence`)."""
     rs = [e.correlation for e in ev.values() if e.correlation is not None]
-    median = statistics.median(rs) if rs else None
+    median = reference_median(ev, config)
     gap = {w: below_median_se(e, median) for w, e in ev.items()}
     needed = needed_se(config, len(rs))
 

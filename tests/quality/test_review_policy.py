@@ -147,3 +147,28 @@ def test_a_worker_excluded_in_one_stage_is_left_out_of_every_stage():
     assert got == {"likert": {"A", "B"}, "ranking": {"A", "B"}, "check": {"A", "B"}}
     assert carried_exclusions(["ranking"], {"ranking": {"B"}}) == {"ranking": {"B"}}
     assert carried_exclusions([], {}) == {}
+
+
+def test_the_crowds_yardstick_leaves_out_workers_already_shown_to_be_spam():
+    """The Likert stage of the hostile bench's Prolific run, seed 1 (worker-rest r, shared items, constant,
+    traps seen/passed): three constant answerers pulled the crowd's median r to 0.50, and a random
+    answerer at r 0.12 over 25 items (1.9 SE below it) kept its 25 ratings in the scores. Measured
+    without the constant answerers the median is 0.60 and it sits 2.67 SE below, past the 2.64 SE that
+    Bonferroni over the 12 workers asks."""
+    from campaign.quality.evidence import WorkerEvidence
+    from campaign.quality.review import judge, reference_median
+
+    rows = {"9A8F": (0.0, 25, True, 0, 0), "24F5": (0.5991, 25, False, 2, 2), "2462": (0.0, 25, True, 2, 0),
+            "3ACF": (0.7074, 25, False, 2, 2), "DC2D": (0.462, 25, False, 2, 2), "317A": (0.0, 30, True, 3, 3),
+            "B726": (0.6354, 25, False, 3, 3), "94BD": (-0.1474, 25, False, 2, 1), "3EBA": (0.1224, 25, False, 3, 2),
+            "FD6B": (0.6015, 25, False, 2, 2), "6F06": (0.5471, 25, False, 3, 3), "40BB": (0.7233, 20, False, 1, 1)}
+    ev = {w: WorkerEvidence(w, shared, shared, r, seen, passed, constant) for w, (r, shared, constant, seen, passed) in rows.items()}
+    config = PolicyConfig(max_excluded_share=0.3)
+    assert reference_median(ev, config) == 0.5991
+    res = judge(ev, config)
+    assert {"9A8F", "2462", "317A", "94BD", "3EBA"} <= res.excluded
+    assert not res.excluded & {"24F5", "3ACF", "DC2D", "B726", "FD6B", "6F06", "40BB"}
+    assert "0.60" in (res.reason("3EBA") or "")
+    # a crowd made only of such spam still has a yardstick: everyone's
+    spam = {w: e for w, e in ev.items() if e.constant}
+    assert reference_median(spam, config) == 0.0
