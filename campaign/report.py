@@ -223,7 +223,8 @@ class StageView:
     pay: str = ""  # "median work time 1 min 05 s, $3.32 an hour" (campaign.pay), or "" before any timed approved work
 
 
-HEADINGS = {"rank": "rank", "item": "item", "score": "score", "uncertainty": "± SE", "n": "n", "sd": "sd"}
+HEADINGS = {"rank": "rank", "item": "item", "score": "score", "uncertainty": "± SE", "n": "n", "sd": "sd",
+            "comparison_score": "comparisons' score", "comparison_uncertainty": "± SE"}
 
 
 def _decimals(rows: Sequence[Mapping[str, Any]], column: str) -> int | None:
@@ -231,7 +232,7 @@ def _decimals(rows: Sequence[Mapping[str, Any]], column: str) -> int | None:
     values = [r.get(column) for r in rows]
     if not any(isinstance(v, float) and not v.is_integer() for v in values):
         return None
-    return 3 if column in ("score", "uncertainty") else 2
+    return 3 if column in ("score", "uncertainty", "comparison_score", "comparison_uncertainty") else 2
 
 
 def _cell(value: Any, decimals: int | None) -> str:

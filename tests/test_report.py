@@ -182,6 +182,23 @@ def test_report_reads_the_final_export_for_the_last_stage(tmp_path):
     assert "1 item has no score in this stage" in page
 
 
+def test_a_ranking_export_with_its_comparisons_own_scores_says_which_is_which(tmp_path):
+    store = _store(tmp_path)
+    with store.session() as s:
+        row = s.get(CampaignRow, "c")
+        row.status = "finished"
+        s.add(row)
+    out = tmp_path / "c"
+    out.mkdir()
+    rows = [{"rank": 1, "item": "i9", "score": 1.2, "uncertainty": 0.4, "comparisons": 12, "text": "t",
+             "comparison_score": 1.5, "comparison_uncertainty": 0.7}]
+    (out / "scores.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
+    page = build_report(store, "c", export_dir=out)
+    store.close()
+    assert "<th class=\"num\">comparisons&#39; score</th>" in page and ">1.500<" in page and ">0.700<" in page
+    assert "adds the earlier stage's evidence" in page
+
+
 def test_no_task_kind_checks_in_the_report():
     for path in (ROOT / "campaign" / "report.py", ROOT / "campaign" / "report_svg.py"):
         text = path.read_text(encoding="utf-8")

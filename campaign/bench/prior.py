@@ -107,7 +107,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--share", type=float, default=0.15, help="share of a topic's judgements in each of A and B")
     ap.add_argument("--draws", type=int, default=5, help="random splits per topic")
-    ap.add_argument("--json", action="store_true")
+    ap.add_argument("--json", action="store_true", help="print exactly one JSON object")
     args = ap.parse_args(argv)
     got = run(args.share, args.draws)
     if got is None:
