@@ -69,10 +69,23 @@ def combine(comparison: Mapping[str, tuple[float, float]], source: Mapping[str, 
                   and _finite(comparison[k][0]) and _finite(comparison[k][1]) and comparison[k][1] > 0)
     if len(both) < MIN_ITEMS:
         return plain
+    with np.errstate(all="ignore"):  # extreme inputs overflow quietly and are caught below
+        got = _shrink(plain, both, comparison, source)
+    if got.combined and not all(math.isfinite(q) for d in (got.scores, got.stderr) for q in d.values()):
+        return Combined(plain.scores, plain.stderr, got.intercept, 0.0, got.tau, got.items_used, False)
+    return got
+
+
+def _shrink(plain: Combined, both: list[str], comparison: Mapping[str, tuple[float, float]],
+            source: Mapping[str, tuple[float, float]]) -> Combined:
+    """`combine` for the items with both scores (`both`, at least `MIN_ITEMS`)."""
     y = np.array([comparison[k][0] for k in both])
     s2 = np.array([comparison[k][1] for k in both]) ** 2
     x = np.array([float(source[k][0]) for k in both])
     v = np.array([float(source[k][1]) for k in both]) ** 2
+    spread = float(np.var(y)) + float(np.max(s2))
+    if not (math.isfinite(spread) and all(np.isfinite(q).all() for q in (y * y, s2, x * x, v, 1.0 / s2))):
+        return plain  # values beyond floating point's range: the comparisons as they are
     if float(np.ptp(x)) == 0.0:  # every source score alike: it predicts nothing beyond the mean
         x = np.zeros_like(x)
 
@@ -96,7 +109,6 @@ def combine(comparison: Mapping[str, tuple[float, float]], source: Mapping[str, 
 
     def best(slope: bool) -> tuple[float, float]:
         """The tau^2 of largest marginal likelihood, and that likelihood (negative log)."""
-        spread = float(np.var(y)) + float(np.max(s2))
         got = minimize_scalar(lambda t: fit(t, slope)[2], bounds=(MIN_TAU ** 2, max(spread, 4 * MIN_TAU ** 2)),
                               method="bounded", options={"xatol": 1e-6})
         return float(got.x), float(got.fun)
@@ -104,6 +116,8 @@ def combine(comparison: Mapping[str, tuple[float, float]], source: Mapping[str, 
     tau2, nll = best(slope=True)
     _, nll0 = best(slope=False)
     a, b, _ = fit(tau2)
+    if not all(math.isfinite(q) for q in (a, b, tau2, nll, nll0)):
+        return plain
     if b <= 0 or 2.0 * (nll0 - nll) < EVIDENCE:
         # the source does not demonstrably predict the comparisons: they stand alone, unshrunk (shrinking
         # toward a common mean would reorder items by their standard errors alone)
