@@ -199,7 +199,12 @@ def prolific_audit(db: str, tmp: Path) -> None:
                        market_db=tmp / "market" / "market.db", store=store, campaign=PROLIFIC)
     finally:
         store.close()
-    assert facts.studies and facts.reward_charges, "no Prolific submission was approved: the audit checked nothing"
+    # Paid work is either a completed bundle's reward or, for a place given back when the study's work ran
+    # out mid-bundle, a bonus per HIT done (`ProlificMarketplace.pay_work`). Which of the two a run gets
+    # depends on how the participants' arrivals interleave: in one CI run on a loaded machine every worked
+    # place ended mid-bundle (6 paid by bonus, none by reward), so either counts as something to check.
+    paid = facts.reward_charges or [sub for sub, bonuses in facts.bonus_payments.items() if bonuses]
+    assert facts.studies and paid, "no Prolific submission was paid: the audit checked nothing"
     assert check(facts) == [], check(facts)
 
 
