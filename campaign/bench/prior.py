@@ -33,25 +33,9 @@ from scipy.stats import spearmanr
 
 from campaign.aggregate.bradley_terry import fit_bradley_terry
 from campaign.aggregate.source_prior import combine
-from campaign.bench.ranking import load_ukpconvarg1, ukp_comparisons
-from campaign.paths import shared_data_dir
+from campaign.bench.ranking import ukp_comparisons, ukpconvarg1_topics
 
 METHODS = ("B alone", "B + A", "A ∪ B pooled", "B + shuffled A", "majority wins")
-
-
-def topics() -> dict[str, tuple[list[str], list[tuple[str, str, str]], dict[str, float]]] | None:
-    """Per topic: its arguments, its judgements and the published score (larger = less convincing)."""
-    base = shared_data_dir()
-    if base is None or not (base / "ukpconvarg1").is_dir():
-        return None
-    judgements, ranks = load_ukpconvarg1(base / "ukpconvarg1")
-    topic_of = {arg: topic for topic, scores in ranks.items() for arg in scores}
-    rows: dict[str, list[tuple[str, str, str]]] = {}
-    for got in judgements.values():
-        for a1, a2, value in got:
-            if a1 in topic_of and topic_of.get(a2) == topic_of[a1]:
-                rows.setdefault(topic_of[a1], []).append((a1, a2, value))
-    return {t: (sorted(ranks[t]), rows.get(t, []), ranks[t]) for t in sorted(ranks)}
 
 
 def one(items: Sequence[str], rows: Sequence[tuple[str, str, str]], published: dict[str, float], share: float,
@@ -82,7 +66,7 @@ def one(items: Sequence[str], rows: Sequence[tuple[str, str, str]], published: d
 
 
 def run(share: float, draws: int) -> dict[str, object] | None:
-    data = topics()
+    data = ukpconvarg1_topics()
     if data is None:
         return None
     per: dict[str, list[float]] = {m: [] for m in METHODS}

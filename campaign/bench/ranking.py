@@ -409,13 +409,12 @@ def ukp_comparisons(rows: Sequence[tuple[str, str, str]], ties: str = "half") ->
     return out
 
 
-def ukpconvarg1_spearman(prior_sd: float = 2.0, ties: str = "half") -> dict[str, float] | None:
-    """Spearman of our refit vs the published ranking per topic, or None when the data is absent."""
+def ukpconvarg1_topics() -> dict[str, tuple[list[str], list[tuple[str, str, str]], dict[str, float]]] | None:
+    """Per topic of ../shared/data/ukpconvarg1 (None when absent): its arguments (sorted), their
+    judgements (arg1, arg2, value) and the published rank score per argument."""
     base = shared_data_dir()
     if base is None or not (base / "ukpconvarg1").is_dir():
         return None
-    from campaign.aggregate.bradley_terry import fit_bradley_terry
-
     judgements, ranks = load_ukpconvarg1(base / "ukpconvarg1")
     # Judgements are matched to ranking files by argument id, not by topic name: one topic is spelled
     # differently in the two sources ("...-comnong-good" in the XML-derived labels, "...-common-good" here).
@@ -425,11 +424,19 @@ def ukpconvarg1_spearman(prior_sd: float = 2.0, ties: str = "half") -> dict[str,
         for a1, a2, value in rows:
             if a1 in topic_of and topic_of.get(a2) == topic_of[a1]:
                 by_topic.setdefault(topic_of[a1], []).append((a1, a2, value))
+    return {t: (sorted(ranks[t]), by_topic.get(t, []), ranks[t]) for t in sorted(ranks)}
+
+
+def ukpconvarg1_spearman(prior_sd: float = 2.0, ties: str = "half") -> dict[str, float] | None:
+    """Spearman of our refit vs the published ranking per topic, or None when the data is absent."""
+    topics = ukpconvarg1_topics()
+    if topics is None:
+        return None
+    from campaign.aggregate.bradley_terry import fit_bradley_terry
+
     out: dict[str, float] = {}
-    for topic in sorted(ranks):
-        published = ranks[topic]
-        items = sorted(published)
-        fit = fit_bradley_terry(items, ukp_comparisons(by_topic.get(topic, []), ties), prior_sd=prior_sd)
+    for topic, (items, rows, published) in topics.items():
+        fit = fit_bradley_terry(items, ukp_comparisons(rows, ties), prior_sd=prior_sd)
         # The published score is larger for LESS convincing arguments (its top scorer in the water-bottle
         # topic is "jesus loves plastic water bottles..."; raw win counts correlate about -0.95 with it),
         # so agreement is measured against the negated score.

@@ -126,8 +126,21 @@ def reference_median(ev: Mapping[str, WorkerEvidence], config: PolicyConfig) -> 
 
 def _independent_spam(e: WorkerEvidence, c: PolicyConfig) -> bool:
     """Spam by the two kinds of evidence that `_spam_reasons` counts whatever the worker's agreement."""
-    failed_checks = e.traps_seen >= 2 and e.traps_passed <= 0.25 * e.traps_seen
-    return failed_checks or (e.constant and e.shared_items >= 2 * c.min_shared)
+    return _failed_checks(e) or _constant_over_enough(e, c)
+
+
+def _failed_checks(e: WorkerEvidence) -> bool:
+    """Failed at least three in four of two or more check statements."""
+    return e.traps_seen >= 2 and e.traps_passed <= 0.25 * e.traps_seen
+
+
+def _enough_shared(e: WorkerEvidence, c: PolicyConfig) -> bool:
+    return e.shared_items >= 2 * c.min_shared
+
+
+def _constant_over_enough(e: WorkerEvidence, c: PolicyConfig) -> bool:
+    """The same answer over enough shared items to mean something."""
+    return e.constant and _enough_shared(e, c)
 
 
 def needed_se(config: PolicyConfig, tested: int) -> float:
@@ -154,10 +167,10 @@ def _spam_reasons(e: WorkerEvidence, c: PolicyConfig, median: float | None, gap:
     why = []
     absolute = False
     failed_traps = e.traps_seen - e.traps_passed
-    if e.traps_seen >= 2 and e.traps_passed <= 0.25 * e.traps_seen:
+    if _failed_checks(e):
         why.append(f"failed {failed_traps} of {e.traps_seen} check statements")
         absolute = True
-    enough = e.shared_items >= 2 * c.min_shared
+    enough = _enough_shared(e, c)
     corroborated = failed_traps >= 1 or e.constant
     disagree = (enough and e.correlation is not None and e.correlation < c.spam_correlation
                 and gap >= (c.significance_se if corroborated else needed))
@@ -169,7 +182,7 @@ def _spam_reasons(e: WorkerEvidence, c: PolicyConfig, median: float | None, gap:
           and e.traps_passed < 0.5 * e.traps_seen):
         why.append(f"weak agreement (r={e.correlation:.2f}) and failed {failed_traps} of {e.traps_seen} check statements")
         absolute = True
-    if e.constant and enough:
+    if _constant_over_enough(e, c):
         why.append(f"the same answer for all {e.labels} statements")
         absolute = True
     strong = disagree and (failed_traps >= 1 or e.constant)
