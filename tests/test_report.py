@@ -164,7 +164,8 @@ def test_report_page_content(tmp_path):
             assert re.search(r">\$?0(\.0+)?<", svg), svg[:200]
 
 
-def test_report_reads_the_final_export_for_the_last_stage(tmp_path):
+def _finished_with_export(tmp_path, rows: list[dict]) -> str:
+    """The report of the test store's campaign, finished, whose last stage's final export holds `rows`."""
     store = _store(tmp_path)
     with store.session() as s:
         row = s.get(CampaignRow, "c")
@@ -172,29 +173,24 @@ def test_report_reads_the_final_export_for_the_last_stage(tmp_path):
         s.add(row)
     out = tmp_path / "c"
     out.mkdir()
-    rows = [{"rank": 1, "item": "i9", "score": 1.5, "uncertainty": 0.25, "comparisons": 12, "text": "final <b>"},
-            {"rank": 2, "item": "i8", "score": None, "uncertainty": None, "comparisons": 0, "text": "unranked"}]
     (out / "scores.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
     page = build_report(store, "c", export_dir=out)
     store.close()
+    return page
+
+
+def test_report_reads_the_final_export_for_the_last_stage(tmp_path):
+    page = _finished_with_export(tmp_path, [
+        {"rank": 1, "item": "i9", "score": 1.5, "uncertainty": 0.25, "comparisons": 12, "text": "final <b>"},
+        {"rank": 2, "item": "i8", "score": None, "uncertainty": None, "comparisons": 0, "text": "unranked"}])
     assert "final export (scores.jsonl)" in page and "final &lt;b&gt;" in page
     assert "<th class=\"num\">± SE</th>" in page and ">0.250<" in page
     assert "1 item has no score in this stage" in page
 
 
 def test_a_ranking_export_with_its_comparisons_own_scores_says_which_is_which(tmp_path):
-    store = _store(tmp_path)
-    with store.session() as s:
-        row = s.get(CampaignRow, "c")
-        row.status = "finished"
-        s.add(row)
-    out = tmp_path / "c"
-    out.mkdir()
-    rows = [{"rank": 1, "item": "i9", "score": 1.2, "uncertainty": 0.4, "comparisons": 12, "text": "t",
-             "comparison_score": 1.5, "comparison_uncertainty": 0.7}]
-    (out / "scores.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
-    page = build_report(store, "c", export_dir=out)
-    store.close()
+    page = _finished_with_export(tmp_path, [{"rank": 1, "item": "i9", "score": 1.2, "uncertainty": 0.4, "comparisons": 12,
+                                             "text": "t", "comparison_score": 1.5, "comparison_uncertainty": 0.7}])
     assert "<th class=\"num\">comparisons&#39; score</th>" in page and ">1.500<" in page and ">0.700<" in page
     assert "adds the earlier stage's evidence" in page
 

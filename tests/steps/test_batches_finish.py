@@ -19,6 +19,11 @@ def by_length(form):
     return [(s.radio_name, str(1 + len(s.text) % 5)) for s in form.slots if s.radio_name]
 
 
+def by_shortness(form):
+    """Ratings that fall with a statement's length, as `shortest_first` orders them."""
+    return [(s.radio_name, str(max(1, 5 - len(s.text) // 80))) for s in form.slots if s.radio_name]
+
+
 def shortest_first(form):
     order = sorted(form.slots, key=lambda s: (len(s.text), s.index))
     return [("order", ",".join(str(s.index) for s in order))]
@@ -37,12 +42,26 @@ def work_stage(h, stage, answer, workers=2):
     close_finished_hits(h.ctx)
 
 
-def test_batches_wait_for_the_previous_batch_and_stop_when_the_kind_says_so(harness):
-    h = harness("two-stage")
+def likert_worked(h, rate):
+    """The two-stage campaign's items loaded and its Likert stage planned and answered by `rate`; returns
+    its (likert, ranking) stages."""
     likert, ranking = h.ctx.campaign.stages
     load_items(h.ctx)
     plan_stage(h.ctx, likert)
-    work_stage(h, "likert", by_length)
+    work_stage(h, "likert", rate)
+    return likert, ranking
+
+
+def rank_to_the_end(h, ranking):
+    """Plan and answer the ranking stage's batches (`shortest_first`) until it is complete."""
+    while not stage_complete(h.ctx, ranking):
+        plan_next_batch(h.ctx, ranking)
+        work_stage(h, "ranking", shortest_first)
+
+
+def test_batches_wait_for_the_previous_batch_and_stop_when_the_kind_says_so(harness):
+    h = harness("two-stage")
+    _, ranking = likert_worked(h, by_length)
     assert stage_done(h.ctx, "likert")
 
     first = plan_next_batch(h.ctx, ranking)
@@ -77,9 +96,7 @@ def test_finish_writes_the_last_stage_kinds_export_once_every_stage_is_done(harn
     assert not finish_if_done(h.ctx)
     work_stage(h, "likert", by_length)
     assert not finish_if_done(h.ctx)  # the ranking stage has not started
-    while not stage_complete(h.ctx, ranking):
-        plan_next_batch(h.ctx, ranking)
-        work_stage(h, "ranking", shortest_first)
+    rank_to_the_end(h, ranking)
     assert finish_if_done(h.ctx)
     with h.ctx.store.session() as s:
         assert s.get(CampaignRow, h.ctx.name).status == "finished"
@@ -110,20 +127,10 @@ def test_the_pipeline_declares_which_steps_run_in_which_status(harness):
     assert {x.status for x in h.hits()} == {"posted"}
 
 
-def by_shortness(form):
-    """Ratings that fall with a statement's length, as `shortest_first` orders them."""
-    return [(s.radio_name, str(max(1, 5 - len(s.text) // 80))) for s in form.slots if s.radio_name]
-
-
 def test_the_ranking_export_adds_ratings_that_agree_with_the_comparisons(harness):
     h = harness("two-stage")
-    likert, ranking = h.ctx.campaign.stages
-    load_items(h.ctx)
-    plan_stage(h.ctx, likert)
-    work_stage(h, "likert", by_shortness)
-    while not stage_complete(h.ctx, ranking):
-        plan_next_batch(h.ctx, ranking)
-        work_stage(h, "ranking", shortest_first)
+    _, ranking = likert_worked(h, by_shortness)
+    rank_to_the_end(h, ranking)
     assert finish_if_done(h.ctx)
     with open(h.ctx.out_dir() / "scores.csv", encoding="utf-8") as fh:
         ranked = [r for r in csv.DictReader(fh) if r["score"]]

@@ -17,7 +17,7 @@ from campaign.steps.post import post_pending
 from campaign.steps.quality_pass import _dump, leave_out_labels, quality_pass, stage_review
 from campaign.steps.stages import stage_done
 from campaign.store import HitRow, JudgmentRow
-from tests.steps.test_batches_finish import by_length, shortest_first, work_stage
+from tests.steps.test_batches_finish import by_length, likert_worked, shortest_first, work_stage
 
 EXCLUDED = "AWORKER0000001"
 
@@ -33,10 +33,7 @@ def _labels(h, stage: str) -> dict[str, set[bool]]:
 
 def test_labels_of_a_worker_the_likert_stage_excluded_are_left_out_of_the_ranking(harness):
     h = harness("two-stage")
-    likert, ranking = h.ctx.campaign.stages
-    load_items(h.ctx)
-    plan_stage(h.ctx, likert)
-    work_stage(h, "likert", by_length)
+    likert, ranking = likert_worked(h, by_length)
     # the Likert stage's review excluded one of the two workers (as it does a random answerer)
     saved = stage_review(h.ctx, likert)
     assert saved is not None and not saved.excluded
@@ -113,10 +110,7 @@ def test_a_later_stage_an_older_release_began_posting_keeps_its_hit_type(harness
     from campaign.steps.shut_out import shut_out_groups
 
     h = harness("two-stage")
-    likert, ranking = h.ctx.campaign.stages
-    load_items(h.ctx)
-    plan_stage(h.ctx, likert)
-    work_stage(h, "likert", by_length)
+    _, ranking = likert_worked(h, by_length)
     assert plan_next_batch(h.ctx, ranking) > 0
     with h.ctx.store.session() as s:  # posted by a release without shut-out groups: a HIT id, no decision stored
         row = s.exec(select(HitRow).where(HitRow.campaign == h.ctx.name, HitRow.stage == "ranking")).first()
