@@ -15,6 +15,11 @@ for work without a valid answer: a ledger charge or bonus for an assignment the 
 answer (with judgments) for; an approved marketplace assignment or a paid bonus without one; a Prolific
 submission paid (reward or bonus) whose door records no assignment with a valid answer. The target is 0.
 
+Each stage's difference (with minus without) comes with its standard error over the seeds, paired by
+seed (`difference_se`; the per-seed gaps are `differences_by_seed`): a 30-item ranking's Spearman moves
+by several hundredths from one seed to the next, so a mean over three seeds can miss the target by
+chance, and the SE says how far to trust it.
+
 Each run is its own `campaign run` in a child process (`--jobs` at a time), so one that stalls is cut
 off at `--max-seconds` and reported as not finished, with whatever it had scored.
 """
@@ -23,6 +28,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import os
 import sqlite3
 import statistics
@@ -299,19 +305,28 @@ def runs(config: str, seeds: list[int], jobs: int, max_seconds: float, keep: Pat
 
 
 def table(results: list[dict[str, Any]]) -> dict[str, Any]:
-    """Per stage: the measure averaged over the seeds with and without adversaries, and the difference."""
+    """Per stage: the measure averaged over the seeds with and without adversaries, the difference, and
+    the standard error of that difference over the seeds that have both runs (paired by seed: the two runs
+    of a seed share their crowd and items, so the per-seed gap is far less noisy than either mean)."""
     stages: dict[str, dict[str, Any]] = {}
+    by_seed: dict[str, dict[int, dict[bool, float]]] = {}
     for r in results:
         for name, q in r["quality"].items():
             row = stages.setdefault(name, {"measure": q["measure"], "hostile": [], "clean": []})
             row["hostile" if r["adversaries"] else "clean"].append(q["value"])
-    for row in stages.values():
+            by_seed.setdefault(name, {}).setdefault(r["seed"], {})[r["adversaries"]] = q["value"]
+    for name, row in stages.items():
         for k in ("hostile", "clean"):
             vals = [v for v in row[k] if v == v]
             row[k + "_mean"] = round(statistics.mean(vals), 4) if vals else None
         h, c = row["hostile_mean"], row["clean_mean"]
         row["difference"] = round(h - c, 4) if h is not None and c is not None else None
         row["within_target"] = row["difference"] is not None and row["difference"] >= -TARGET
+        gaps = {seed: v[True] - v[False] for seed, v in sorted(by_seed[name].items())
+                if True in v and False in v and v[True] == v[True] and v[False] == v[False]}
+        row["differences_by_seed"] = {str(seed): round(g, 4) for seed, g in gaps.items()}
+        row["difference_se"] = (round(statistics.stdev(gaps.values()) / math.sqrt(len(gaps)), 4)
+                                if len(gaps) > 1 else None)
     return stages
 
 
@@ -356,7 +371,7 @@ def main(argv: list[str]) -> int:
         ["--behaviours", args.behaviours] if args.behaviours else []) + [x for n in args.campaign for x in ("--campaign", n)]
     if args.report is not None:
         saved = json.loads(args.report.read_text(encoding="utf-8"))
-        render(args.config, saved["runs"], saved["stages"], saved["summary"])
+        render(args.config, saved["runs"], table(saved["runs"]), saved["summary"])  # figures added since, too
         return 0
     if args.one:
         assert args.state is not None
@@ -395,11 +410,13 @@ def render(config: str, results: list[dict[str, Any]], stages: dict[str, Any], s
         print(f"  seed {r['seed']} {'with' if r['adversaries'] else 'without'} adversaries: "
               f"{'finished' if r['finished'] else 'NOT finished (exit ' + str(r['exit']) + ')'} in {r['seconds']} s; "
               f"payments without a valid answer: {len(r['money']['violations'])}")
-    print(f"{'campaign/stage':<26} {'measure':<10} {'without':>8} {'with':>8} {'diff':>8}  per seed (with / without)")
+    print(f"{'campaign/stage':<26} {'measure':<10} {'without':>8} {'with':>8} {'diff':>8} {'(SE)':>7}  per seed (with / without)")
     for name, s in stages.items():
         fmt = lambda v: "    n/a" if v is None else f"{v:8.3f}"  # noqa: E731
         per = " ".join(f"{h:.3f}/{c:.3f}" for h, c in zip(s["hostile"], s["clean"]))
-        print(f"{name:<26} {s['measure']:<10} {fmt(s['clean_mean'])} {fmt(s['hostile_mean'])} {fmt(s['difference'])}  {per}")
+        se = s["difference_se"]
+        print(f"{name:<26} {s['measure']:<10} {fmt(s['clean_mean'])} {fmt(s['hostile_mean'])} {fmt(s['difference'])} "
+              f"{'' if se is None else f'({se:.3f})':>7}  {per}")
     print("what the adversaries' work became, summed over the seeds (marketplace statuses; collected, valid and "
           "approved in the store; judgments in the scores; charged by the ledger, MTurk-style work only)")
     for b, o in outcomes(results).items():
