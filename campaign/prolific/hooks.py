@@ -6,8 +6,9 @@ Three parts:
 - `ensure_subscription` (at start, when Prolific can reach the task site): the workspace's signing
   secret read from Prolific (created only if it has none: creating one replaces it), and one
   subscription to `submission.status.change` for the task site's hook URL, journaled in the store
-  (`prolific_hooks`) before the create call, confirmed with the `X-Hook-Secret` of its creation. The
-  secret lives in memory only (`HookReceiver.arm`): never in the store, a log, an event or an export.
+  (`prolific_hooks`) before the create call, confirmed with the `X-Hook-Secret` of its creation; the
+  ones it journaled for an earlier URL (an earlier start's port) are deleted. The secret lives in
+  memory only (`HookReceiver.arm`): never in the store, a log, an event or an export.
 - `HookReceiver` (the task site's `POST /prolific/hooks`): a delivery is accepted only when it carries
   a timestamp no older (or newer) than `MAX_AGE` seconds and a signature that is base64(HMAC-SHA256(
   secret, timestamp + body)), compared in constant time; an unsigned, forged, stale or replayed one is
@@ -161,7 +162,58 @@ def ensure_subscription(api: Any, store: Store, workspace_id: str, target_url: s
     """The workspace's signing secret, with an enabled subscription of `target_url` to `event_type`
     (found again from the journal, adopted from Prolific, or created and confirmed). A crash between the
     journal's intent and the create call's record leaves at most an unconfirmed subscription, which the
-    next start deletes before creating another."""
+    next start deletes before creating another. Then the subscriptions this store journaled for another
+    URL of the same workspace and event are deleted (`drop_stale_subscriptions`)."""
+    secret = _ensure_current(api, store, workspace_id, target_url, event_type)
+    drop_stale_subscriptions(api, store, workspace_id, target_url, event_type)
+    return secret
+
+
+def drop_stale_subscriptions(api: Any, store: Store, workspace_id: str, target_url: str,
+                             event_type: str = SUBMISSION_STATUS_CHANGE) -> int:
+    """Deletes, on Prolific and then from the journal, every subscription this store made for the same
+    workspace and event but another target URL; returns how many journal rows went.
+
+    Why: the built-in task site listens on a new port at each start unless told one, so every restart
+    subscribed anew and the old subscriptions stayed. Prolific went on sending each event to every dead URL
+    and retrying it (the emulator after 25 restarts of the hostile demo: 16 subscriptions, 10,379 events,
+    1,021 retries pending, a daemon at full CPU delivering them). Only journaled subscriptions are touched:
+    another tool's, in the same workspace, are not this store's to delete. Every daemon of a shared store
+    marks what its hooks say in that store (`HookReceiver`), so dropping another daemon's URL loses no
+    mark while this one's subscription lives, and that daemon subscribes again when it starts. A delete that
+    fails for another reason than "not found" keeps the row, to be tried at the next start; it never stops
+    this one."""
+    with store.session() as s:
+        stale = [(r.id, r.target_url, r.subscription_id, r.state) for r in s.exec(select(ProlificHookRow).where(
+            ProlificHookRow.workspace_id == workspace_id, ProlificHookRow.event_type == event_type,
+            ProlificHookRow.target_url != target_url)).all()]
+    listed: list[dict[str, Any]] | None = None
+    dropped = 0
+    for row_id, url, sub_id, state in stale:
+        ids = {sub_id} if sub_id else set()
+        if state != STATE_CONFIRMED:  # a crash may have left one created on Prolific before its id was recorded
+            if listed is None:
+                listed = [*api.subscriptions(workspace_id, enabled=True), *api.subscriptions(workspace_id, enabled=False)]
+            ids |= {str(sub["id"]) for sub in listed if sub.get("target_url") == url and sub.get("event_type") == event_type}
+        try:
+            for sid in sorted(ids):
+                try:
+                    api.delete_subscription(sid)
+                except Exception as exc:  # noqa: BLE001 - gone already is what we want; anything else: next start
+                    if int(getattr(exc, "status", 0) or 0) != 404:
+                        raise
+        except Exception as exc:  # noqa: BLE001 - the hooks of this start do not depend on it
+            log.warning("an old webhook subscription (to %s) could not be deleted; trying again at the next start: %s",
+                        url, exc)
+            continue
+        with store.session() as s:
+            s.execute(delete(ProlificHookRow).where(col(ProlificHookRow.id) == row_id))
+        dropped += 1
+    return dropped
+
+
+def _ensure_current(api: Any, store: Store, workspace_id: str, target_url: str, event_type: str) -> str:
+    """`ensure_subscription` for `target_url` itself."""
     secret = next((str(s["value"]) for s in api.hook_secrets(workspace_id) if s.get("value")), None)
     if secret is None:
         secret = str(api.create_hook_secret(workspace_id)["value"])

@@ -120,7 +120,10 @@ def _open(ctx: Context, market: Studies, key: str, places: int, cost: Cost) -> i
         return 0
     crash_point("places.after_call")
     ctx.store.set_kv(ctx.name, Keys.study_places(key), str(now))
-    ctx.store.event(ctx.name, "places", f"study {key}: {now} places open ({fmt(cost.total)} reserved each)", subject=key)
+    # `now` is the study's places in all (Prolific's total_available_places counts the taken ones too), so
+    # the event says both: "N places open" read as N free places while most were long taken
+    ctx.store.event(ctx.name, "places", f"study {key}: {now - before} more place(s) opened, {now} in all "
+                    f"({fmt(cost.total)} reserved each)", subject=key)
     return now - before
 
 

@@ -255,3 +255,46 @@ def test_with_webhooks_a_confirmation_serves_a_session_until_a_hook_says_it_chan
         with pytest.raises(Exception, match="returned"):
             gate.admit(person.id, row.study_id, sub)
         assert asked == [sub, sub]
+
+
+def test_a_restart_on_another_port_drops_the_old_subscription_and_leaves_other_tools_ones(tmp_path: Path) -> None:
+    """The built-in task site takes a new port at each start: the subscription of the last start's URL is
+    deleted (Prolific would go on delivering to it, and retrying), one of an unfinished create as well;
+    a subscription this store never journaled (another tool's, in the same workspace) stays."""
+    with hooked(tmp_path) as (st, _t, _listings, _receiver):
+        ws = st.api.workspaces()[0]["id"]
+        here = hook_url(st.server.endpoint_url)
+        theirs, confirm = st.api.create_subscription(ws, "submission.status.change", "http://127.0.0.1:9/their/hooks")
+        st.api.confirm_subscription(str(theirs["id"]), confirm)
+        # a start that crashed after its create call, before recording the id: journaled as an intent only
+        crashed, confirm = st.api.create_subscription(ws, "submission.status.change", "http://127.0.0.1:7/prolific/hooks")
+        with st.store.session() as s:
+            s.add(ProlificHookRow(workspace_id=ws, event_type="submission.status.change",
+                                  target_url="http://127.0.0.1:7/prolific/hooks", state="intent"))
+        secret = ensure_subscription(st.api, st.store, ws, "http://127.0.0.1:8/prolific/hooks")  # the next start's port
+        assert secret == st.api.hook_secrets(ws)[0]["value"]
+        urls = sorted(str(sub["target_url"]) for sub in [*st.api.subscriptions(ws), *st.api.subscriptions(ws, enabled=False)])
+        assert urls == ["http://127.0.0.1:8/prolific/hooks", "http://127.0.0.1:9/their/hooks"], urls
+        assert here not in urls and str(crashed["id"]) not in {str(x["id"]) for x in st.api.subscriptions(ws, enabled=False)}
+        with st.store.session() as s:
+            assert [r.target_url for r in s.exec(select(ProlificHookRow)).all()] == ["http://127.0.0.1:8/prolific/hooks"]
+        # and back on the first URL: the same, the other way round
+        ensure_subscription(st.api, st.store, ws, here)
+        assert sorted(str(sub["target_url"]) for sub in st.api.subscriptions(ws)) == sorted([here, "http://127.0.0.1:9/their/hooks"])
+
+
+def test_an_old_subscription_that_cannot_be_deleted_is_tried_again_at_the_next_start(tmp_path: Path) -> None:
+    with hooked(tmp_path) as (st, _t, _listings, _receiver):
+        ws = st.api.workspaces()[0]["id"]
+        here = hook_url(st.server.endpoint_url)
+
+        class Refusing(Listings):
+            def delete_subscription(self, subscription_id: str) -> None:
+                raise type("Unavailable", (Exception,), {"status": 503})("service unavailable")
+
+        ensure_subscription(Refusing(st.api), st.store, ws, "http://127.0.0.1:8/prolific/hooks")  # does not raise
+        with st.store.session() as s:
+            assert sorted(r.target_url for r in s.exec(select(ProlificHookRow)).all()) == sorted([here, "http://127.0.0.1:8/prolific/hooks"])
+        assert len(st.api.subscriptions(ws)) == 2
+        ensure_subscription(st.api, st.store, ws, "http://127.0.0.1:8/prolific/hooks")  # Prolific answers again
+        assert [str(sub["target_url"]) for sub in st.api.subscriptions(ws)] == ["http://127.0.0.1:8/prolific/hooks"]

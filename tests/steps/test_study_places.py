@@ -21,7 +21,7 @@ from campaign.state import Keys
 from campaign.steps.context import Context
 from campaign.steps.studies import open_places, settle_studies
 from campaign.steps.study_state import studies_over
-from campaign.store import HitRow, Store
+from campaign.store import EventRow, HitRow, Store
 from tests.support.specs import NO_CROWD, campaign, first_propositions, write_spec
 
 PROLIFIC = {"reward": "1.50", "bundle": 5, "estimated_minutes": 10, "fee_rate": "0.333", "vat_rate": "0.2"}
@@ -127,6 +127,12 @@ def test_places_are_reserved_before_they_open_and_never_past_the_budget(tmp_path
         assert t.reserved == Decimal("8.40") and t.spent + t.reserved <= t.budget
         assert "place 5 of study T1" in (ctx.store.get_kv(ctx.name, Keys.BUDGET_BLOCKED, "") or "")
         assert open_places(ctx) == 0 and market.places == {"T1": 4}
+        with ctx.store.session() as s:
+            said = [e.message for e in s.exec(select(EventRow).where(EventRow.campaign == ctx.name, EventRow.kind == "places")
+                                               .order_by(EventRow.id)).all()]
+        # the study's places in all, and how many of them this pass opened (not "4 places open": 3 were taken)
+        assert said == ["study T1: 3 more place(s) opened, 3 in all (2.10 reserved each)",
+                        "study T1: 1 more place(s) opened, 4 in all (2.10 reserved each)"], said
     finally:
         ctx.store.close()
 
@@ -184,7 +190,7 @@ def test_a_final_refusal_blocks_the_campaign_until_resume_instead_of_retrying_ev
 
     from campaign import ops
     from campaign.steps.pipeline import PIPELINE, run_pass
-    from campaign.store import CampaignRow, EventRow
+    from campaign.store import CampaignRow
 
     market = RefusingStudies()
     market.wanted = {"s1": 2}
