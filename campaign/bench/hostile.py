@@ -14,6 +14,9 @@ Money: for every run, from the store, the built-in marketplace and the Prolific 
 for work without a valid answer: a ledger charge or bonus for an assignment the store holds no valid
 answer (with judgments) for; an approved marketplace assignment or a paid bonus without one; a Prolific
 submission paid (reward or bonus) whose door records no assignment with a valid answer. The target is 0.
+And the books (`books_check`): nothing charged twice, nothing left reserved by a finished campaign, the
+ledger's charges equal to what the marketplace spent and approved and to what the Prolific emulator
+charged. The target is no disagreement.
 
 Each stage's difference (with minus without) comes with its standard error over the seeds, paired by
 seed (`difference_se`; the per-seed gaps are `differences_by_seed`): a 30-item ranking's Spearman moves
@@ -243,6 +246,58 @@ def adversary_outcomes(spec: Any, seed: int, state: Path) -> dict[str, dict[str,
     return out
 
 
+def books_check(state: Path) -> list[str]:
+    """Where the books disagree (empty: they agree): an assignment charged twice; money still reserved by
+    a finished campaign; the built-in marketplace's spending (its own HITs for Prolific places aside, which
+    Prolific pays) against the ledger's charges and bonuses of the campaigns posted there, and the set of
+    assignments it approved against those the ledger charged; what the Prolific emulator charged against
+    the ledger's Prolific charges, and a charge it made twice. Amounts are the ledger's `amount` (reward and
+    fee together), summed as Decimal. Meant for a state folder whose marketplace and emulator served its
+    campaigns alone, as a bench run's do."""
+    from collections import Counter
+    from decimal import Decimal
+
+    store = state / "campaign.db"
+    out: list[str] = []
+    campaigns = {name: (status, isinstance(json.loads(spec).get("prolific"), dict))
+                 for name, status, spec in _rows(store, "SELECT name, status, spec_json FROM campaigns")}
+    ledger = _rows(store, "SELECT campaign, kind, amount, assignment_id FROM ledger")
+    charged = Counter((c, a) for c, k, _, a in ledger if k == "charge")
+    out += [f"{c}: assignment {a} charged {n} times" for (c, a), n in sorted(charged.items()) if n > 1]
+    sign = {"reserve": 1, "bonus_reserve": 1, "charge": -1, "bonus_charge": -1, "release": -1, "bonus_release": -1}
+    for name, (status, _) in sorted(campaigns.items()):
+        left = sum((Decimal(a) * sign.get(k, 0) for c, k, a, _ in ledger if c == name), Decimal(0))
+        if status == "finished" and left != 0:
+            out.append(f"{name}: finished with {left} still reserved")
+    paid = {c: sum((Decimal(a) for cc, k, a, _ in ledger if cc == c and k in ("charge", "bonus_charge")), Decimal(0))
+            for c in campaigns}
+    prolific = {c for c, (_, p) in campaigns.items() if p}
+    market = state / "market" / "market.db"
+    if market.is_file():
+        places = {h for h, c in _rows(store, "SELECT hit_id, campaign FROM hits") if c in prolific}
+        approved = _rows(market, "SELECT a.id, a.hit_id, h.unit_cost_cents FROM assignments a JOIN hits h ON h.id = a.hit_id "
+                                 "WHERE a.status = 'Approved'")
+        spent = sum(int(r[0]) for r in _rows(market, "SELECT spent_cents FROM accounts"))
+        spent -= sum(int(cost) for _, hit, cost in approved if hit in places)
+        booked = sum((v for c, v in paid.items() if c not in prolific), Decimal(0))
+        if Decimal(spent) / 100 != booked:
+            out.append(f"the marketplace spent {Decimal(spent) / 100} but the ledger charged {booked}")
+        theirs = {a for a, hit, _ in approved if hit not in places}
+        ours = {a for (c, a), _ in charged.items() if c not in prolific}
+        if theirs != ours:
+            out.append(f"{len(theirs - ours)} approved on the marketplace and not charged in the ledger, "
+                       f"{len(ours - theirs)} charged and not approved")
+    emulator = state / "prolific" / "prolific.db"
+    if emulator.is_file():
+        rows = _rows(emulator, "SELECT what, ref, rewards + fees + vat FROM charges")
+        out += [f"Prolific charged {what} {ref} {n} times" for (what, ref), n in Counter((w, r) for w, r, _ in rows).items() if n > 1]
+        total = Decimal(sum(int(x) for *_, x in rows)) / 100
+        booked = sum((v for c, v in paid.items() if c in prolific), Decimal(0))
+        if total != booked:
+            out.append(f"Prolific charged {total} but the ledger charged {booked}")
+    return out
+
+
 # ------------------------------------------------------------------------------------------------- running
 
 
@@ -267,7 +322,8 @@ def one(config: str, seed: int, clean: bool, state: Path, max_seconds: float, sh
     code = run(spec, RunOptions(state_dir=state, seed=seed, max_seconds=max_seconds))
     seconds = time.monotonic() - t0
     return {"seed": seed, "adversaries": not clean, "exit": code, "finished": code == 0, "seconds": round(seconds, 1),
-            "quality": quality(spec, state), "money": unpaid_check(state), "events": _event_counts(state),
+            "quality": quality(spec, state), "money": {**unpaid_check(state), "books": books_check(state)},
+            "events": _event_counts(state),
             "adversary_outcomes": adversary_outcomes(spec, seed, state) if not clean else {}}
 
 
@@ -301,7 +357,8 @@ def runs(config: str, seeds: list[int], jobs: int, max_seconds: float, keep: Pat
                 yield json.loads(last)
             except ValueError:
                 yield {"seed": seed, "adversaries": not clean, "exit": proc.returncode, "finished": False, "seconds": 0,
-                       "quality": {}, "money": {"violations": ["the run crashed"], "checked": {}}, "events": {}}
+                       "quality": {}, "money": {"violations": ["the run crashed"], "checked": {}, "books": ["the run crashed"]},
+                       "events": {}}
 
 
 def table(results: list[dict[str, Any]]) -> dict[str, Any]:
@@ -385,15 +442,19 @@ def main(argv: list[str]) -> int:
         if not args.json:
             print(f"seed {r['seed']} {'with' if r['adversaries'] else 'without'} adversaries: "
                   f"{'finished' if r['finished'] else 'NOT finished (exit ' + str(r['exit']) + ')'} in {r['seconds']} s; "
-                  f"payments without a valid answer: {len(r['money']['violations'])}", file=sys.stderr, flush=True)
+                  f"payments without a valid answer: {len(r['money']['violations'])}; "
+                  f"books disagreeing: {len(r['money']['books'])}", file=sys.stderr, flush=True)
     stages = table(results)
     unpaid = sum(len(r["money"]["violations"]) for r in results)
+    books = sum(len(r["money"].get("books", [])) for r in results)
     summary = {"all_finished": all(r["finished"] for r in results), "payments_without_valid_answer": unpaid,
+               "books_disagreements": books,
                "every_stage_within_target": all(s["within_target"] for s in stages.values()) and bool(stages),
                "target": f"every run finishes; each stage's mean quality with adversaries >= without - {TARGET}; "
-                         "no payment without a valid answer", "seeds": seeds,
+                         "no payment without a valid answer; the ledger agrees with the marketplace and Prolific",
+               "seeds": seeds,
                "seconds": round(time.monotonic() - t0, 1)}
-    summary["met"] = summary["all_finished"] and unpaid == 0 and summary["every_stage_within_target"]
+    summary["met"] = summary["all_finished"] and unpaid == 0 and books == 0 and summary["every_stage_within_target"]
     if args.json:
         print(dumps({"stages": stages, "adversaries": outcomes(results), "runs": results, "summary": summary}))
         return 0
@@ -409,7 +470,8 @@ def render(config: str, results: list[dict[str, Any]], stages: dict[str, Any], s
     for r in results:
         print(f"  seed {r['seed']} {'with' if r['adversaries'] else 'without'} adversaries: "
               f"{'finished' if r['finished'] else 'NOT finished (exit ' + str(r['exit']) + ')'} in {r['seconds']} s; "
-              f"payments without a valid answer: {len(r['money']['violations'])}")
+              f"payments without a valid answer: {len(r['money']['violations'])}"
+              + (f"; books disagreeing: {len(r['money']['books'])}" if "books" in r["money"] else ""))
     print(f"{'campaign/stage':<26} {'measure':<10} {'without':>8} {'with':>8} {'diff':>8} {'(SE)':>7}  per seed (with / without)")
     for name, s in stages.items():
         fmt = lambda v: "    n/a" if v is None else f"{v:8.3f}"  # noqa: E731
@@ -424,9 +486,10 @@ def render(config: str, results: list[dict[str, Any]], stages: dict[str, Any], s
         print(f"  {b:<14} {o['workers']:>2} workers: {market or 'nothing'}; collected {o['collected']}, valid {o['valid']}, "
               f"approved {o['approved']}; {o['judgments_scored']} judgments scored; charged {o['charged']}")
     for r in results:
-        for v in r["money"]["violations"][:5]:
+        for v in [*r["money"]["violations"][:5], *r["money"].get("books", [])[:5]]:
             print(f"  seed {r['seed']} {'with' if r['adversaries'] else 'without'}: {v}")
-    print(f"all runs finished: {summary['all_finished']}; payments without a valid answer: {unpaid}; "
+    books = f"; books disagreeing: {summary['books_disagreements']}" if "books_disagreements" in summary else ""
+    print(f"all runs finished: {summary['all_finished']}; payments without a valid answer: {unpaid}{books}; "
           f"every stage within {TARGET}: {summary['every_stage_within_target']}; target met: {summary['met']} "
           f"({summary['seconds']} s)")
 

@@ -5,12 +5,11 @@ nobody for work without a valid answer (the check `campaign bench hostile` runs 
 from __future__ import annotations
 
 import logging
-from dataclasses import replace
 from pathlib import Path
 
 import pytest
 
-from campaign.bench.hostile import adversary_outcomes, quality, unpaid_check
+from campaign.bench.hostile import adversary_outcomes, books_check, quality, unpaid_check
 from campaign.daemon import RunOptions, run
 from campaign.spec import ADVERSARIES_ENV, Spec, load_spec
 from tests.support.paths import ROOT
@@ -18,24 +17,14 @@ from tests.support.paths import ROOT
 pytestmark = pytest.mark.slow
 
 
-# A Prolific place completed at once without work (`no_work`) is never decided by the campaign (a bundle
-# of no HITs waits) until Prolific approves it by itself 21 simulated days later, so the run takes
-# ~10 minutes and pays for it (docs/hostile-crowd.md has the figures). Left out of this test until the
-# campaign decides such submissions; `campaign bench hostile` still runs it.
-NOT_YET = {"water-prolific": ("no_work",)}
-
-
 def _hostile(names: tuple[str, ...], monkeypatch: pytest.MonkeyPatch) -> Spec:
+    """examples/hostile.yaml's campaigns named, with every behaviour its crowds have (a Prolific place
+    completed at once without work included: the campaign rejects it, NO_CODE, instead of waiting for
+    Prolific to approve it by itself after 21 simulated days, as it did when this test first left it out)."""
     monkeypatch.delenv(ADVERSARIES_ENV, raising=False)
     spec = load_spec(ROOT / "examples" / "hostile.yaml")
     assert all(c.crowd.adversaries.share == 0.25 for c in spec.campaigns)
-    chosen = []
-    for c in spec.campaigns:
-        if c.name in names:
-            adv = c.crowd.adversaries
-            kept = tuple((b, w) for b, w in adv.behaviours if b not in NOT_YET.get(c.name, ()))
-            chosen.append(replace(c, crowd=replace(c.crowd, adversaries=replace(adv, behaviours=kept))))
-    return Spec(path=spec.path, campaigns=tuple(chosen))
+    return Spec(path=spec.path, campaigns=tuple(c for c in spec.campaigns if c.name in names))
 
 
 @pytest.mark.parametrize(("name", "floor"), [("water-bottles", {"water-bottles/likert": 0.85}),
@@ -48,6 +37,7 @@ def test_a_hostile_crowd_neither_stops_the_campaign_nor_gets_paid_for_nothing(
     assert code == 0, "the campaign did not finish"
     money = unpaid_check(tmp_path / "state")
     assert money["violations"] == [] and sum(money["checked"].values()) > 0
+    assert books_check(tmp_path / "state") == []  # nothing charged twice or left reserved; ledger = marketplace = Prolific
     outcomes = adversary_outcomes(spec, 1, tmp_path / "state")
     c = spec.campaigns[0]
     assert sum(o["workers"] for o in outcomes.values()) == round(c.crowd.adversaries.share * c.crowd.workers)
