@@ -1,7 +1,10 @@
-"""Fault injection for the requester API: throttling, random ServiceFaults, added latency, visibility lag.
+"""Fault injection for the requester API: throttling, random ServiceFaults, lost answers, added latency,
+visibility lag.
 
 The campaign must survive what the real service does under load (ThrottlingException after a burst,
-an occasional 500, slow answers, a just-submitted assignment not yet visible). These knobs let tests
+an occasional 500, slow answers, a just-submitted assignment not yet visible, and the worst of them for
+money: a 500 for a call that took effect, so the client cannot tell whether an approval or a bonus went
+through and its retry meets the result of the first). These knobs let tests
 and benchmarks produce those conditions on demand and reproducibly (seeded RNG, real-time bucket).
 """
 
@@ -20,6 +23,7 @@ LIMITS: dict[str, tuple[float, float]] = {
     "throttle_rate": (0.0, 1_000_000.0),
     "throttle_burst": (0.0, 1_000_000.0),
     "fault_rate": (0.0, 1.0),
+    "lost_rate": (0.0, 1.0),
     "latency_ms": (0.0, 60_000.0),
     "visibility_lag": (0.0, 86_400.0),
     "seed": (0, 2**63 - 1),
@@ -34,6 +38,7 @@ class FaultConfig:
     throttle_rate: float = 0.0  # requests per second refilled; 0 = no throttling
     throttle_burst: float = 10.0
     fault_rate: float = 0.0  # probability of a ServiceFault per request
+    lost_rate: float = 0.0  # probability that a request served is answered with a ServiceFault all the same
     latency_ms: float = 0.0
     visibility_lag: float = 0.0  # clock seconds a submission stays invisible to the requester
     seed: int = 0
@@ -80,6 +85,7 @@ class Faults:
         with self._lock:
             self.config = config
             self._rng = random.Random(config.seed)
+            self._lost_rng = random.Random(config.seed + 1)  # its own stream: the other verdicts stay as they were
             self._tokens = config.throttle_burst
             self._last = time.monotonic()
 
@@ -102,3 +108,8 @@ class Faults:
         if latency > 0:
             time.sleep(latency / 1000.0)
         return verdict
+
+    def lose(self) -> bool:
+        """After a request took effect: whether its answer is lost (answered as a ServiceFault)."""
+        with self._lock:
+            return self.config.lost_rate > 0 and self._lost_rng.random() < self.config.lost_rate

@@ -143,6 +143,8 @@ class MarketApp:
                 op = P.operation_for(req.headers.get("X-Amz-Target"))
                 params = P.validate(op, P.parse_body(req.body))
                 result = core.engine.handle(requester, op, params)
+            if core.faults.lose():  # it took effect; the client is told it failed (`FaultConfig.lost_rate`)
+                raise P.service_fault()
             status, payload = 200, result
         except P.ApiError as exc:
             status, payload = exc.status, exc.body
@@ -360,6 +362,9 @@ def _parser() -> argparse.ArgumentParser:
     ap.add_argument("--throttle-rate", type=float, default=0.0, help="requests per second each requester may make, for testing throttling (0: no limit)")
     ap.add_argument("--throttle-burst", type=float, default=10.0, help="requests allowed in a burst above --throttle-rate (default: 10)")
     ap.add_argument("--fault-rate", type=float, default=0.0, help="probability (0-1) that a request fails with a ServiceFault, for testing retries")
+    ap.add_argument("--lost-rate", type=float, default=0.0,
+                    help="probability (0-1) that a request takes effect but is answered with a ServiceFault, for testing "
+                         "that a client's retry never does twice what the first call did")
     ap.add_argument("--latency-ms", type=float, default=0.0, help="milliseconds added to every response, for testing")
     ap.add_argument("--visibility-lag", type=float, default=0.0, help="clock seconds a submission stays invisible to the requester, as on MTurk")
     ap.add_argument("--seed", type=int, default=0, help="seed of the injected faults (default: 0)")
@@ -398,7 +403,7 @@ def main(argv: list[str] | None = None, door: Callable[..., Callable[[], None]] 
     clock: Clock = WallClock() if args.speed == 1.0 else ScaledClock(args.speed)
     P.warm_up()
     faults = FaultConfig(throttle_rate=args.throttle_rate, throttle_burst=args.throttle_burst, fault_rate=args.fault_rate,
-                         latency_ms=args.latency_ms, visibility_lag=args.visibility_lag, seed=args.seed)
+                         lost_rate=args.lost_rate, latency_ms=args.latency_ms, visibility_lag=args.visibility_lag, seed=args.seed)
     creds_file = Path(args.state) / "credentials"
     market = start_market(args.state, clock=clock, mode=args.mode, balance=args.balance, host=args.host,
                           port=args.port, faults=faults, content_port=args.content_port, public_url=args.public_url,

@@ -195,6 +195,23 @@ def test_faults_throttle_and_service_fault(market):
     assert raw.call("get_account_balance")["AvailableBalance"] == "10000.00"
 
 
+def test_a_lost_answer_is_a_service_fault_for_a_call_that_took_effect(market):
+    """`lost_rate`: the call is carried out, then answered as if it failed (a client cannot tell the two
+    apart): the qualification type exists although its creation was answered 500."""
+    from campaign.marketplaces.signed_json import open_signed_json
+
+    raw = open_signed_json(market.server.endpoint_url, credentials=market.server.credentials, max_attempts=1)  # no retry
+    before = raw.call("get_account_balance")["AvailableBalance"]  # answered: no fault set yet
+    market.server.set_faults(lost_rate=1.0)
+    with pytest.raises(ClientError) as ei:
+        raw.call("create_qualification_type", Name="lost answer", Description="d", QualificationTypeStatus="Active")
+    assert ei.value.response["Error"]["Code"] == "ServiceFault"
+    market.server.set_faults(lost_rate=0.0)
+    listed = raw.call("list_qualification_types", MustBeRequestable=False, MustBeOwnedByCaller=True)["QualificationTypes"]
+    assert [q["Name"] for q in listed] == ["lost answer"]
+    assert raw.call("get_account_balance")["AvailableBalance"] == before  # and answered again once it is off
+
+
 def test_retries_ride_out_throttling(market):
     from campaign.marketplaces.mturk_client import make_client
 
