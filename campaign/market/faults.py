@@ -86,6 +86,7 @@ class Faults:
             self.config = config
             self._rng = random.Random(config.seed)
             self._lost_rng = random.Random(config.seed + 1)  # its own stream: the other verdicts stay as they were
+            self.lost = 0  # answers lost since these settings were made
             self._tokens = config.throttle_burst
             self._last = time.monotonic()
 
@@ -112,4 +113,6 @@ class Faults:
     def lose(self) -> bool:
         """After a request took effect: whether its answer is lost (answered as a ServiceFault)."""
         with self._lock:
-            return self.config.lost_rate > 0 and self._lost_rng.random() < self.config.lost_rate
+            lose = self.config.lost_rate > 0 and self._lost_rng.random() < self.config.lost_rate
+            self.lost += lose
+            return lose
