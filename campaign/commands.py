@@ -108,7 +108,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     r.add_argument("--production", action="store_true", help="allow posting to MTurk production (real money)")
     r.add_argument("--max-seconds", type=float, default=None, help=argparse.SUPPRESS)
     r.add_argument("--market-port", type=int, default=0, metavar="PORT",
-                   help="port of the built-in marketplace and its worker site on 127.0.0.1 (0: any free port)")
+                   help="port of the built-in marketplace and its worker site on 127.0.0.1 (0: the port of the "
+                        "state folder's last run if it is free, else any free port)")
     r.add_argument("--quiet", action="store_true", help="no progress view; warnings and errors only")
     r.add_argument("--log-level", type=str.upper, choices=("DEBUG", "INFO", "WARNING", "ERROR"), default=None,
                    help="level of every campaign logger; the store's events are logged at their own level")

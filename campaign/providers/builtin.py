@@ -9,7 +9,9 @@ is handed over without a socket: `campaign.web.loopback`); otherwise in a child 
 
 from __future__ import annotations
 
+import logging
 import os
+import urllib.parse
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -23,6 +25,8 @@ if TYPE_CHECKING:
     from campaign.marketplaces.base import Marketplace
     from campaign.steps.context import Context
     from campaign.web.request import Response
+
+log = logging.getLogger(__name__)
 
 
 class BuiltInSite:
@@ -96,31 +100,75 @@ def _answer(response: Response) -> tuple[int, bytes]:
     return response.status, response.body
 
 
+PORT_FILE = "port"  # under <state>/market: the worker site's port at the last start
+
+
 def start_site(services: RunServices, needs: SiteNeeds) -> BuiltInSite:
-    """Start the built-in marketplace under `<state>/market` as `needs` asks."""
-    from campaign.market.child import MarketConfig, MarketProcess, MarketStartError
-    from campaign.market.server import start_market
+    """Start the built-in marketplace under `<state>/market` as `needs` asks.
+
+    Without `--market-port` the worker site takes the port it had at this state folder's last start
+    (`<state>/market/port`) if that port is free, else any free one: the links handed to workers, the
+    studies' URLs on Prolific and the webhook subscription's URL name the address the site had when they
+    were made, and a restart should not break them. A port taken meanwhile is no error (a warning)."""
+    from campaign.market.child import MarketStartError
 
     state_dir = services.state_dir / "market"
-    clock = services.clock
-    try:
-        if needs.in_process or services.virtual:
-            server = start_market(state_dir, clock=clock, mode="prod", balance=services.market_balance, port=services.market_port,
-                                  public_url=needs.public_url, content_port=needs.content_port)
-            site = BuiltInSite(server, state_dir, server)
-        else:
-            child = MarketProcess(MarketConfig(
-                state_dir=state_dir, clock=clock.shared() if isinstance(clock, ScaledClock) else None,
-                balance=services.market_balance, port=services.market_port, content_port=needs.content_port,
-                public_url=needs.public_url, parent=os.getpid()))
-            site = BuiltInSite(child, state_dir, None)
-    except (OSError, MarketStartError) as exc:
-        reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
-        raise StartError(f"the built-in marketplace cannot start on 127.0.0.1:{services.market_port}: {reason}; "
-                         "choose another --market-port") from exc
+    site: BuiltInSite | None = None
+    last = last_port(state_dir) if services.market_port == 0 else None
+    if last is not None:
+        try:
+            site = _start(services, needs, state_dir, last)
+        except (OSError, MarketStartError) as exc:
+            log.warning("the built-in marketplace cannot have its last port (%d) again (%s): it takes another, and "
+                        "its worker site a new address", last, exc)
+    if site is None:
+        try:
+            site = _start(services, needs, state_dir, services.market_port)
+        except (OSError, MarketStartError) as exc:
+            reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
+            raise StartError(f"the built-in marketplace cannot start on 127.0.0.1:{services.market_port}: {reason}; "
+                             "choose another --market-port") from exc
+    _remember_port(state_dir, site.endpoint_url)
     if services.virtual and site.server is not None and site.server.app is not None:  # no socket on virtual time
         from campaign.web.loopback import add_route
 
         add_route(site.endpoint_url, site.server.app)
     services.site = site
     return site
+
+
+def _start(services: RunServices, needs: SiteNeeds, state_dir: Path, port: int) -> BuiltInSite:
+    from campaign.market.child import MarketConfig, MarketProcess
+    from campaign.market.server import start_market
+
+    clock = services.clock
+    if needs.in_process or services.virtual:
+        server = start_market(state_dir, clock=clock, mode="prod", balance=services.market_balance, port=port,
+                              public_url=needs.public_url, content_port=needs.content_port)
+        return BuiltInSite(server, state_dir, server)
+    child = MarketProcess(MarketConfig(
+        state_dir=state_dir, clock=clock.shared() if isinstance(clock, ScaledClock) else None,
+        balance=services.market_balance, port=port, content_port=needs.content_port,
+        public_url=needs.public_url, parent=os.getpid()))
+    return BuiltInSite(child, state_dir, None)
+
+
+def last_port(state_dir: Path) -> int | None:
+    """The worker site's port at the last start under `state_dir` (None: none remembered, or unreadable)."""
+    try:
+        text = (state_dir / PORT_FILE).read_text(encoding="ascii").strip()
+    except (OSError, UnicodeDecodeError):
+        return None
+    return int(text) if text.isdigit() and 1024 <= int(text) <= 65535 else None
+
+
+def _remember_port(state_dir: Path, endpoint_url: str) -> None:
+    port = urllib.parse.urlsplit(endpoint_url).port
+    if port is None:
+        return
+    try:
+        tmp = state_dir / (PORT_FILE + ".tmp")
+        tmp.write_text(f"{port}\n", encoding="ascii")
+        tmp.replace(state_dir / PORT_FILE)
+    except OSError as exc:  # a read-only folder: the next start takes any free port, as before
+        log.warning("could not remember the built-in marketplace's port: %s", exc)
