@@ -20,11 +20,13 @@ Prolific campaign keep the marketplace in-process (`campaign.daemon.start_runtim
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import logging
 import subprocess
 import sys
 import threading
+import urllib.parse
 from dataclasses import dataclass
 from decimal import Decimal
 from pathlib import Path
@@ -58,23 +60,23 @@ class MarketProcess:
     marketplace (`endpoint_url`, `content_url`, `port`, `credentials`); `stop()` ends it.
 
     While it runs, an operator on the marketplace's folder is registered for its URL in this process,
-    so a worker client here can sign workers up exactly as with an in-process marketplace."""
+    so a worker client here can sign workers up exactly as with an in-process marketplace.
+
+    A child that exits when nobody stopped it (killed by the OOM killer, a crash) is started again on
+    the same two ports, with `RESTART_DELAYS` between attempts while they fail (a port taken meanwhile):
+    the daemon's clients, the crowd and the workers' pages hold its addresses, and its state is its
+    folder's database, where every request is one transaction, so nothing is lost but the requests in
+    flight, which their clients retry. `restarts` counts the times it came back."""
+
+    RESTART_DELAYS = (0.5, 1.0, 2.0, 5.0, 10.0, 30.0)  # seconds between attempts; the last one repeats
 
     def __init__(self, config: MarketConfig, timeout: float = 60.0) -> None:
-        self.proc = spawn("campaign.market.child", config, stderr=subprocess.PIPE)
-        assert self.proc.stdout is not None
-        line = first_line(self.proc.stdout, timeout)
-        try:
-            ready = json.loads(line) if line.strip() else {}
-        except json.JSONDecodeError:
-            ready = {}
-        if "endpoint" not in ready:
-            end(self.proc)
-            err = self.proc.stderr.read().decode("utf-8", "replace") if self.proc.stderr is not None else ""
-            raise MarketStartError(err.strip().splitlines()[-1] if err.strip() else
-                                   f"the marketplace's process did not start (exit {self.proc.returncode})")
-        self._pump = threading.Thread(target=self._forward_stderr, name="market-child-stderr", daemon=True)
-        self._pump.start()
+        self.config = config
+        self.timeout = timeout
+        self.restarts = 0
+        self._lock = threading.Lock()
+        self._stopping = threading.Event()
+        ready = self._spawn(config)
         self.endpoint_url: str = ready["endpoint"]
         self.content_url: str = ready["content_url"]
         self.port: int = int(ready["port"])
@@ -85,18 +87,69 @@ class MarketProcess:
             accounts.close()
         self._operator, self._close_operator = offline(config.state_dir, self.endpoint_url)
         register_in_process(self.endpoint_url, self._operator)
+        content_port = urllib.parse.urlsplit(self.content_url).port or 0
+        self._again = dataclasses.replace(config, port=self.port, content_port=content_port)
+        self._watcher = threading.Thread(target=self._watch, name="market-child-watch", daemon=True)
+        self._watcher.start()
 
-    def _forward_stderr(self) -> None:
+    def _spawn(self, config: MarketConfig) -> dict[str, Any]:
+        """A child started and listening (`self.proc`), with its addresses; MarketStartError if it is not."""
+        proc = spawn("campaign.market.child", config, stderr=subprocess.PIPE)
+        assert proc.stdout is not None
+        line = first_line(proc.stdout, self.timeout)
+        try:
+            ready = json.loads(line) if line.strip() else {}
+        except json.JSONDecodeError:
+            ready = {}
+        if not isinstance(ready, dict) or "endpoint" not in ready:
+            end(proc)
+            err = proc.stderr.read().decode("utf-8", "replace") if proc.stderr is not None else ""
+            raise MarketStartError(err.strip().splitlines()[-1] if err.strip() else
+                                   f"the marketplace's process did not start (exit {proc.returncode})")
+        self.proc = proc
+        threading.Thread(target=self._forward_stderr, args=(proc,), name="market-child-stderr", daemon=True).start()
+        return ready
+
+    def _watch(self) -> None:
+        """Start the child again each time it exits without `stop()` (class docstring)."""
+        while True:
+            proc = self.proc
+            code = proc.wait()
+            if self._stopping.is_set():
+                return
+            if proc.stdout is not None:
+                proc.stdout.close()
+            log.warning("the built-in marketplace's process exited (%s) while the run needed it: starting it again "
+                        "on %s", f"signal {-code}" if code < 0 else f"exit {code}", self.endpoint_url)
+            attempt = 0
+            while not self._stopping.is_set():
+                with self._lock:
+                    if self._stopping.is_set():
+                        return
+                    try:
+                        self._spawn(self._again)
+                    except Exception as exc:  # noqa: BLE001 - a port still taken, no process to spawn: try again
+                        delay = self.RESTART_DELAYS[min(attempt, len(self.RESTART_DELAYS) - 1)]
+                        log.warning("the built-in marketplace did not start again (%s): next try in %g s", exc, delay)
+                    else:
+                        self.restarts += 1
+                        break
+                attempt += 1
+                self._stopping.wait(delay)
+
+    def _forward_stderr(self, proc: subprocess.Popen[bytes]) -> None:
         """The child's warnings, on this process's log (its stderr is a pipe so a failed start can be read)."""
-        assert self.proc.stderr is not None
-        for raw in self.proc.stderr:
+        assert proc.stderr is not None
+        for raw in proc.stderr:
             text = raw.decode("utf-8", "replace").rstrip()
             if text:
                 log.warning("%s", text)
 
     def stop(self) -> None:
-        unregister_in_process(self.endpoint_url)
-        end(self.proc)
+        self._stopping.set()
+        with self._lock:  # a restart under way finishes first, and its child is the one ended here
+            unregister_in_process(self.endpoint_url)
+            end(self.proc)
         self._close_operator()
 
 

@@ -1,15 +1,18 @@
 """The built-in marketplace of `campaign run` in a child process: serving on the daemon's simulated
 clock with the folder's own account, reachable by a worker client of the daemon's process, refusing a
-port that is taken with the reason, and gone as soon as the daemon is (a marketplace left behind by a
-SIGKILLed daemon must not take work for the next one)."""
+port that is taken with the reason, gone as soon as the daemon is (a marketplace left behind by a
+SIGKILLed daemon must not take work for the next one), and started again at the same addresses when it
+dies while the daemon lives."""
 
 from __future__ import annotations
 
 import os
+import signal
 import socket
 import subprocess
 import sys
 import textwrap
+import time
 from decimal import Decimal
 from pathlib import Path
 
@@ -77,3 +80,49 @@ def test_the_marketplace_dies_with_a_killed_daemon(tmp_path):
     daemon = subprocess.Popen([sys.executable, "-c", DAEMON, str(tmp_path / "market")], cwd=ROOT,
                               stdout=subprocess.PIPE, text=True)
     assert child_dies_with(daemon)
+
+
+def test_a_child_that_dies_is_started_again_at_the_same_addresses(tmp_path):
+    market = MarketProcess(_config(tmp_path))
+    try:
+        client = make_client("local", market.endpoint_url, credentials=market.credentials, max_attempts=0)
+        client.call("create_qualification_type", Name="kept", Description="d", QualificationTypeStatus="Active")
+        first, endpoint, content = market.proc.pid, market.endpoint_url, market.content_url
+        os.kill(first, signal.SIGKILL)  # the OOM killer, say
+        deadline = time.monotonic() + 30
+        while market.restarts == 0:
+            assert time.monotonic() < deadline, "the marketplace was not started again"
+            time.sleep(0.05)
+        assert market.proc.pid != first and (market.endpoint_url, market.content_url) == (endpoint, content)
+        listed = client.call("list_qualification_types", MustBeRequestable=False, MustBeOwnedByCaller=True)
+        assert [q["Name"] for q in listed["QualificationTypes"]] == ["kept"]  # its folder's state, as it was
+    finally:
+        market.stop()
+    assert market.proc.returncode == 0 and market.restarts == 1  # stopped for good: not started again
+
+
+def test_a_port_taken_while_it_was_down_is_tried_again_until_free(tmp_path, monkeypatch):
+    monkeypatch.setattr(MarketProcess, "RESTART_DELAYS", (0.1,))
+    ports: list[int] = []
+    real = MarketProcess._spawn
+
+    def squatted(self, config):  # the second and third starts find the port taken
+        ports.append(config.port)
+        if len(ports) in (2, 3):
+            raise MarketStartError(f"cannot listen on 127.0.0.1:{config.port}: Address already in use")
+        return real(self, config)
+
+    monkeypatch.setattr(MarketProcess, "_spawn", squatted)
+    market = MarketProcess(_config(tmp_path))
+    try:
+        first = market.proc.pid
+        market.proc.kill()
+        deadline = time.monotonic() + 30
+        while market.restarts == 0:
+            assert time.monotonic() < deadline, "not started again once the port was free"
+            time.sleep(0.05)
+        assert market.proc.pid != first and ports == [0, market.port, market.port, market.port]
+        assert make_client("local", market.endpoint_url, credentials=market.credentials).call(
+            "get_account_balance")["AvailableBalance"] == "123.45"
+    finally:
+        market.stop()
