@@ -26,6 +26,7 @@ import logging
 import subprocess
 import sys
 import threading
+import time
 import urllib.parse
 from dataclasses import dataclass
 from decimal import Decimal
@@ -69,6 +70,7 @@ class MarketProcess:
     flight, which their clients retry. `restarts` counts the times it came back."""
 
     RESTART_DELAYS = (0.5, 1.0, 2.0, 5.0, 10.0, 30.0)  # seconds between attempts; the last one repeats
+    SHORT_LIFE = 10.0  # a child that dies sooner after its start than this is not started again at once
 
     def __init__(self, config: MarketConfig, timeout: float = 60.0) -> None:
         self.config = config
@@ -107,11 +109,15 @@ class MarketProcess:
             raise MarketStartError(err.strip().splitlines()[-1] if err.strip() else
                                    f"the marketplace's process did not start (exit {proc.returncode})")
         self.proc = proc
+        self._started = time.monotonic()
         threading.Thread(target=self._forward_stderr, args=(proc,), name="market-child-stderr", daemon=True).start()
         return ready
 
     def _watch(self) -> None:
-        """Start the child again each time it exits without `stop()` (class docstring)."""
+        """Start the child again each time it exits without `stop()` (class docstring). One that keeps dying
+        soon after its start (`SHORT_LIFE`) waits longer each time, as a start that fails does: a crash loop
+        is not a busy loop."""
+        short = 0
         while True:
             proc = self.proc
             code = proc.wait()
@@ -119,8 +125,11 @@ class MarketProcess:
                 return
             if proc.stdout is not None:
                 proc.stdout.close()
+            short = short + 1 if time.monotonic() - self._started < self.SHORT_LIFE else 0
             log.warning("the built-in marketplace's process exited (%s) while the run needed it: starting it again "
                         "on %s", f"signal {-code}" if code < 0 else f"exit {code}", self.endpoint_url)
+            if short > 1 and self._stopping.wait(self.RESTART_DELAYS[min(short - 2, len(self.RESTART_DELAYS) - 1)]):
+                return
             attempt = 0
             while not self._stopping.is_set():
                 with self._lock:

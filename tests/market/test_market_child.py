@@ -12,6 +12,7 @@ import socket
 import subprocess
 import sys
 import textwrap
+import threading
 import time
 from decimal import Decimal
 from pathlib import Path
@@ -124,5 +125,34 @@ def test_a_port_taken_while_it_was_down_is_tried_again_until_free(tmp_path, monk
         assert market.proc.pid != first and ports == [0, market.port, market.port, market.port]
         assert make_client("local", market.endpoint_url, credentials=market.credentials).call(
             "get_account_balance")["AvailableBalance"] == "123.45"
+    finally:
+        market.stop()
+
+
+class _Waits(threading.Event):
+    """The watcher's stop event, noting every time-out it waits for."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.waits: list[float] = []
+
+    def wait(self, timeout: float | None = None) -> bool:
+        if timeout is not None:
+            self.waits.append(timeout)
+        return super().wait(timeout)
+
+
+def test_a_child_that_keeps_dying_at_once_is_started_again_ever_more_slowly(tmp_path, monkeypatch):
+    monkeypatch.setattr(MarketProcess, "RESTART_DELAYS", (0.2, 0.4, 0.8))
+    market = MarketProcess(_config(tmp_path))
+    market._stopping = waits = _Waits()
+    try:
+        for n in (1, 2, 3):
+            market.proc.kill()  # each soon after its start
+            deadline = time.monotonic() + 30
+            while market.restarts < n:
+                assert time.monotonic() < deadline, f"restart {n} did not come"
+                time.sleep(0.02)
+        assert waits.waits == [0.2, 0.4]  # the first death is restarted at once, then each waits longer
     finally:
         market.stop()
