@@ -100,35 +100,36 @@ def _answer(response: Response) -> tuple[int, bytes]:
     return response.status, response.body
 
 
-PORT_FILE = "port"  # under <state>/market: the worker site's port at the last start
+PORT_FILE = "port"  # under <state>/market: the worker site's and the content origin's ports at the last start
 
 
 def start_site(services: RunServices, needs: SiteNeeds) -> BuiltInSite:
     """Start the built-in marketplace under `<state>/market` as `needs` asks.
 
-    Without `--market-port` the worker site takes the port it had at this state folder's last start
-    (`<state>/market/port`) if that port is free, else any free one: the links handed to workers, the
-    studies' URLs on Prolific and the webhook subscription's URL name the address the site had when they
-    were made, and a restart should not break them. A port taken meanwhile is no error (a warning)."""
+    Without `--market-port` the worker site and its content origin take the ports they had at this state
+    folder's last start (`<state>/market/port`) if those are free, else any free ones: the links handed
+    to workers, the studies' URLs on Prolific, the webhook subscription's URL and the signed frame links of
+    pages open in workers' browsers name the addresses the site had when they were made, and a restart
+    should not break them. A port taken meanwhile is no error (a warning)."""
     from campaign.market.child import MarketStartError
 
     state_dir = services.state_dir / "market"
     site: BuiltInSite | None = None
-    last = last_port(state_dir) if services.market_port == 0 else None
+    last = last_ports(state_dir) if services.market_port == 0 else None
     if last is not None:
         try:
-            site = _start(services, needs, state_dir, last)
+            site = _start(services, needs, state_dir, last[0], needs.content_port or last[1])
         except (OSError, MarketStartError) as exc:
             log.warning("the built-in marketplace cannot have its last port (%d) again (%s): it takes another, and "
-                        "its worker site a new address", last, exc)
+                        "its worker site a new address", last[0], exc)
     if site is None:
         try:
-            site = _start(services, needs, state_dir, services.market_port)
+            site = _start(services, needs, state_dir, services.market_port, needs.content_port)
         except (OSError, MarketStartError) as exc:
             reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
             raise StartError(f"the built-in marketplace cannot start on 127.0.0.1:{services.market_port}: {reason}; "
                              "choose another --market-port") from exc
-    _remember_port(state_dir, site.endpoint_url)
+    _remember_ports(state_dir, site.endpoint_url, site.content_url)
     if services.virtual and site.server is not None and site.server.app is not None:  # no socket on virtual time
         from campaign.web.loopback import add_route
 
@@ -137,38 +138,41 @@ def start_site(services: RunServices, needs: SiteNeeds) -> BuiltInSite:
     return site
 
 
-def _start(services: RunServices, needs: SiteNeeds, state_dir: Path, port: int) -> BuiltInSite:
+def _start(services: RunServices, needs: SiteNeeds, state_dir: Path, port: int, content_port: int) -> BuiltInSite:
     from campaign.market.child import MarketConfig, MarketProcess
     from campaign.market.server import start_market
 
     clock = services.clock
     if needs.in_process or services.virtual:
         server = start_market(state_dir, clock=clock, mode="prod", balance=services.market_balance, port=port,
-                              public_url=needs.public_url, content_port=needs.content_port)
+                              public_url=needs.public_url, content_port=content_port)
         return BuiltInSite(server, state_dir, server)
     child = MarketProcess(MarketConfig(
         state_dir=state_dir, clock=clock.shared() if isinstance(clock, ScaledClock) else None,
-        balance=services.market_balance, port=port, content_port=needs.content_port,
+        balance=services.market_balance, port=port, content_port=content_port,
         public_url=needs.public_url, parent=os.getpid()))
     return BuiltInSite(child, state_dir, None)
 
 
-def last_port(state_dir: Path) -> int | None:
-    """The worker site's port at the last start under `state_dir` (None: none remembered, or unreadable)."""
+def last_ports(state_dir: Path) -> tuple[int, int] | None:
+    """(worker site, content origin) ports at the last start under `state_dir` (content 0: not known);
+    None when none is remembered or the file is not two port numbers."""
     try:
-        text = (state_dir / PORT_FILE).read_text(encoding="ascii").strip()
+        words = (state_dir / PORT_FILE).read_text(encoding="ascii").split()
     except (OSError, UnicodeDecodeError):
         return None
-    return int(text) if text.isdigit() and 1024 <= int(text) <= 65535 else None
+    if not 1 <= len(words) <= 2 or not all(w.isdigit() and 1024 <= int(w) <= 65535 for w in words):
+        return None
+    return int(words[0]), int(words[1]) if len(words) == 2 else 0
 
 
-def _remember_port(state_dir: Path, endpoint_url: str) -> None:
-    port = urllib.parse.urlsplit(endpoint_url).port
+def _remember_ports(state_dir: Path, endpoint_url: str, content_url: str) -> None:
+    port, content = urllib.parse.urlsplit(endpoint_url).port, urllib.parse.urlsplit(content_url).port
     if port is None:
         return
     try:
         tmp = state_dir / (PORT_FILE + ".tmp")
-        tmp.write_text(f"{port}\n", encoding="ascii")
+        tmp.write_text(f"{port} {content or ''}".strip() + "\n", encoding="ascii")
         tmp.replace(state_dir / PORT_FILE)
-    except OSError as exc:  # a read-only folder: the next start takes any free port, as before
-        log.warning("could not remember the built-in marketplace's port: %s", exc)
+    except OSError as exc:  # a read-only folder: the next start takes any free ports, as before
+        log.warning("could not remember the built-in marketplace's ports: %s", exc)
