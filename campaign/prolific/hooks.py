@@ -191,11 +191,11 @@ def drop_stale_subscriptions(api: Any, store: Store, workspace_id: str, target_u
     dropped = 0
     for row_id, url, sub_id, state in stale:
         ids = {sub_id} if sub_id else set()
-        if state != STATE_CONFIRMED:  # a crash may have left one created on Prolific before its id was recorded
-            if listed is None:
-                listed = [*api.subscriptions(workspace_id, enabled=True), *api.subscriptions(workspace_id, enabled=False)]
-            ids |= {str(sub["id"]) for sub in listed if sub.get("target_url") == url and sub.get("event_type") == event_type}
         try:
+            if state != STATE_CONFIRMED:  # a crash may have left one created on Prolific before its id was recorded
+                if listed is None:
+                    listed = [*api.subscriptions(workspace_id, enabled=True), *api.subscriptions(workspace_id, enabled=False)]
+                ids |= {str(sub["id"]) for sub in listed if sub.get("target_url") == url and sub.get("event_type") == event_type}
             for sid in sorted(ids):
                 try:
                     api.delete_subscription(sid)

@@ -298,3 +298,20 @@ def test_an_old_subscription_that_cannot_be_deleted_is_tried_again_at_the_next_s
         assert len(st.api.subscriptions(ws)) == 2
         ensure_subscription(st.api, st.store, ws, "http://127.0.0.1:8/prolific/hooks")  # Prolific answers again
         assert [str(sub["target_url"]) for sub in st.api.subscriptions(ws)] == ["http://127.0.0.1:8/prolific/hooks"]
+
+
+def test_a_listing_that_fails_while_cleaning_up_leaves_the_hooks_of_this_start_on(tmp_path: Path) -> None:
+    with hooked(tmp_path) as (st, _t, _listings, _receiver):
+        ws = st.api.workspaces()[0]["id"]
+        with st.store.session() as s:  # an old start's intent, whose subscription must be looked for by URL
+            s.add(ProlificHookRow(workspace_id=ws, event_type="submission.status.change",
+                                  target_url="http://127.0.0.1:7/prolific/hooks", state="intent"))
+
+        class Unlisting(Listings):
+            def subscriptions(self, workspace_id: str | None = None, enabled: bool = True) -> list[dict[str, object]]:
+                raise type("Unavailable", (Exception,), {"status": 503})("service unavailable")
+
+        here = hook_url(st.server.endpoint_url)
+        assert ensure_subscription(Unlisting(st.api), st.store, ws, here)  # the secret: hooks stay on
+        with st.store.session() as s:
+            assert len(s.exec(select(ProlificHookRow)).all()) == 2  # the old row waits for the next start
