@@ -312,12 +312,21 @@ def _start_providers(rt: Runtime, chosen: list[Campaign], groups: list[tuple[Pro
     campaign's marketplace in the spec's order, then the crowds."""
     services = rt.services
     needs = None
+    on_site: list[str] = []  # the campaigns served by the built-in marketplace
     for provider, campaigns in groups:
         need = provider.site_needs(campaigns, market_port=opts.market_port, virtual=is_virtual(rt.clock))
         if need is not None:
             needs = need if needs is None else needs.merged(need)
+            on_site += [c.name for c in campaigns]
     if needs is not None:
-        start_site(services, needs)
+        site = start_site(services, needs)
+        from campaign.market.child import MarketProcess
+
+        if isinstance(site.running, MarketProcess):  # in a child process: its restarts go to the campaigns' events
+            def restarted(message: str) -> None:
+                for name in on_site:
+                    rt.store.event(name, "marketplace_restarted", message, level="warning")
+            site.running.on_restart = restarted
     run_of: dict[str, ProviderRun] = {}  # campaign name -> its provider's run
     for provider, campaigns in groups:
         run = rt.runs[provider.name] = provider.start(campaigns, services)

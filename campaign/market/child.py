@@ -28,6 +28,7 @@ import sys
 import threading
 import time
 import urllib.parse
+from collections.abc import Callable
 from dataclasses import dataclass
 from decimal import Decimal
 from pathlib import Path
@@ -67,7 +68,8 @@ class MarketProcess:
     the same two ports, with `RESTART_DELAYS` between attempts while they fail (a port taken meanwhile):
     the daemon's clients, the crowd and the workers' pages hold its addresses, and its state is its
     folder's database, where every request is one transaction, so nothing is lost but the requests in
-    flight, which their clients retry. `restarts` counts the times it came back."""
+    flight, which their clients retry. `restarts` counts the times it came back; `on_restart`, if set,
+    is told of each exit in words (the daemon writes it to its campaigns' events), else it is logged."""
 
     RESTART_DELAYS = (0.5, 1.0, 2.0, 5.0, 10.0, 30.0)  # seconds between attempts; the last one repeats
     SHORT_LIFE = 10.0  # a child that dies sooner after its start than this is not started again at once
@@ -76,6 +78,7 @@ class MarketProcess:
         self.config = config
         self.timeout = timeout
         self.restarts = 0
+        self.on_restart: Callable[[str], None] | None = None
         self._lock = threading.Lock()
         self._stopping = threading.Event()
         ready = self._spawn(config)
@@ -126,8 +129,8 @@ class MarketProcess:
             if proc.stdout is not None:
                 proc.stdout.close()
             short = short + 1 if time.monotonic() - self._started < self.SHORT_LIFE else 0
-            log.warning("the built-in marketplace's process exited (%s) while the run needed it: starting it again "
-                        "on %s", f"signal {-code}" if code < 0 else f"exit {code}", self.endpoint_url)
+            self._tell(f"the built-in marketplace's process exited ({f'signal {-code}' if code < 0 else f'exit {code}'}) "
+                       f"while the run needed it: starting it again on {self.endpoint_url}")
             if short > 1 and self._stopping.wait(self.RESTART_DELAYS[min(short - 2, len(self.RESTART_DELAYS) - 1)]):
                 return
             attempt = 0
@@ -145,6 +148,15 @@ class MarketProcess:
                         break
                 attempt += 1
                 self._stopping.wait(delay)
+
+    def _tell(self, message: str) -> None:
+        if self.on_restart is None:
+            log.warning("%s", message)
+            return
+        try:
+            self.on_restart(message)
+        except Exception:  # noqa: BLE001 - the store may be unreachable: the log still has it
+            log.warning("%s", message)
 
     def _forward_stderr(self, proc: subprocess.Popen[bytes]) -> None:
         """The child's warnings, on this process's log (its stderr is a pipe so a failed start can be read)."""

@@ -85,6 +85,8 @@ def test_the_marketplace_dies_with_a_killed_daemon(tmp_path):
 
 def test_a_child_that_dies_is_started_again_at_the_same_addresses(tmp_path):
     market = MarketProcess(_config(tmp_path))
+    told: list[str] = []
+    market.on_restart = told.append  # the daemon writes these to its campaigns' events
     try:
         client = make_client("local", market.endpoint_url, credentials=market.credentials, max_attempts=0)
         client.call("create_qualification_type", Name="kept", Description="d", QualificationTypeStatus="Active")
@@ -95,6 +97,8 @@ def test_a_child_that_dies_is_started_again_at_the_same_addresses(tmp_path):
             assert time.monotonic() < deadline, "the marketplace was not started again"
             time.sleep(0.05)
         assert market.proc.pid != first and (market.endpoint_url, market.content_url) == (endpoint, content)
+        assert told == [f"the built-in marketplace's process exited (signal 9) while the run needed it: starting it "
+                        f"again on {endpoint}"]
         listed = client.call("list_qualification_types", MustBeRequestable=False, MustBeOwnedByCaller=True)
         assert [q["Name"] for q in listed["QualificationTypes"]] == ["kept"]  # its folder's state, as it was
     finally:
