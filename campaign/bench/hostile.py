@@ -133,14 +133,24 @@ def _rows(db: Path, sql: str, args: tuple = ()) -> list[tuple]:
         con.close()
 
 
+def _prolific_campaigns(store: Path) -> set[str]:
+    """The store's campaigns that run on Prolific (their spec has a `prolific` section)."""
+    return {name for name, spec in _rows(store, "SELECT name, spec_json FROM campaigns")
+            if isinstance(json.loads(spec).get("prolific"), dict)}
+
+
+def _hits_of(store: Path, campaigns: set[str]) -> set[str]:
+    """The marketplace HIT ids of these campaigns' HITs."""
+    return {hit for hit, camp in _rows(store, "SELECT hit_id, campaign FROM hits") if camp in campaigns}
+
+
 def unpaid_check(state: Path) -> dict[str, Any]:
     """Payments for work without a valid answer, from the store, the marketplace and the emulator (module
     docstring); `violations` lists them, `checked` counts what was looked at."""
     store = state / "campaign.db"
     valid = {r[0] for r in _rows(store, "SELECT a.assignment_id FROM assignments a WHERE a.valid = 1 AND EXISTS "
                                         "(SELECT 1 FROM judgments j WHERE j.assignment_id = a.assignment_id)")}
-    prolific_campaigns = {name for name, spec in _rows(store, "SELECT name, spec_json FROM campaigns")
-                          if isinstance(json.loads(spec).get("prolific"), dict)}
+    prolific_campaigns = _prolific_campaigns(store)
     door = state / "prolific-site" / "prolific-site.sqlite"
     served: dict[str, list[str]] = {}
     for aid, sub in _rows(door, "SELECT assignment_id, submission_id FROM served"):
@@ -153,7 +163,7 @@ def unpaid_check(state: Path) -> dict[str, Any]:
         ok = aid in valid or (camp in prolific_campaigns and any(a in valid for a in served.get(aid, [])))
         if not ok:
             violations.append(f"ledger {kind} for {aid} ({camp}): no valid answer")
-    prolific_hits = {hit for hit, camp in _rows(store, "SELECT hit_id, campaign FROM hits") if camp in prolific_campaigns}
+    prolific_hits = _hits_of(store, prolific_campaigns)
     market = state / "market" / "market.db"
     for aid, hit in _rows(market, "SELECT id, hit_id FROM assignments WHERE status = 'Approved'"):
         if hit in prolific_hits:
@@ -259,22 +269,21 @@ def books_check(state: Path) -> list[str]:
 
     store = state / "campaign.db"
     out: list[str] = []
-    campaigns = {name: (status, isinstance(json.loads(spec).get("prolific"), dict))
-                 for name, status, spec in _rows(store, "SELECT name, status, spec_json FROM campaigns")}
+    status_of = dict(_rows(store, "SELECT name, status FROM campaigns"))
     ledger = _rows(store, "SELECT campaign, kind, amount, assignment_id FROM ledger")
     charged = Counter((c, a) for c, k, _, a in ledger if k == "charge")
     out += [f"{c}: assignment {a} charged {n} times" for (c, a), n in sorted(charged.items()) if n > 1]
     sign = {"reserve": 1, "bonus_reserve": 1, "charge": -1, "bonus_charge": -1, "release": -1, "bonus_release": -1}
-    for name, (status, _) in sorted(campaigns.items()):
+    for name, status in sorted(status_of.items()):
         left = sum((Decimal(a) * sign.get(k, 0) for c, k, a, _ in ledger if c == name), Decimal(0))
         if status == "finished" and left != 0:
             out.append(f"{name}: finished with {left} still reserved")
     paid = {c: sum((Decimal(a) for cc, k, a, _ in ledger if cc == c and k in ("charge", "bonus_charge")), Decimal(0))
-            for c in campaigns}
-    prolific = {c for c, (_, p) in campaigns.items() if p}
+            for c in status_of}
+    prolific = _prolific_campaigns(store)
     market = state / "market" / "market.db"
     if market.is_file():
-        places = {h for h, c in _rows(store, "SELECT hit_id, campaign FROM hits") if c in prolific}
+        places = _hits_of(store, prolific)
         approved = _rows(market, "SELECT a.id, a.hit_id, h.unit_cost_cents FROM assignments a JOIN hits h ON h.id = a.hit_id "
                                  "WHERE a.status = 'Approved'")
         spent = sum(int(r[0]) for r in _rows(market, "SELECT spent_cents FROM accounts"))

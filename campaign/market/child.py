@@ -75,7 +75,6 @@ class MarketProcess:
     SHORT_LIFE = 10.0  # a child that dies sooner after its start than this is not started again at once
 
     def __init__(self, config: MarketConfig, timeout: float = 60.0) -> None:
-        self.config = config
         self.timeout = timeout
         self.restarts = 0
         self.on_restart: Callable[[str], None] | None = None
