@@ -6,7 +6,6 @@ killed starts (each on a port of its own) are gone: one is left."""
 
 from __future__ import annotations
 
-import sqlite3
 from pathlib import Path
 
 import pytest
@@ -15,18 +14,11 @@ from campaign.bench.hostile import books_check, unpaid_check
 from campaign.spec import ADVERSARIES_ENV
 from tests.support.cli import clean_env, kill_at, run_args, run_campaign
 from tests.support.paths import ROOT
+from tests.support.sqlite import count
 
 pytestmark = pytest.mark.slow
 
 CAMPAIGNS = ("water-bottles", "water-prolific")
-
-
-def _count(db: Path, sql: str) -> int:
-    con = sqlite3.connect(f"file:{db}?mode=ro", uri=True)
-    try:
-        return int(con.execute(sql).fetchone()[0])
-    finally:
-        con.close()
 
 
 def test_a_hostile_crowd_and_sigkills_leave_the_books_square(tmp_path: Path) -> None:
@@ -38,10 +30,10 @@ def test_a_hostile_crowd_and_sigkills_leave_the_books_square(tmp_path: Path) -> 
     proc = run_campaign(*args, env=env, timeout=420)
     assert proc.returncode == 0, proc.stderr[-3000:]
     db = state / "campaign.db"
-    assert _count(db, "SELECT COUNT(*) FROM campaigns WHERE status = 'finished'") == len(CAMPAIGNS)
+    assert count(db, "SELECT COUNT(*) FROM campaigns WHERE status = 'finished'") == len(CAMPAIGNS)
     money = unpaid_check(state)
     assert money["violations"] == [] and money["checked"]["ledger"] > 0 and money["checked"]["prolific"] > 0, money
     assert books_check(state) == []
     # every start subscribed its own task site's URL; only the last one's subscription is left
-    assert _count(db, "SELECT COUNT(*) FROM prolific_hooks") == 1
-    assert _count(state / "prolific" / "prolific.db", "SELECT COUNT(*) FROM docs WHERE kind = 'hook_subscription'") == 1
+    assert count(db, "SELECT COUNT(*) FROM prolific_hooks") == 1
+    assert count(state / "prolific" / "prolific.db", "SELECT COUNT(*) FROM docs WHERE kind = 'hook_subscription'") == 1

@@ -9,10 +9,8 @@ six restarts (eight are made).
 from __future__ import annotations
 
 import signal
-import sqlite3
 import subprocess
 import time
-from pathlib import Path
 
 import pytest
 
@@ -20,17 +18,10 @@ from campaign.daemon import make_clock, save_clock
 from campaign.spec import load_spec
 from tests.support.cli import run_args, run_campaign, start_campaign
 from tests.support.specs import campaign, simulated, write_spec
+from tests.support.sqlite import count
 
 SPEC = campaign("restarts", task={"kind": "likert", "reward": "0.06", "auto_approval_delay": "12h"}, budget="30.00",
                 crowd=simulated(25, speed=3600, arrival_span="30m"))
-
-
-def _count(db: Path, sql: str) -> int:
-    con = sqlite3.connect(f"file:{db}?mode=ro", uri=True)
-    try:
-        return int(con.execute(sql).fetchone()[0])
-    finally:
-        con.close()
 
 
 @pytest.mark.slow
@@ -46,11 +37,11 @@ def test_many_restarts_never_let_the_marketplace_approve_held_work(tmp_path):
     proc = run_campaign(*run, timeout=240)
     assert proc.returncode == 0, proc.stderr[-3000:]
     store, market = state / "campaign.db", state / "market" / "market.db"
-    assert _count(store, "SELECT COUNT(*) FROM assignments") >= 60  # 12 HITs of 5 propositions, 5 workers each
-    assert _count(store, "SELECT COUNT(*) FROM assignments WHERE status IN ('submitted', 'approving', 'rejecting')") == 0
+    assert count(store, "SELECT COUNT(*) FROM assignments") >= 60  # 12 HITs of 5 propositions, 5 workers each
+    assert count(store, "SELECT COUNT(*) FROM assignments WHERE status IN ('submitted', 'approving', 'rejecting')") == 0
     # the marketplace stamps an assignment it approved by itself with its AutoApprovalTime
-    assert _count(market, "SELECT COUNT(*) FROM assignments WHERE status = 'Approved' AND approval_time = auto_approval_time") == 0
-    assert _count(store, "SELECT COUNT(*) FROM events WHERE kind = 'auto_approved'") == 0
+    assert count(market, "SELECT COUNT(*) FROM assignments WHERE status = 'Approved' AND approval_time = auto_approval_time") == 0
+    assert count(store, "SELECT COUNT(*) FROM events WHERE kind = 'auto_approved'") == 0
 
 
 def test_a_restart_resumes_the_simulated_clock_where_it_stopped(tmp_path):
