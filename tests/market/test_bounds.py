@@ -85,7 +85,8 @@ def test_bound_problems_reaches_nested_members():
 # -- fault settings -------------------------------------------------------------------------------------------
 @pytest.mark.parametrize("settings", [{"fault_rate": math.nan}, {"fault_rate": -1}, {"fault_rate": 1.5},
                                       {"latency_ms": 1e12}, {"throttle_rate": math.inf}, {"visibility_lag": -3},
-                                      {"seed": 1.5}, {"seed": True}, {"fault_rate": "nan"}, {"latency_ms": [1]}])
+                                      {"seed": 1.5}, {"seed": True}, {"fault_rate": "nan"}, {"latency_ms": [1]},
+                                      {"lost_rate": math.nan}, {"lost_rate": -0.1}, {"lost_rate": 1.01}, {"lost_rate": None}])
 def test_fault_settings_out_of_range_are_refused(settings):
     with pytest.raises(ValueError):
         FaultConfig.from_dict(settings)
