@@ -38,7 +38,17 @@ from sqlmodel import Session, col, select
 from campaign import tasks
 from campaign.answers.pseudonyms import PREFIX, SECRET_KEY, pseudonym
 from campaign.prolific.gate import site_worker_id
-from campaign.store import STORE_TABLES, AssignmentRow, CampaignRow, JudgmentRow, KVRow, Store, WorkerRow, metadata
+from campaign.store import (
+    STORE_TABLES,
+    AssignmentRow,
+    CampaignRow,
+    HeldRow,
+    JudgmentRow,
+    KVRow,
+    Store,
+    WorkerRow,
+    metadata,
+)
 
 TOMBSTONE = "forgotten-"
 MONEY_COLUMNS = frozenset({"amount", "fee", "budget", "reward", "reserved"})
@@ -100,6 +110,11 @@ def forget(store: Store, ids: set[str], campaign: str | None = None) -> Forgotte
     pattern = _pattern(ids)
     sqlite = store.url.startswith("sqlite")
     with store.session() as s:
+        if not _known(s, ids, campaign):
+            where = f"campaign {campaign!r}" if campaign is not None else "any campaign"
+            shown = next((i for i in sorted(ids) if not i.startswith("AP")), sorted(ids)[0])  # as given, not the site's form
+            raise ForgetError(f"{shown!r} is no worker or participant of {where} in the store (give a worker id, "
+                              "a Prolific participant id, or a pseudonym from an answers export); nothing was changed")
         if sqlite:  # what is overwritten or deleted is zeroed in the file, not left in free pages
             s.connection().exec_driver_sql("PRAGMA secure_delete=ON")
         _clear_answers(s, ids, campaign, done)
@@ -113,6 +128,19 @@ def forget(store: Store, ids: set[str], campaign: str | None = None) -> Forgotte
         with store.engine.connect() as conn:  # the old pages leave the write-ahead log for the (zeroed) file
             conn.exec_driver_sql("PRAGMA wal_checkpoint(TRUNCATE)")
     return done
+
+
+def _known(s: Session, ids: set[str], campaign: str | None) -> bool:
+    """Whether some row names one of `ids` as the person who did the work. Why: the rewrite replaces the
+    id wherever it stands as a word, so a string that is not a person's id (a campaign's name, a status
+    such as `approved`, a stage) would otherwise be rewritten wherever it occurs, and the store broken."""
+    for table in (WorkerRow, AssignmentRow, JudgmentRow, HeldRow):
+        q = select(table.worker_id).where(col(table.worker_id).in_(ids))
+        if campaign is not None:
+            q = q.where(table.campaign == campaign)
+        if s.exec(q.limit(1)).first() is not None:
+            return True
+    return False
 
 
 def _tombstone(done: Forgotten, campaign: str) -> str:
@@ -160,11 +188,12 @@ def _text(column: Column[Any]) -> bool:
 def _rewrite(s: Session, table: Table, ids: set[str], pattern: re.Pattern[str], campaign: str | None,
              done: Forgotten) -> None:
     """Every text cell of `table` that holds one of `ids` (as a whole word), rewritten with the tombstone
-    of the row's campaign."""
+    of the row's campaign. The campaign's own name is never rewritten: it is no person's, and every row
+    of the campaign is keyed by it."""
     owner = table.c.get("campaign") if "campaign" in table.c else table.c.get("name")
     pk = list(table.primary_key.columns)
     for column in table.c:
-        if not _text(column) or column.name in MONEY_COLUMNS or owner is None:
+        if not _text(column) or column.name in MONEY_COLUMNS or owner is None or column is owner:
             continue
         cond = [column.like(_like(i), escape="\\") for i in ids]
         q = core_select(*pk, owner, column).where(or_(*cond))

@@ -195,3 +195,37 @@ def test_forget_refuses_while_a_daemon_holds_a_lease_on_a_shared_store(tmp_path,
     store.close()
     assert cli("forget", WHO, "--db", pg_url) == 2
     assert "host:123:abc" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("word", ["careful", "approved", "nuggets", "paid"])
+def test_a_word_that_is_no_persons_id_changes_nothing(tmp_path, capsys, word):
+    """`campaign forget water-bottles` (a campaign's name given by mistake) renamed the campaign in every table;
+    `forget approved` would have rewritten every assignment's status: only a person's id is erased."""
+    state = tmp_path / "state"
+    build(state)
+    before = store_text(state)[0]
+    assert cli("forget", word, "--state", str(state)) == 2
+    err = capsys.readouterr().err
+    assert f"{word!r} is no worker or participant of any campaign" in err and "nothing was changed" in err
+    assert store_text(state)[0] == before
+
+
+def test_a_campaign_named_like_the_person_keeps_its_name(tmp_path, capsys):
+    state = tmp_path / "state"
+    build(state)
+    con = sqlite3.connect(state / "campaign.db")
+    tables = [r[0] for r in con.execute("SELECT m.name FROM sqlite_master m WHERE m.type = 'table'")]
+    for table in tables:  # campaign "two" becomes "pilot-<the person's id>" everywhere
+        cols = [r[1] for r in con.execute(f"PRAGMA table_info({table})")]
+        col = "campaign" if "campaign" in cols else "name" if table == "campaigns" else None
+        if col:
+            con.execute(f"UPDATE {table} SET {col} = ? WHERE {col} = 'two'", (f"pilot-{WHO}",))
+    con.commit()
+    con.close()
+    assert cli("forget", WHO, "--state", str(state)) == 0
+    store = Store.open(state)
+    with store.session() as s:
+        assert sorted(s.exec(select(CampaignRow.name)).all()) == ["one", f"pilot-{WHO}"]
+        assert s.exec(select(AssignmentRow).where(AssignmentRow.campaign == f"pilot-{WHO}")).all()
+        assert not s.exec(select(WorkerRow).where(WorkerRow.worker_id == WHO)).all()
+    store.close()
