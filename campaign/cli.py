@@ -6,12 +6,17 @@ parsers with `register(sub)`; this module only starts them.
 
 from __future__ import annotations
 
+import errno
+import os
 import sys
 from collections.abc import Sequence
 
 from campaign.tools_cli import BENCHES, MARKET_COMMANDS
 
 __all__ = ["BENCHES", "MARKET_COMMANDS", "main"]
+
+#: A write that failed for want of room or a device error: one line for the user, not a traceback
+WRITE_FAILURES = frozenset({errno.ENOSPC, errno.EDQUOT, errno.EFBIG, errno.EIO})
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -24,4 +29,25 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 2
     from campaign.commands import main as _main
 
-    return _main(argv)
+    try:
+        return _main(argv)
+    except BrokenPipeError:  # `| head`: the reader has what it wanted
+        _drop_stdout()
+        return 0
+    except OSError as exc:
+        if exc.errno not in WRITE_FAILURES:
+            raise
+        _drop_stdout()  # most often standard output itself (`> file` on a full disk): nothing more goes there
+        where = f" {exc.filename}" if exc.filename else ""
+        print(f"campaign: cannot write{where}: {exc.strerror or exc}", file=sys.stderr)
+        return 1
+
+
+def _drop_stdout() -> None:
+    """What is left unwritten goes nowhere, so the interpreter's last flush at exit fails no more."""
+    try:
+        null = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(null, sys.stdout.fileno())
+        os.close(null)
+    except (OSError, ValueError):  # no descriptor (a test's captured stdout): nothing is flushed to one
+        pass

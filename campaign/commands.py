@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from campaign.money import shown
+from campaign.rng import seed_arg
 from campaign.spec import SpecError, load_spec
 from campaign.state import CampaignStatus
 
@@ -100,7 +101,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     r = sub.add_parser("run", help="run campaigns until they finish; resumes whatever the store holds")
     r.add_argument("--config", default="campaigns.yaml", help="the spec file")
     r.add_argument("--campaign", action="append", default=[], metavar="NAME", help="run only this campaign (repeatable)")
-    r.add_argument("--seed", type=int, default=0, help="seed of every random choice (plans, simulated crowd)")
+    r.add_argument("--seed", type=seed_arg, default=0, help="seed of every random choice (plans, simulated crowd)")
     r.add_argument("--forever", action="store_true", help="keep running after every campaign has finished")
     r.add_argument("--live", action="store_true",
                    help="pace a simulated crowd at the spec's `speed` (simulated seconds per real second), to watch it "
@@ -177,9 +178,18 @@ def cmd_report(args: argparse.Namespace) -> int:
     store = open_existing(args)
     if store is None or missing(store, args.name):
         return 2
+    from campaign.outfile import OutputError
+
     out = Path(args.out) if args.out else Path(args.state) / args.name / "report.html"
-    out.parent.mkdir(parents=True, exist_ok=True)
-    write_report(store, args.name, out, export_dir=Path(args.state) / args.name)
+    try:
+        out.parent.mkdir(parents=True, exist_ok=True)
+        write_report(store, args.name, out, export_dir=Path(args.state) / args.name)
+    except OutputError as exc:
+        print(f"campaign report: {exc}", file=sys.stderr)
+        return 2
+    except OSError as exc:  # the folder could not be made
+        print(f"campaign report: cannot write {out}: {exc.strerror or exc}", file=sys.stderr)
+        return 2
     print(f"report written to {out}")
     return 0
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import sys
 import time
 from collections.abc import Callable
@@ -98,13 +99,26 @@ def cancel(args: argparse.Namespace) -> int:
 
 
 def extend(args: argparse.Namespace) -> int:
-    if args.hours <= 0:
-        print("campaign extend: --hours must be positive", file=sys.stderr)
+    from campaign.steps.control import MAX_EXTEND_HOURS, extend_hours
+
+    if not math.isfinite(args.hours) or args.hours <= 0 or args.hours > MAX_EXTEND_HOURS:
+        print(f"campaign extend: --hours {args.hours:g}: must be above 0 and at most {MAX_EXTEND_HOURS:g} "
+              "(a HIT lives at most a year)", file=sys.stderr)
         return 2
     store = open_existing(args)
     if store is None or missing(store, args.name):
         return 2
-    pending = float(store.get_kv(args.name, Keys.EXTEND_HOURS, "0") or 0) + args.hours
+    with store.session() as s:
+        row = s.get(CampaignRow, args.name)
+        status = row.status if row is not None else ""
+    if status in DONE:
+        print(f"campaign extend: {args.name} is {status}; it has no open HITs to extend", file=sys.stderr)
+        return 2
+    pending = (extend_hours(store.get_kv(args.name, Keys.EXTEND_HOURS, "0") or "0") or 0.0) + args.hours
+    if pending > MAX_EXTEND_HOURS:
+        print(f"campaign extend: {pending - args.hours:g} h are already asked for; with {args.hours:g} more the "
+              f"extension would pass {MAX_EXTEND_HOURS:g} h (a HIT lives at most a year)", file=sys.stderr)
+        return 2
     store.set_kv(args.name, Keys.EXTEND_HOURS, str(pending))
     store.event(args.name, "extend", f"open HITs will be extended by {args.hours} h")
     print(f"{args.name}: open HITs will be extended by {args.hours} h on the daemon's next tick")
@@ -172,7 +186,13 @@ def export(args: argparse.Namespace) -> int:
         scores = compute_scores(store, args.name, last["name"], last["kind"])
         text = scores_csv(scores, EXPORT_COLUMNS) if args.format == "csv" else scores_jsonl(scores, EXPORT_COLUMNS)
     if args.out:
-        Path(args.out).write_text(text, encoding="utf-8")
+        from campaign.outfile import OutputError, write_out
+
+        try:
+            write_out(Path(args.out), [text])
+        except OutputError as exc:
+            print(f"campaign export: {exc}", file=sys.stderr)
+            return 2
         print(f"{max(text.count(chr(10)) - (args.format == 'csv'), 0)} items written to {args.out}", file=sys.stderr)
     else:
         sys.stdout.write(text)

@@ -562,5 +562,7 @@ def build_report(store: Store, name: str, export_dir: Path | None = None) -> str
 
 
 def write_report(store: Store, name: str, out: Path, export_dir: Path | None = None) -> Path:
-    out.write_text(build_report(store, name, export_dir), encoding="utf-8")
+    from campaign.outfile import write_out
+
+    write_out(out, [build_report(store, name, export_dir)])
     return out

@@ -59,12 +59,14 @@ def export_answers(args: argparse.Namespace) -> int:
                 yield r
 
         if args.out:
+            from campaign.outfile import OutputError, write_out
+
             out = Path(args.out)
-            tmp = out.with_name(out.name + ".tmp")
-            with open(tmp, "w", encoding="utf-8", newline="") as fh:
-                for chunk in render(counted(), fmt):
-                    fh.write(chunk)
-            tmp.replace(out)
+            try:
+                write_out(out, render(counted(), fmt))
+            except OutputError as exc:
+                print(f"campaign export: {exc}", file=sys.stderr)
+                return 2
             ids = "worker ids" if args.raw_ids else "pseudonymised worker ids"
             print(f"{n} answer rows written to {out} ({ids})", file=sys.stderr)
         else:
