@@ -4,12 +4,13 @@ that bracket every pass for the dashboard: the daemon's heartbeat first, alerts 
 from __future__ import annotations
 
 import logging
+import math
 import time
 
 from sqlmodel import col, select
 
 from campaign.ledger import release_hit_rest
-from campaign.marketplaces.base import AlreadyDone, MarketError
+from campaign.marketplaces.base import AlreadyDone, MarketError, TransientError
 from campaign.state import CampaignStatus, HitStatus, Keys
 from campaign.steps.context import Context, get_row, remote_id
 from campaign.steps.post import post_pending
@@ -24,26 +25,65 @@ def post_interrupted(ctx: Context) -> int:
 
 
 def apply_extend(ctx: Context) -> None:
-    hours = float(ctx.store.get_kv(ctx.name, Keys.EXTEND_HOURS, "0") or 0)
-    if hours <= 0:
+    """Carry out `campaign extend`: every open HIT's expiry moved on by the hours asked for, capped at the
+    longest a HIT may live (`MAX_EXTEND_HOURS` from now). A HIT the marketplace refuses to extend is named
+    in one event and the others are still extended; only a passing failure (`TransientError`) leaves the
+    intent for the next pass. An intent that is no number of hours (written by hand, or by an older
+    version that let `nan` through) is dropped with one event instead of failing the step every pass."""
+    raw = ctx.store.get_kv(ctx.name, Keys.EXTEND_HOURS, "0") or "0"
+    hours = extend_hours(raw)
+    if hours is None:
+        ctx.store.set_kv(ctx.name, Keys.EXTEND_HOURS, "0")
+        ctx.store.event(ctx.name, "extend_error", f"extension of {raw[:40]!r} h dropped: not a number of hours above 0 "
+                        f"and at most {MAX_EXTEND_HOURS:g}; nothing was extended", level="warning")
+        return
+    if hours == 0:
         return
     with ctx.store.session() as s:
         hits = s.exec(select(HitRow).where(HitRow.campaign == ctx.name, HitRow.status == HitStatus.POSTED)).all()
+    now = ctx.clock.now()
+    limit = now + MAX_EXTEND_HOURS * 3600
+    extended = capped = 0
     for hit in hits:
-        new = max(hit.expires_at or ctx.clock.now(), ctx.clock.now()) + hours * 3600
+        new = max(hit.expires_at or now, now) + hours * 3600
+        if new > limit:
+            new, capped = limit, capped + 1
         try:
             ctx.market.extend_hit(remote_id(hit), new)
         except AlreadyDone:
             pass  # the marketplace's implicit token: the same extension twice is done once
-        except MarketError as exc:
-            ctx.store.event(ctx.name, "extend_error", f"{hit.hit_key}: {exc}", level="warning")
+        except TransientError as exc:
+            ctx.store.event(ctx.name, "extend_error", f"{hit.hit_key}: {exc}; tried again next pass", level="warning")
             return
+        except MarketError as exc:  # refused for this HIT (too old, disposed): the others are still extended
+            ctx.store.event(ctx.name, "extend_error", f"{hit.hit_key} not extended: {exc}", level="warning",
+                            subject=hit.hit_key)
+            continue
         with ctx.store.session() as s:
             row = get_row(s, HitRow, hit.id)
             row.expires_at = float(int(new))
             s.add(row)
+        extended += 1
     ctx.store.set_kv(ctx.name, Keys.EXTEND_HOURS, "0")
-    ctx.store.event(ctx.name, "extended", f"{len(hits)} open HITs extended by {hours} h")
+    cap = f" ({capped} capped at {MAX_EXTEND_HOURS:g} h from now, the longest a HIT may live)" if capped else ""
+    ctx.store.event(ctx.name, "extended", f"{extended} open HITs extended by {hours:g} h{cap}")
+
+
+#: The longest a HIT may live from now, in hours: MTurk's LifetimeInSeconds allows a year, and an
+#: extension cannot go further (the built-in marketplace refuses an ExpireAt beyond it)
+MAX_EXTEND_HOURS = 365 * 24.0
+
+
+def extend_hours(text: str) -> float | None:
+    """The hours of an extension intent, or None when `text` is no number in (0, MAX_EXTEND_HOURS]
+    (0 means none is pending)."""
+    try:
+        hours = float(text)
+    except ValueError:
+        return None
+    if not math.isfinite(hours) or hours < 0 or hours > MAX_EXTEND_HOURS:
+        return None
+    return hours
 
 
 def apply_cancel(ctx: Context) -> bool:
