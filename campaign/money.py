@@ -24,6 +24,9 @@ class MoneyError(ValueError):
     """A string is not a valid amount of money."""
 
 
+MAX_DIGITS = 15  # digits before the point: far beyond any budget, well inside Decimal's 28-digit precision
+
+
 def parse_amount(text: str | int | Decimal) -> Decimal:
     """Parse a `CurrencyAmount` ("0.06", "5") strictly: at most two decimals, never negative."""
     if isinstance(text, Decimal):
@@ -31,16 +34,26 @@ def parse_amount(text: str | int | Decimal) -> Decimal:
     else:
         s = str(text).strip()
         if not CURRENCY_PATTERN.match(s):
-            raise MoneyError(f"{text!r} is not an amount of money with at most two decimals")
+            raise MoneyError(f"{_quoted(text)} is not an amount of money with at most two decimals")
         try:
             value = Decimal(s)
         except InvalidOperation as exc:  # pragma: no cover - the pattern already excludes this
-            raise MoneyError(f"{text!r} is not a number") from exc
+            raise MoneyError(f"{_quoted(text)} is not a number") from exc
+    if not value.is_finite():
+        raise MoneyError(f"{_quoted(text)} is not an amount of money")
     if value < 0:
-        raise MoneyError(f"{text!r} is negative")
+        raise MoneyError(f"{_quoted(text)} is negative")
+    if value.adjusted() >= MAX_DIGITS:  # quantize would raise InvalidOperation past the context's precision
+        raise MoneyError(f"{_quoted(text)} is too large for an amount of money")
     if value != value.quantize(CENT):
-        raise MoneyError(f"{text!r} has more than two decimals")
+        raise MoneyError(f"{_quoted(text)} has more than two decimals")
     return value.quantize(CENT)
+
+
+def _quoted(text: object) -> str:
+    """`text` as an error message quotes it, cut short: the amount may be anyone's input, of any length."""
+    r = repr(text if isinstance(text, Decimal) else str(text))
+    return r if len(r) <= 40 else r[:37] + "..."
 
 
 def fmt(amount: Decimal) -> str:

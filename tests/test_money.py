@@ -43,3 +43,13 @@ def test_amounts_are_shown_in_their_currency():
     assert shown(Decimal("1.2")) == "$1.20"
     assert shown("0.905", "GBP") == "\u00a30.91"  # half up, to the cent
     assert shown(Decimal("3"), "EUR") == "3.00 EUR"  # no sign known: the code, never a wrong sign
+
+
+@pytest.mark.parametrize("bad", ["9" * 5000, "1000000000000000", Decimal("NaN"), Decimal("Infinity"), Decimal("1e400")])
+def test_parse_amount_refuses_what_cannot_be_money_with_a_short_message(bad):
+    """5,000 nines raised decimal.InvalidOperation (quantize past the context's precision) out of
+    `campaign budget --set` and the spec's amounts, a traceback instead of an error."""
+    with pytest.raises(MoneyError) as caught:
+        parse_amount(bad)
+    assert len(str(caught.value)) < 100
+    assert parse_amount("999999999999999") == Decimal("999999999999999.00")
