@@ -97,3 +97,20 @@ def wait_for_stop(done: threading.Event, parent: int) -> None:
     while not done.wait(0.5):
         if os.getppid() != parent:
             break
+
+
+def pool_worker_bound_to(parent: int) -> None:
+    """A process pool's initializer (`campaign simulate`'s runs): the worker dies with the process that
+    started it. Without it, a `campaign simulate` stopped by SIGTERM (`timeout`, `kill`) left its
+    workers running their simulated campaigns at full CPU, orphaned, until each finished its queue."""
+    if sys.platform == "linux":
+        _die_with_parent()
+    if os.getppid() != parent:  # it died before the line above took effect
+        os._exit(1)
+
+    def watch() -> None:  # where PR_SET_PDEATHSIG is not available
+        while os.getppid() == parent:
+            threading.Event().wait(0.5)
+        os._exit(1)
+
+    threading.Thread(target=watch, name="parent-watch", daemon=True).start()

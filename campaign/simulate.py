@@ -24,6 +24,7 @@ from multiprocessing import get_context
 from pathlib import Path
 from typing import Any
 
+from campaign.child_process import pool_worker_bound_to
 from campaign.money import fmt
 from campaign.spec import Adversaries, Campaign, Crowd, Spec, load_spec
 
@@ -236,7 +237,8 @@ def simulate(config: str | Path, names: Sequence[str], runs: int, seed: int, adv
     results: dict[int, dict[str, Any]] = {}
     if progress:
         progress(0, runs)
-    with ProcessPoolExecutor(max_workers=jobs, mp_context=get_context("spawn")) as pool:
+    with ProcessPoolExecutor(max_workers=jobs, mp_context=get_context("spawn"), initializer=pool_worker_bound_to,
+                             initargs=(os.getpid(),)) as pool:
         futures = {pool.submit(one_run, str(config), tuple(names), seed + i, adversaries): i for i in range(runs)}
         for fut in as_completed(futures):
             results[futures[fut]] = fut.result()

@@ -74,3 +74,53 @@ def test_simulate_spends_what_a_run_of_the_same_seed_spends_and_leaves_no_state(
     low, high = sorted(spends)
     assert math.isclose(float(total["spend"]["p10"]), float(low + (high - low) * Decimal("0.1")), abs_tol=0.006)
     assert math.isclose(float(total["spend"]["median"]), float((low + high) / 2), abs_tol=0.006)
+
+
+def _children(pid: int) -> set[int]:
+    out = set()
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        if int(fields[1]) == pid:
+            out.add(int(stat.parent.name))
+    return out
+
+
+@pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="reads processes from /proc (Linux)")
+def test_a_stopped_simulation_leaves_no_worker_running(tmp_path: Path) -> None:
+    """SIGTERM to `campaign simulate` (as `timeout` sends): its pool's workers went on with their runs,
+    orphaned, at full CPU. They die with it now."""
+    import os
+    import signal
+    import subprocess
+    import time
+
+    from tests.support.cli import campaign_cmd, clean_env
+
+    config = write_spec(tmp_path / "c.yaml", campaign("sim", task={"kind": "likert", "reward": "0.06"}, budget="10.00",
+                                                      crowd=simulated(20, speed=3600, arrival_span="30m")))
+    proc = subprocess.Popen(campaign_cmd("simulate", "--config", config, "--runs", "40", "--jobs", "2"), cwd=tmp_path,
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=clean_env())
+    try:
+        deadline = time.monotonic() + 60
+        workers: set[int] = set()
+        while len(workers) < 2 and time.monotonic() < deadline:  # the pool's two workers (and its resource tracker)
+            time.sleep(0.2)
+            workers = {p for p in _children(proc.pid) if "spawn_main" in Path(f"/proc/{p}/cmdline").read_text(errors="replace")}
+        assert len(workers) == 2, "the pool's workers never started"
+        time.sleep(1.0)  # at work on their runs
+        proc.send_signal(signal.SIGTERM)
+        proc.wait(timeout=30)
+        deadline = time.monotonic() + 15
+        while time.monotonic() < deadline and any(Path(f"/proc/{p}").exists() for p in workers):
+            time.sleep(0.2)
+        left = [p for p in workers if Path(f"/proc/{p}").exists()]
+        assert not left, f"workers {left} outlived `campaign simulate`"
+    finally:
+        for p in [proc.pid, *workers]:
+            try:
+                os.kill(p, signal.SIGKILL)
+            except (ProcessLookupError, PermissionError):
+                pass
