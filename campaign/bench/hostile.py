@@ -44,6 +44,7 @@ from pathlib import Path
 from typing import Any
 
 from campaign.jsonout import dumps
+from campaign.rng import seed_list
 
 TARGET = 0.03  # each stage's quality, averaged over the seeds, within this of the run without adversaries
 
@@ -417,7 +418,7 @@ def main(argv: list[str]) -> int:
     ap = argparse.ArgumentParser(prog="campaign bench hostile", description=__doc__,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--config", default="examples/hostile.yaml", help="the spec whose campaigns run with and without adversaries")
-    ap.add_argument("--seeds", default="1,2,3", help="comma-separated seeds (default 1,2,3)")
+    ap.add_argument("--seeds", type=seed_list, default=[1, 2, 3], help="comma-separated seeds (default 1,2,3)")
     ap.add_argument("--jobs", type=int, default=2, help="runs at a time (default 2)")
     ap.add_argument("--max-seconds", type=float, default=900.0, help="a run not finished by then counts as stalled")
     ap.add_argument("--keep", type=Path, default=None, help="keep every run's state under this folder")
@@ -431,7 +432,7 @@ def main(argv: list[str]) -> int:
     ap.add_argument("--clean", action="store_true", help=argparse.SUPPRESS)
     ap.add_argument("--state", type=Path, default=None, help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
-    seeds = [int(s) for s in args.seeds.split(",") if s.strip()]
+    seeds = list(args.seeds)
     behaviours = {b.strip(): 1.0 for b in args.behaviours.split(",") if b.strip()} if args.behaviours else None
     extra = (["--share", str(args.share)] if args.share is not None else []) + (
         ["--behaviours", args.behaviours] if args.behaviours else []) + [x for n in args.campaign for x in ("--campaign", n)]

@@ -40,6 +40,8 @@ from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
+from campaign.rng import seed_list
+
 HOUR = 3600.0
 
 
@@ -236,12 +238,12 @@ def main(argv: list[str]) -> int:
     ap = argparse.ArgumentParser(prog="campaign bench prolific", description=__doc__,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--config", default="examples/prolific.yaml", help="a spec with a prolific-local campaign")
-    ap.add_argument("--seeds", default="1,2,3", help="comma-separated seeds (default 1,2,3)")
+    ap.add_argument("--seeds", type=seed_list, default=[1, 2, 3], help="comma-separated seeds (default 1,2,3)")
     ap.add_argument("--max-seconds", type=float, default=600.0, help="a run not finished by then is stopped and counted as failed")
     ap.add_argument("--keep", type=Path, default=None, help="keep every run's state under this folder")
     ap.add_argument("--json", action="store_true", help="print exactly one JSON object")
     args = ap.parse_args(argv)
-    seeds = [int(s) for s in args.seeds.split(",") if s.strip()]
+    seeds = list(args.seeds)
     rows = []
     with tempfile.TemporaryDirectory() as tmp:
         root = args.keep or Path(tmp)

@@ -42,6 +42,7 @@ from campaign.market.engine import Engine
 from campaign.market.faults import FaultConfig, Faults
 from campaign.market.operator import Operator, WorkerProfile, offline, register_in_process, unregister_in_process
 from campaign.market.worker_site import ContentSite, Reply, SiteConfig, SiteExtension, WorkerSite
+from campaign.rng import seed_arg
 from campaign.web.request import Refusal, Request, Response
 from campaign.web.server import Limits, RunningServer, listen
 
@@ -367,7 +368,7 @@ def _parser() -> argparse.ArgumentParser:
                          "that a client's retry never does twice what the first call did")
     ap.add_argument("--latency-ms", type=float, default=0.0, help="milliseconds added to every response, for testing")
     ap.add_argument("--visibility-lag", type=float, default=0.0, help="clock seconds a submission stays invisible to the requester, as on MTurk")
-    ap.add_argument("--seed", type=int, default=0, help="seed of the injected faults (default: 0)")
+    ap.add_argument("--seed", type=seed_arg, default=0, help="seed of the injected faults (default: 0)")
     ap.add_argument("--prolific-door", action="store_true",
                     help="serve the Prolific door (/prolific/ on the worker site) here, for daemons whose "
                          "`marketplace: prolific` campaigns name this marketplace as endpoint_url (several daemons share "
