@@ -18,8 +18,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from campaign import argtypes
 from campaign.money import shown
-from campaign.rng import seed_arg
 from campaign.spec import SpecError, load_spec
 from campaign.state import CampaignStatus
 
@@ -101,14 +101,14 @@ def register(sub: argparse._SubParsersAction) -> None:
     r = sub.add_parser("run", help="run campaigns until they finish; resumes whatever the store holds")
     r.add_argument("--config", default="campaigns.yaml", help="the spec file")
     r.add_argument("--campaign", action="append", default=[], metavar="NAME", help="run only this campaign (repeatable)")
-    r.add_argument("--seed", type=seed_arg, default=0, help="seed of every random choice (plans, simulated crowd)")
+    r.add_argument("--seed", type=argtypes.seed, default=0, help="seed of every random choice (plans, simulated crowd)")
     r.add_argument("--forever", action="store_true", help="keep running after every campaign has finished")
     r.add_argument("--live", action="store_true",
                    help="pace a simulated crowd at the spec's `speed` (simulated seconds per real second), to watch it "
                         "in `campaign dashboard`; without it a simulation runs on virtual time, as fast as the CPU allows")
     r.add_argument("--production", action="store_true", help="allow posting to MTurk production (real money)")
     r.add_argument("--max-seconds", type=float, default=None, help=argparse.SUPPRESS)
-    r.add_argument("--market-port", type=int, default=0, metavar="PORT",
+    r.add_argument("--market-port", type=argtypes.port, default=0, metavar="PORT",
                    help="port of the built-in marketplace and its worker site on 127.0.0.1 (0: the port of the "
                         "state folder's last run if it is free, else any free port)")
     r.add_argument("--quiet", action="store_true", help="no progress view; warnings and errors only")
@@ -166,7 +166,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     ev = sub.add_parser("events", help="a campaign's event log")
     _name(ev)
     ev.add_argument("--json", action="store_true", help="print the events as JSON")
-    ev.add_argument("--limit", type=int, default=50, help="show the last N events")
+    ev.add_argument("--limit", type=argtypes.positive, default=50, help="show the last N events")
     _common(ev)
     ev.set_defaults(func=cmd_ops)
 

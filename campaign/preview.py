@@ -24,8 +24,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from campaign import argtypes
 from campaign.money import shown
-from campaign.rng import seed_arg
 from campaign.spec import Campaign, SpecError, Stage, load_spec
 from campaign.tasks import get as get_kind
 from campaign.tasks.base import ShownItem
@@ -249,8 +249,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--stage", default=None, metavar="S", help="preview only the stage named S")
     p.add_argument("--out", required=True, metavar="DIR", help="folder to write the pages to (created if missing)")
     p.add_argument("--serve", action="store_true", help="then serve DIR on 127.0.0.1 until Ctrl-C")
-    p.add_argument("--port", type=int, default=0, help="port for --serve (0: any free port)")
-    p.add_argument("--seed", type=seed_arg, default=0, help="seed of the plan, as `run --seed`")
+    p.add_argument("--port", type=argtypes.port, default=0, help="port for --serve (0: any free port)")
+    p.add_argument("--seed", type=argtypes.seed, default=0, help="seed of the plan, as `run --seed`")
     p.set_defaults(func=cmd_preview)
 
 

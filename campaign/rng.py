@@ -12,33 +12,6 @@ from collections.abc import Iterable, Sequence
 
 import numpy as np
 
-MAX_SEED = 2**63 - 1  # a seed is stored with its campaign in a signed 64-bit column
-
-
-def seed_arg(text: str) -> int:
-    """An argparse type for `--seed`: a whole number from 0 to MAX_SEED. Why: numpy's generators refuse a
-    negative seed, and a campaign run with one stored it and failed its finish step on every pass (the
-    nugget export's MACE), so it never finished and `campaign simulate` never returned."""
-    import argparse
-
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"a seed is a whole number, not {text[:40]!r}") from None
-    if not 0 <= value <= MAX_SEED:
-        raise argparse.ArgumentTypeError(f"a seed is from 0 to {MAX_SEED}, got {value}")
-    return value
-
-
-def seed_list(text: str) -> list[int]:
-    """An argparse type for `--seeds 1,2,3`: each a `seed_arg`, at least one."""
-    import argparse
-
-    seeds = [seed_arg(s.strip()) for s in text.split(",") if s.strip()]
-    if not seeds:
-        raise argparse.ArgumentTypeError("give at least one seed, e.g. 1,2,3")
-    return seeds
-
 
 def stable_seed(*parts: object) -> int:
     """A 64-bit seed from any parts, stable across processes (unlike hash())."""

@@ -6,9 +6,9 @@ import argparse
 import sys
 from typing import Any
 
+from campaign import argtypes
 from campaign.evaluate.cli import _non_negative
 from campaign.jsonout import dumps
-from campaign.rng import seed_arg
 
 
 def _share(text: str) -> float:
@@ -34,10 +34,10 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--config", default="campaigns.yaml", help="the spec file")
     p.add_argument("--campaign", action="append", default=[], metavar="NAME", help="simulate only this campaign (repeatable)")
     p.add_argument("--runs", type=_runs, default=10, metavar="N", help="how many simulated runs (seeds SEED, SEED+1, ...)")
-    p.add_argument("--seed", type=seed_arg, default=0, help="seed of the first run")
+    p.add_argument("--seed", type=argtypes.seed, default=0, help="seed of the first run")
     p.add_argument("--adversaries", type=_share, default=None, metavar="SHARE",
                    help="share of the simulated workers who misbehave (default: the spec's own crowd.adversaries)")
-    p.add_argument("--jobs", type=int, default=None, metavar="J", help="runs at once (default: one per core)")
+    p.add_argument("--jobs", type=argtypes.positive, default=None, metavar="J", help="runs at once (default: one per core)")
     p.add_argument("--json", action="store_true", help="print the summary as JSON")
     p.set_defaults(func=cmd_simulate)
 

@@ -16,9 +16,9 @@ import math
 import sys
 from pathlib import Path
 
+from campaign import argtypes
 from campaign.aggregate.labels import LabelsError, read_labels
 from campaign.jsonout import dumps
-from campaign.rng import seed_arg
 
 METHODS = ("auto", "majority", "mace", "ds")  # = campaign.aggregate.auto.METHODS, without importing NumPy for every command
 
@@ -73,6 +73,6 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--method", choices=METHODS, default="auto",
                    help="auto (default): majority vote unless a model predicts held-back labels better over 5 "
                         "folds (by 2 standard errors) and its restarts agree (docs/aggregation.md)")
-    p.add_argument("--seed", type=seed_arg, default=0, help="seeds MACE's and Dawid-Skene's restarts and the held-back labels")
+    p.add_argument("--seed", type=argtypes.seed, default=0, help="seeds MACE's and Dawid-Skene's restarts and the held-back labels")
     p.add_argument("--json", action="store_true", help="print one JSON object: method, items, workers, evidence")
     p.set_defaults(func=run)

@@ -43,8 +43,8 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+from campaign import argtypes
 from campaign.jsonout import dumps
-from campaign.rng import seed_list
 
 TARGET = 0.03  # each stage's quality, averaged over the seeds, within this of the run without adversaries
 
@@ -418,8 +418,8 @@ def main(argv: list[str]) -> int:
     ap = argparse.ArgumentParser(prog="campaign bench hostile", description=__doc__,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--config", default="examples/hostile.yaml", help="the spec whose campaigns run with and without adversaries")
-    ap.add_argument("--seeds", type=seed_list, default=[1, 2, 3], help="comma-separated seeds (default 1,2,3)")
-    ap.add_argument("--jobs", type=int, default=2, help="runs at a time (default 2)")
+    ap.add_argument("--seeds", type=argtypes.seeds, default=[1, 2, 3], help="comma-separated seeds (default 1,2,3)")
+    ap.add_argument("--jobs", type=argtypes.positive, default=2, help="runs at a time (default 2)")
     ap.add_argument("--max-seconds", type=float, default=900.0, help="a run not finished by then counts as stalled")
     ap.add_argument("--keep", type=Path, default=None, help="keep every run's state under this folder")
     ap.add_argument("--share", type=float, default=None, help="instead of the spec's: this share of every crowd adversarial")

@@ -40,7 +40,7 @@ from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
-from campaign.rng import seed_list
+from campaign import argtypes
 
 HOUR = 3600.0
 
@@ -238,7 +238,7 @@ def main(argv: list[str]) -> int:
     ap = argparse.ArgumentParser(prog="campaign bench prolific", description=__doc__,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--config", default="examples/prolific.yaml", help="a spec with a prolific-local campaign")
-    ap.add_argument("--seeds", type=seed_list, default=[1, 2, 3], help="comma-separated seeds (default 1,2,3)")
+    ap.add_argument("--seeds", type=argtypes.seeds, default=[1, 2, 3], help="comma-separated seeds (default 1,2,3)")
     ap.add_argument("--max-seconds", type=float, default=600.0, help="a run not finished by then is stopped and counted as failed")
     ap.add_argument("--keep", type=Path, default=None, help="keep every run's state under this folder")
     ap.add_argument("--json", action="store_true", help="print exactly one JSON object")

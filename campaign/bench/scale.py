@@ -27,6 +27,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from campaign import argtypes
 from campaign.bench.measure import (  # shared with the scale-out bench
     ASSIGNMENTS,
     ITEMS_PER_HIT,
@@ -39,7 +40,6 @@ from campaign.bench.measure import (  # shared with the scale-out bench
 )
 from campaign.bench.quality import write_inputs  # N propositions with a hidden truth, the same generator
 from campaign.jsonout import dumps
-from campaign.rng import seed_arg
 
 # The scale-out bench's daemons run at this niceness: the marketplace (and the simulated crowd standing
 # in for people) take the CPU first, and a daemon's passes, which a scheduler repeats as often as CPU
@@ -168,7 +168,7 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="campaign bench scale", description=__doc__.split("\n\n")[0],
                                  formatter_class=argparse.ArgumentDefaultsHelpFormatter)
     ap.add_argument("--propositions", type=int, default=4000, help="propositions in the generated campaign")
-    ap.add_argument("--seed", type=seed_arg, default=0, help="seed for the data and the run")
+    ap.add_argument("--seed", type=argtypes.seed, default=0, help="seed for the data and the run")
     ap.add_argument("--keep", type=Path, default=None, help="keep inputs and state in this folder")
     ap.add_argument("--json", action="store_true", help="print one JSON object")
     ap.add_argument("--daemons", type=int, default=None,

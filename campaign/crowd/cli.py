@@ -18,8 +18,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from campaign import argtypes
 from campaign.clock import Clock, ScaledClock, WallClock
-from campaign.rng import seed_arg
 from campaign.spec import Campaign, SpecError, load_spec
 
 if TYPE_CHECKING:
@@ -74,7 +74,7 @@ def register(sub: argparse._SubParsersAction) -> None:
                         "with a simulated crowd; the emulator's token is read from $PROLIFIC_TOKEN")
     r.add_argument("--prolific-token-file", default=None, metavar="FILE", type=Path,
                    help="read the emulator's token from FILE (its --state DIR/token) instead of $PROLIFIC_TOKEN")
-    r.add_argument("--seed", type=seed_arg, default=0, help="the seed the daemons run with (`campaign run --seed`)")
+    r.add_argument("--seed", type=argtypes.seed, default=0, help="the seed the daemons run with (`campaign run --seed`)")
     r.add_argument("--campaign", action="append", default=[], metavar="NAME", help="only this campaign's crowd (repeatable)")
     r.add_argument("--speed", type=float, default=None,
                    help="clock speed-up (default: the spec's fastest crowd speed); on the built-in marketplace its own "

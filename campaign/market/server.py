@@ -31,6 +31,7 @@ from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
+from campaign import argtypes
 from campaign.clock import Clock, ScaledClock, WallClock
 from campaign.credentials import Credentials, write_credentials_file
 from campaign.jsonout import dumps
@@ -42,7 +43,6 @@ from campaign.market.engine import Engine
 from campaign.market.faults import FaultConfig, Faults
 from campaign.market.operator import Operator, WorkerProfile, offline, register_in_process, unregister_in_process
 from campaign.market.worker_site import ContentSite, Reply, SiteConfig, SiteExtension, WorkerSite
-from campaign.rng import seed_arg
 from campaign.web.request import Refusal, Request, Response
 from campaign.web.server import Limits, RunningServer, listen
 
@@ -352,8 +352,8 @@ def _origin(url: str) -> str:
 def _parser() -> argparse.ArgumentParser:
     ap = argparse.ArgumentParser(prog="campaign market serve", description="Run the built-in MTurk-compatible marketplace.")
     ap.add_argument("--host", default="127.0.0.1", help="address to listen on (default: 127.0.0.1, this machine only)")
-    ap.add_argument("--port", type=int, default=8765, help="port of the API and the worker site (default: 8765)")
-    ap.add_argument("--content-port", type=int, default=0, help="port of the HIT content origin (0 = any free port)")
+    ap.add_argument("--port", type=argtypes.port, default=8765, help="port of the API and the worker site (default: 8765)")
+    ap.add_argument("--content-port", type=argtypes.port, default=0, help="port of the HIT content origin (0 = any free port)")
     ap.add_argument("--public-url", default=None, help="the worker site's address as browsers reach it")
     ap.add_argument("--content-url", default=None, help="the HIT content origin's address as browsers reach it")
     ap.add_argument("--state", type=Path, default=Path("state/market"), help="folder of the marketplace's database and credentials file (default: state/market)")
@@ -368,7 +368,7 @@ def _parser() -> argparse.ArgumentParser:
                          "that a client's retry never does twice what the first call did")
     ap.add_argument("--latency-ms", type=float, default=0.0, help="milliseconds added to every response, for testing")
     ap.add_argument("--visibility-lag", type=float, default=0.0, help="clock seconds a submission stays invisible to the requester, as on MTurk")
-    ap.add_argument("--seed", type=seed_arg, default=0, help="seed of the injected faults (default: 0)")
+    ap.add_argument("--seed", type=argtypes.seed, default=0, help="seed of the injected faults (default: 0)")
     ap.add_argument("--prolific-door", action="store_true",
                     help="serve the Prolific door (/prolific/ on the worker site) here, for daemons whose "
                          "`marketplace: prolific` campaigns name this marketplace as endpoint_url (several daemons share "
@@ -454,8 +454,8 @@ def _admin_parser() -> argparse.ArgumentParser:
     wadd.add_argument("--url", default="http://127.0.0.1:8765", help="the worker site's address, for the link")
     wadd.add_argument("--country", default="US", help="the worker's country (ISO 3166 code) for locale qualifications (default: US)")
     wadd.add_argument("--subdivision", default=None, help="the worker's state or region (ISO 3166-2 code, e.g. CA), if a qualification asks for it")
-    wadd.add_argument("--approval", type=int, default=100, help="prior percent of assignments approved")
-    wadd.add_argument("--approved", type=int, default=0, help="prior number of HITs approved")
+    wadd.add_argument("--approval", type=argtypes.percent, default=100, help="prior percent of assignments approved")
+    wadd.add_argument("--approved", type=argtypes.count, default=0, help="prior number of HITs approved")
     wadd.add_argument("--masters", action="store_true", help="give the worker the Masters qualification")
     wadd.add_argument("--json", action="store_true", help="print the worker, link and code as one JSON object")
     wrev = wrk.add_parser("revoke", help="end every session of a worker and void their sign-in code")

@@ -16,16 +16,18 @@ from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
+from campaign import argtypes
+
 EXCHANGES = "exchanges.jsonl"
 
 
 def add_arguments(ap: argparse.ArgumentParser) -> None:
     ap.add_argument("--host", default="127.0.0.1", help="address to bind")
-    ap.add_argument("--port", type=int, default=8766, help="port to bind (0: any free port)")
+    ap.add_argument("--port", type=argtypes.port, default=8766, help="port to bind (0: any free port)")
     ap.add_argument("--state", type=Path, default=Path("state/prolific"), help="state directory")
     ap.add_argument("--fee-rate", type=Decimal, default=Decimal("0.333"), help="service fee as a share of rewards and bonuses")
     ap.add_argument("--vat-rate", type=Decimal, default=Decimal("0"), help="VAT as a share of the fee")
-    ap.add_argument("--balance", type=int, default=1_000_000, help="workspace balance in minor units (pence/cents)")
+    ap.add_argument("--balance", type=argtypes.count, default=1_000_000, help="workspace balance in minor units (pence/cents)")
     ap.add_argument("--currency", choices=("GBP", "USD"), default="GBP", help="the workspace's currency")
     ap.add_argument("--speed", type=float, default=1.0, help="clock speed-up (1.0 = wall clock)")
     ap.add_argument("--bonus-delay", type=float, default=60.0,
