@@ -16,6 +16,7 @@ from __future__ import annotations
 import difflib
 import hashlib
 import json
+import math
 import os
 import re
 import urllib.parse
@@ -356,6 +357,9 @@ def _field_name(at: tuple[Any, ...]) -> str:
     return out or "(top)"
 
 
+MAX_WHOLE = 2**31 - 1  # the largest whole number a spec field takes (a 32-bit integer, as MTurk's)
+
+
 class _Checker:
     def __init__(self, doc: _Doc, base_dir: Path) -> None:
         self.doc = doc
@@ -418,6 +422,8 @@ class _Checker:
                 return lo or 0
             if lo is not None and v < lo or hi is not None and v > hi:
                 self.err(at, f"must be between {lo} and {hi}, got {v}" if hi is not None else f"must be at least {lo}, got {v}")
+            elif hi is None and abs(v) > MAX_WHOLE:  # no field needs more; MTurk's and SQL's integers stop near here
+                self.err(at, f"must be at most {MAX_WHOLE}, got {v}")
             return v
 
         return conv
@@ -426,6 +432,9 @@ class _Checker:
         def conv(v: Any, at: tuple[Any, ...]) -> float:
             if isinstance(v, bool) or not isinstance(v, (int, float)):
                 self.err(at, f"must be a number, got {v!r}")
+                return lo or 0.0
+            if not math.isfinite(v):  # YAML's .nan and .inf: every comparison below would let NaN through
+                self.err(at, f"must be a finite number, got {v}")
                 return lo or 0.0
             if lo is not None and (v <= lo if lo_open else v < lo) or hi is not None and v > hi:
                 self.err(at, f"must be {'>' if lo_open else '>='} {lo}" + (f" and <= {hi}" if hi is not None else "") + f", got {v}")

@@ -294,3 +294,17 @@ def test_repeat_is_read_checked_and_leaves_old_fingerprints_alone(tmp_path):
     with pytest.raises(SpecError) as err:
         load_spec(with_repeat("{shar: 2}", "bad.yaml"))
     assert "repeat.shar: unknown key (did you mean 'share'?)" in str(err.value)
+
+
+@pytest.mark.parametrize("value", [".nan", ".inf", "-.inf"])
+def test_yaml_nan_and_infinity_are_no_number(tmp_path, value):
+    """`speed: .nan` passed (NaN fails every range comparison) and reached the simulated crowd's clock."""
+    text = GOOD.replace("      truth: none\n", f"      truth: none\n      speed: {value}\n")
+    (p,) = problems(tmp_path, text)
+    assert p.endswith(f"campaigns[0].crowd.speed: must be a finite number, got {float(value.replace('.', ''))}")
+
+
+def test_a_whole_number_without_an_upper_bound_still_has_one(tmp_path):
+    text = GOOD.replace('      reward: "0.06"\n', '      reward: "0.06"\n      qualifications:\n        approved_hits: 1000000000000\n')
+    (p,) = problems(tmp_path, text)
+    assert p.endswith("task.qualifications.approved_hits: must be at most 2147483647, got 1000000000000")
