@@ -7,6 +7,7 @@ them into the interface's values and `MarketError`s.
 
 from __future__ import annotations
 
+import json
 import logging
 import re
 from collections.abc import Iterator, Sequence
@@ -83,6 +84,7 @@ class MTurkMarketplace:
         self.requests_by_op: dict[str, int] = {}  # the same, per operation
         self.name = client.marketplace
         self.capabilities = Capabilities(token_lifetime=TOKEN_LIFETIME, sandbox_qualifications=client.marketplace != "mturk")
+        self._hit_types: dict[str, str] = {}  # CreateHITType's parameters (as JSON) -> the id it answered
 
     def __repr__(self) -> str:
         return f"MTurkMarketplace({self.client!r})"
@@ -127,13 +129,19 @@ class MTurkMarketplace:
         """CreateHITType is deterministic on MTurk: identical parameters give the same id."""
         from campaign.quality.qualifications import requirements
 
-        resp = self._call("create_hit_type", Title=hit_type.title, Description=hit_type.description,
-                          Reward=str(hit_type.reward), AssignmentDurationInSeconds=hit_type.duration,
-                          AutoApprovalDelayInSeconds=hit_type.auto_approval_delay, Keywords=hit_type.keywords,
-                          QualificationRequirements=requirements(hit_type.qualifications, sandbox=sandbox)
-                          + [{"QualificationTypeId": gid, "Comparator": "DoesNotExist", "ActionsGuarded": "DiscoverPreviewAndAccept"}
-                             for gid in hit_type.excluded_groups])
-        return str(resp["HITTypeId"])
+        params = dict(Title=hit_type.title, Description=hit_type.description,
+                      Reward=str(hit_type.reward), AssignmentDurationInSeconds=hit_type.duration,
+                      AutoApprovalDelayInSeconds=hit_type.auto_approval_delay, Keywords=hit_type.keywords,
+                      QualificationRequirements=requirements(hit_type.qualifications, sandbox=sandbox)
+                      + [{"QualificationTypeId": gid, "Comparator": "DoesNotExist", "ActionsGuarded": "DiscoverPreviewAndAccept"}
+                         for gid in hit_type.excluded_groups])
+        # the same parameters always give the same id: asked once per process, not on every posting pass
+        # (1,164 + 1,178 calls of two daemons at 470,000 propositions)
+        key = json.dumps(params, sort_keys=True, default=str)
+        known = self._hit_types.get(key)
+        if known is None:
+            known = self._hit_types[key] = str(self._call("create_hit_type", **params)["HITTypeId"])
+        return known
 
     # -- worker groups (a requester qualification type each; see `WorkerGroups`) -----------------------
     def worker_group(self, name: str) -> str:
