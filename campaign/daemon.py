@@ -10,6 +10,7 @@ process can be killed at any instant: everything it needs to resume is in the st
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
 import os
@@ -102,8 +103,13 @@ def write_run_stats(rt: Runtime, state_dir: Path) -> float:
                         for name, steps in list(rt.step_ms.items())}}
     f = state_dir / "run-stats.json"
     tmp = f.with_name(f"run-stats.{os.getpid()}.tmp")
-    tmp.write_text(json.dumps(data))
-    os.replace(tmp, f)
+    try:
+        tmp.write_text(json.dumps(data))
+        os.replace(tmp, f)
+    except OSError as exc:  # a full disk: the statistics wait, the campaigns do not stop for them
+        with contextlib.suppress(OSError):
+            tmp.unlink(missing_ok=True)
+        log.warning("run statistics not written (%s); tried again later", exc.strerror or exc)
     return time.monotonic() - began
 
 
@@ -237,8 +243,36 @@ def tick(ctx: Context, step_ms: dict[str, Durations] | None = None) -> None:
         run_pass(ctx, status, step_ms=step_ms)
 
 
+class Repeats:
+    """Which failures to report when the same one comes back pass after pass: the 1st, 2nd, 4th, 8th, ...
+    in a row (`count` says which), so a disk that stays full for an hour does not fill the log or the
+    store (before: a traceback and an event per pass and campaign, 2.4 a second)."""
+
+    def __init__(self) -> None:
+        self.last: tuple[str, str] | None = None
+        self.count = 0
+
+    def failed(self, exc: BaseException) -> bool:
+        """Count `exc`; True when this one is to be reported."""
+        what = (type(exc).__name__, str(exc))
+        self.count = self.count + 1 if what == self.last else 1
+        self.last = what
+        return not self.count & (self.count - 1)
+
+    def ok(self) -> None:
+        self.last, self.count = None, 0
+
+    def again(self) -> str:
+        return f" ({self.count} passes in a row)" if self.count > 1 else ""
+
+
 def _safe(ctx: Context, fn: Callable[[Context], None], state_dir: Path,
           tick_ms: Durations | None = None) -> Callable[[], None]:
+    """The campaign's pass as a scheduler job that never raises. A failure the steps' own guard did not
+    catch (the store itself failing, a full disk) is logged with its traceback and written as an event,
+    and the same failure again only as `Repeats` says."""
+    repeats = Repeats()
+
     def job() -> None:
         try:
             started = time.perf_counter()
@@ -247,11 +281,18 @@ def _safe(ctx: Context, fn: Callable[[Context], None], state_dir: Path,
                 tick_ms.append((time.perf_counter() - started) * 1000)
             save_clock(ctx.clock, state_dir)
         except Exception as exc:  # a failing step is an event, not a dead daemon
-            log.exception("campaign %s: step failed", ctx.name)
+            if not repeats.failed(exc):
+                return
+            if repeats.count == 1:
+                log.exception("campaign %s: step failed", ctx.name)
+            else:
+                log.error("campaign %s: step failed again%s: %s: %s", ctx.name, repeats.again(), type(exc).__name__, exc)
             try:
-                ctx.store.event(ctx.name, "step_error", f"{type(exc).__name__}: {exc}", level="error")
+                ctx.store.event(ctx.name, "step_error", f"{type(exc).__name__}: {exc}{repeats.again()}", level="error")
             except Exception:
                 pass
+        else:
+            repeats.ok()
 
     return job
 
@@ -461,14 +502,18 @@ def _wind_down(rt: Runtime, opts: RunOptions, progress: Callable[[Runtime], None
                old_handlers: dict[signal.Signals, signal._HANDLER]) -> None:
     """The end of every run, however it ended: the run's statistics, the last progress view, an event if a
     signal stopped it, everything it started stopped, and the signal handlers it replaced put back."""
-    write_run_stats(rt, opts.state_dir)
-    if progress:
-        progress(rt)
-    if got_signal:
-        _record_interrupt(rt, got_signal[0])
-    stop_runtime(rt)
-    for sig, handler in old_handlers.items():
-        signal.signal(sig, handler)
+    try:
+        write_run_stats(rt, opts.state_dir)
+        if progress:
+            progress(rt)
+        if got_signal:
+            _record_interrupt(rt, got_signal[0])
+    finally:  # whatever failed above (the store on a full disk), what the run started is stopped
+        try:
+            stop_runtime(rt)
+        finally:
+            for sig, handler in old_handlers.items():
+                signal.signal(sig, handler)
 
 
 def _run_timeline(rt: Runtime, clock: VirtualClock, opts: RunOptions, progress: Callable[[Runtime], None] | None) -> int:
@@ -482,8 +527,11 @@ def _run_timeline(rt: Runtime, clock: VirtualClock, opts: RunOptions, progress: 
         timeline.add_pass(ctx.name, _safe(ctx, rt.timed_tick(ctx.name), opts.state_dir, rt.tick_ms.setdefault(ctx.name, durations())),
                           ctx.campaign.poll_interval * clock.speed)
 
+    crowd_repeats = Repeats()
+
     def crowd_failed(exc: Exception) -> None:
-        log.warning("simulated crowd: %s", exc)
+        if crowd_repeats.failed(exc):
+            log.warning("simulated crowd: %s%s", exc, crowd_repeats.again())
 
     for crowd in rt.services.sim_crowds:
         timeline.add_crowd(crowd, on_error=crowd_failed)
