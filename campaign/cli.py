@@ -41,6 +41,24 @@ def main(argv: Sequence[str] | None = None) -> int:
         where = f" {exc.filename}" if exc.filename else ""
         print(f"campaign: cannot write{where}: {exc.strerror or exc}", file=sys.stderr)
         return 1
+    except Exception as exc:
+        if not _store_full(exc):
+            raise
+        print("campaign: cannot write: a database's disk is full (SQLite: database or disk is full); free some space "
+              "and run the command again: what was written before stays", file=sys.stderr)
+        return 1
+
+
+def _store_full(exc: BaseException) -> bool:
+    """SQLite's "database or disk is full", however wrapped (SQLAlchemy's OperationalError)."""
+    seen: set[int] = set()
+    current: BaseException | None = exc
+    while current is not None and id(current) not in seen:
+        seen.add(id(current))
+        if type(current).__name__ == "OperationalError" and "database or disk is full" in str(current):
+            return True
+        current = current.__cause__ or current.__context__
+    return False
 
 
 def _drop_stdout() -> None:

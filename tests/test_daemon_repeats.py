@@ -60,3 +60,34 @@ def test_run_statistics_that_cannot_be_written_do_not_stop_the_daemon(tmp_path: 
         write_run_stats(rt, blocker)  # raised OSError (ENOTDIR here, ENOSPC on a full disk) and ended the run
     assert "run statistics not written" in caplog.text
     assert sorted(p.name for p in tmp_path.iterdir()) == ["not-a-folder"]
+
+
+def test_a_full_store_at_start_is_one_line_not_a_traceback(monkeypatch, capsys) -> None:
+    """`campaign run` on a full disk ended in a traceback (sqlite3.OperationalError from the marketplace's
+    or the campaign store's first write); it is one line now, and the next run resumes."""
+    import sqlite3
+
+    from sqlalchemy.exc import OperationalError
+
+    import campaign.commands
+    from campaign.cli import main
+
+    def full(argv: object) -> int:
+        try:
+            raise sqlite3.OperationalError("database or disk is full")
+        except sqlite3.OperationalError as inner:
+            raise OperationalError("INSERT INTO events ...", {}, inner) from inner
+
+    monkeypatch.setattr(campaign.commands, "main", full)
+    assert main(["status"]) == 1
+    err = capsys.readouterr().err
+    assert err.startswith("campaign: cannot write: a database's disk is full") and "Traceback" not in err
+
+    def other(argv: object) -> int:
+        raise sqlite3.OperationalError("no such table: campaigns")
+
+    monkeypatch.setattr(campaign.commands, "main", other)
+    import pytest
+
+    with pytest.raises(sqlite3.OperationalError):  # any other failure is not hidden
+        main(["status"])
