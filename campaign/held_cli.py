@@ -86,7 +86,8 @@ def _clean_message(text: str | None) -> str | None:
 
 
 def cmd_decide(args: argparse.Namespace) -> int:
-    from sqlmodel import select
+    from sqlalchemy import update
+    from sqlmodel import col, select
 
     from campaign.ops import missing, open_existing
     from campaign.store import CampaignRow, HeldRow
@@ -133,8 +134,16 @@ def cmd_decide(args: argparse.Namespace) -> int:
                 print(f"campaign decide: {args.name} is {camp.status if camp else 'gone'}: its HIT {row.row_key} "
                       "can no longer be posted; drop it to release its reservation", file=sys.stderr)
                 return 2
-            row.decision, row.message, row.decided_at = args.decision, message, time.time()
-            s.add(row)
+            # only if still undecided: two `decide`s at once (or one racing the daemon) must not both
+            # win, the later silently replacing a decision the daemon may be carrying out already
+            taken = s.exec(update(HeldRow).where(col(HeldRow.id) == row.id, col(HeldRow.decision).is_(None),
+                                                 col(HeldRow.status) == HeldStatus.HELD)
+                           .values(decision=args.decision, message=message, decided_at=time.time()))
+            if not taken.rowcount:
+                s.rollback()
+                print(f"campaign decide: {row.row_key} was decided meanwhile (`campaign held {args.name}` shows how)",
+                      file=sys.stderr)
+                return 2
             store.event(args.name, "decide", f"{row.row_kind} {row.row_key}: {args.decision}"
                         + (f" ({message})" if message else ""), subject=row.row_key, session=s)
     finally:

@@ -325,3 +325,29 @@ def test_a_decision_that_fails_is_withdrawn_once_and_can_be_made_again(harness, 
     assert _cli(capsys, "decide", "steps", bad, "approve", "--state", state)[0] == 0  # decided again
     tick(h.ctx)
     assert h.ctx.market.get_assignment(bad).status == "approved" and _totals(h).reserved == Decimal("0.00")
+
+
+def test_two_decisions_at_once_do_not_both_win(harness, rate, poisoned_parse, monkeypatch, capsys, tmp_path):
+    """`decide ... approve` and `decide ... reject` racing: each read the row undecided and the later one
+    silently replaced the other's decision (which the daemon may already be carrying out). The decision
+    is written only if the row is still undecided; the loser is told."""
+    import campaign.held_cli
+
+    h = harness()
+    bad = _finish(h, rate, poison_answer=True)
+    state = str(tmp_path / "state")
+    checked = campaign.held_cli._refused_for
+
+    def meanwhile(row, decision):  # the other `decide` commits between this one's read and its write
+        with h.ctx.store.session() as s:
+            other = s.get(HeldRow, row.id)
+            other.decision = "reject"
+            s.add(other)
+        return checked(row, decision)
+
+    monkeypatch.setattr(campaign.held_cli, "_refused_for", meanwhile)
+    code, _, err = _cli(capsys, "decide", "steps", bad, "approve", "--state", state)
+    assert code == 2 and "was decided meanwhile" in err
+    with h.ctx.store.session() as s:
+        assert s.exec(select(HeldRow)).one().decision == "reject"
+        assert not s.exec(select(EventRow).where(EventRow.kind == "decide")).all()
