@@ -15,6 +15,7 @@ from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
+from sqlalchemy import update
 from sqlmodel import col, select
 
 from campaign.jsonout import dumps
@@ -72,13 +73,16 @@ def _set_status(args: argparse.Namespace, allowed_from: tuple[str, ...], to: str
     if store is None or missing(store, args.name):
         return 2
     with store.session() as s:
-        row = s.get(CampaignRow, args.name)
-        assert row is not None  # checked by missing()
-        if row.status not in allowed_from:
-            print(f"campaign: {args.name} is {row.status}; cannot {args.cmd} it", file=sys.stderr)
+        # one conditional UPDATE: the daemon may move the campaign on (finished, out of money, blocked)
+        # between a read and a write here, and a paused or cancelling campaign must not be made of a
+        # finished one
+        moved = s.exec(update(CampaignRow).where(col(CampaignRow.name) == args.name, col(CampaignRow.status).in_(allowed_from))
+                       .values(status=to))
+        if not moved.rowcount:
+            s.rollback()
+            row = s.get(CampaignRow, args.name)
+            print(f"campaign: {args.name} is {row.status if row else 'gone'}; cannot {args.cmd} it", file=sys.stderr)
             return 2
-        row.status = to
-        s.add(row)
         store.event(args.name, args.cmd, message, session=s)
     print(f"{args.name}: {message}")
     return 0
