@@ -88,6 +88,11 @@ class CampaignEstimate:
         """The share of `total` the budget pays for (1 when it covers everything)."""
         return Decimal("1") if self.total <= self.budget or self.total == 0 else self.budget / self.total
 
+    @property
+    def replacements_at_most(self) -> Decimal:
+        """What the replacement slots in `total` cost at most (answers refused and asked for again)."""
+        return sum((s.extra * s.extra_cost for s in self.stages), Decimal("0"))
+
 
 def trap_keys(stage: Stage) -> list[str]:
     """The stage's trap item keys, as the run stores them (`campaign.steps.plan.load_items`)."""
@@ -503,9 +508,18 @@ def describe(est: CampaignEstimate) -> list[str]:
 
 
 def budget_warning(est: CampaignEstimate) -> str | None:
-    """Why the budget will stop the campaign early, or None when it covers the estimate."""
+    """Why the budget will stop the campaign early, or None when it covers the estimate. A budget that
+    pays for every first assignment but not for every replacement the estimate allows at worst is
+    told so, not that the run will stop: the demo's nugget campaign (budget $40.00, worst case $43.92
+    with 122 replacement slots) spends $36.88 and finishes, and its warning said it would not."""
     if est.total <= est.budget:
         return None
+    first = est.total - est.replacements_at_most
+    if est.replacements_at_most > 0 and first <= est.budget:
+        return (f"budget {shown(est.budget, est.currency)} pays for every first assignment ({shown(first, est.currency)}) "
+                f"but not for every replacement of a refused answer the estimate allows ({shown(est.total, est.currency)} "
+                f"at most): if many answers are refused, the run stops at budget_exhausted (raise `budget:` to "
+                f"{shown(est.total + est.bonuses_at_most, est.currency)} to cover the worst case)")
     pct = (est.covered * 100).quantize(Decimal("1"), rounding=ROUND_HALF_UP)
     return (f"budget {shown(est.budget, est.currency)} is below the estimate {shown(est.total, est.currency)}: it covers "
             f"about {pct}% of the campaign; the run will stop at budget_exhausted (raise `budget:` to "

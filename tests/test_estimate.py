@@ -190,3 +190,14 @@ def test_expected_spammers_are_the_crowds_own_count():
     spammers = sum(1 for w in pool if w.kind in SPAMMER_KINDS)
     assert spammers == 7 == sum(n for k, n in allot(30, dict(c.crowd.mix)).items() if k in SPAMMER_KINDS)
     assert spammer_share(c) == pytest.approx(7 / 30)
+
+
+def test_a_budget_short_only_of_the_worst_case_replacements_says_so(tmp_path):
+    """The demo's nugget campaign: $40.00 pays for every first assignment ($34.16) but not for all 122
+    replacement slots the estimate allows ($43.92 at most). The warning said the run would stop at
+    budget_exhausted; it spends $36.88 and finishes."""
+    out = cli_output("validate", str(ROOT / "campaigns.yaml"), cwd=tmp_path)
+    assert out.returncode == 0
+    assert ("warning: budget $40.00 pays for every first assignment ($34.16) but not for every replacement of a "
+            "refused answer the estimate allows ($43.92 at most)") in out.stdout
+    assert "the run will stop" not in out.stdout
