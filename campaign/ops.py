@@ -15,12 +15,11 @@ from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
-from sqlalchemy import update
 from sqlmodel import col, select
 
 from campaign.jsonout import dumps
 from campaign.state import DONE, CampaignStatus, Keys, WorkerStanding
-from campaign.store import CampaignRow, EventRow, Store, WorkerRow
+from campaign.store import CampaignRow, EventRow, Store, WorkerRow, move_status
 
 
 def open_existing(args: argparse.Namespace) -> Store | None:
@@ -76,9 +75,7 @@ def _set_status(args: argparse.Namespace, allowed_from: tuple[str, ...], to: str
         # one conditional UPDATE: the daemon may move the campaign on (finished, out of money, blocked)
         # between a read and a write here, and a paused or cancelling campaign must not be made of a
         # finished one
-        moved = s.exec(update(CampaignRow).where(col(CampaignRow.name) == args.name, col(CampaignRow.status).in_(allowed_from))
-                       .values(status=to))
-        if not moved.rowcount:
+        if not move_status(s, args.name, to, allowed_from):
             s.rollback()
             row = s.get(CampaignRow, args.name)
             print(f"campaign: {args.name} is {row.status if row else 'gone'}; cannot {args.cmd} it", file=sys.stderr)

@@ -363,6 +363,20 @@ PROLIFIC_TABLES = (ProlificStudyRow, ProlificDecisionRow, ProlificBonusRow, Prol
 HOOK_TABLES = (ProlificHookRow, ProlificHookMarkRow)  # revision 0005: per run's task site, not per campaign
 
 
+def move_status(session: Session, name: str, to: str, allowed_from: tuple[str, ...], **values: Any) -> bool:
+    """Set campaign `name`'s status to `to` (and `values`, e.g. finished_at) only if it is one of
+    `allowed_from`, in one conditional UPDATE; True if it was. Why: the daemon and the commands
+    (`pause`, `cancel`, a budget raised) change a campaign's status from different processes, and a read
+    followed by a write let the later one undo the other's (a cancel lost under a budget_exhausted
+    written after a long export, a finished campaign made paused again)."""
+    from sqlalchemy import update
+    from sqlmodel import col
+
+    moved = session.exec(update(CampaignRow).where(col(CampaignRow.name) == name, col(CampaignRow.status).in_(allowed_from))
+                         .values(status=to, **values))
+    return bool(moved.rowcount)
+
+
 def _sqlite_pragmas(dbapi_conn: Any, _record: Any) -> None:
     cur = dbapi_conn.cursor()
     cur.execute("PRAGMA journal_mode=WAL")

@@ -47,17 +47,7 @@ def test_a_campaign_the_daemon_finishes_meanwhile_stays_finished(tmp_path, capsy
 
     def open_then_finish(args):  # the daemon finishes the campaign just as the command starts its write
         st = opened(args)
-
-        done: list[bool] = []
-
-        @event.listens_for(st.engine, "before_cursor_execute")
-        def finish_first(conn, cursor, statement, params, context, executemany):
-            if statement.lstrip().upper().startswith("UPDATE CAMPAIGNS") and not done:
-                done.append(True)
-                with store.session() as s:
-                    row = s.get(CampaignRow, "c")
-                    row.status = "finished"
-                    s.add(row)
+        _cancel_first(st, store, to="finished")
         return st
 
     campaign.ops.open_existing = open_then_finish
@@ -67,3 +57,47 @@ def test_a_campaign_the_daemon_finishes_meanwhile_stays_finished(tmp_path, capsy
         campaign.ops.open_existing = opened
     assert "c is finished; cannot cancel it" in capsys.readouterr().err
     assert _status(store) == "finished"
+
+
+def _cancel_first(st: Store, store: Store, to: str = "cancelling") -> None:
+    """Just before `st`'s first UPDATE of the campaigns table, another process (through `store`) sets the
+    campaign's status to `to`."""
+    done: list[bool] = []
+
+    @event.listens_for(st.engine, "before_cursor_execute")
+    def first(conn, cursor, statement, params, context, executemany):
+        if statement.lstrip().upper().startswith("UPDATE CAMPAIGNS") and not done:
+            done.append(True)
+            with store.session() as s:
+                row = s.get(CampaignRow, "c")
+                row.status = to
+                s.add(row)
+
+
+def test_the_daemon_blocking_a_campaign_does_not_undo_a_cancel_made_meanwhile(tmp_path):
+    """The daemon's own status moves (blocked by a marketplace's refusal, paused after a pilot, out of
+    money after writing the scores so far) are conditional too: a cancel made in between stands."""
+    from types import SimpleNamespace
+
+    from campaign.steps.studies import block
+
+    store = _store(tmp_path, "running")
+    daemon_store = Store.open(tmp_path / "state")
+    _cancel_first(daemon_store, store)
+    block(SimpleNamespace(store=daemon_store, name="c"), "the workspace does not exist")  # type: ignore[arg-type]
+    assert _status(store) == "cancelling"
+    with store.session() as s:
+        assert not s.exec(select(EventRow).where(EventRow.kind == "blocked")).all()
+    block(SimpleNamespace(store=daemon_store, name="c"), "again")  # type: ignore[arg-type]
+    assert _status(store) == "cancelling"
+
+
+def test_move_status_moves_only_from_the_allowed_statuses(tmp_path):
+    from campaign.store import move_status
+
+    store = _store(tmp_path, "finished")
+    with store.session() as s:
+        assert not move_status(s, "c", "paused", ("running",))
+        assert move_status(s, "c", "running", ("finished", "paused"), finished_at=None)
+        assert not move_status(s, "nosuch", "paused", ("running",))
+    assert _status(store) == "running"

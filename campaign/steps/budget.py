@@ -25,7 +25,7 @@ from campaign.readmodel.scores import atomic_write, write_scores
 from campaign.state import CampaignStatus, HitStatus, Keys
 from campaign.steps.context import Context, get_row
 from campaign.steps.study_state import studies_over
-from campaign.store import CampaignRow, HitRow
+from campaign.store import CampaignRow, HitRow, move_status
 from campaign.tasks import get as get_kind
 
 log = logging.getLogger(__name__)
@@ -110,10 +110,10 @@ def exhaust_if_drained(ctx: Context) -> bool:
         written = f"; scores over what was collected ({len(export.rows)} items, stage {stage.name}) written to {csv_path}"
         n_rows = len(export.rows)
     with ctx.store.session() as s:
-        camp = get_row(s, CampaignRow, ctx.name)
-        camp.status = CampaignStatus.BUDGET_EXHAUSTED
-        camp.finished_at = ctx.clock.now()
-        s.add(camp)
+        # only if still running: a `cancel` or `pause` made while the scores were written stands
+        if not move_status(s, ctx.name, CampaignStatus.BUDGET_EXHAUSTED, (CampaignStatus.RUNNING,),
+                           finished_at=ctx.clock.now()):
+            return False
         ctx.store.event(ctx.name, CampaignStatus.BUDGET_EXHAUSTED, f"budget {shown(ctx.campaign.budget, ctx.campaign.currency)} exhausted: {shown(t.spent, ctx.campaign.currency)} spent, "
                         f"no HIT left open{written}. Raise it with `campaign budget {ctx.name} --set AMOUNT`.",
                         level="warning", session=s)

@@ -27,7 +27,7 @@ from campaign.prolific.checks import REJECTED_EVENT, duration_text
 from campaign.prolific.study import reward_per_submission
 from campaign.state import CampaignStatus
 from campaign.steps.context import Context
-from campaign.store import CampaignRow, EventRow, ProlificDecisionRow
+from campaign.store import EventRow, ProlificDecisionRow, move_status
 
 PILOT_KEY = "prolific:pilot"  # "over" once the pilot's summary was given (the campaign paused once)
 PILOT_EVENT = "pilot"
@@ -99,11 +99,8 @@ def pilot_pause(ctx: Context) -> bool:
             continue
     line, figures = summary(facts, categories, reward_per_submission(cfg), cfg.currency, cfg.estimated_minutes)
     with ctx.store.session() as s:
-        row = s.get(CampaignRow, ctx.name)
         ctx.store.set_kv(ctx.name, PILOT_KEY, "over", session=s)
-        if row is not None and row.status == CampaignStatus.RUNNING:
-            row.status = CampaignStatus.PAUSED
-            s.add(row)
+        move_status(s, ctx.name, CampaignStatus.PAUSED, (CampaignStatus.RUNNING,))
         ctx.store.event(ctx.name, PILOT_EVENT, f"{line}; paused: `campaign resume {ctx.name}` runs the rest",
                         data=figures, session=s)
     return True

@@ -61,7 +61,7 @@ from campaign.steps.isolation import held_keys, hold, note_once
 from campaign.steps.pilot import pilot_cap
 from campaign.steps.stages import OPEN, stage_done
 from campaign.steps.study_state import keys_by_stage
-from campaign.store import CampaignRow, HitRow
+from campaign.store import CampaignRow, HitRow, move_status
 
 log = logging.getLogger(__name__)
 BLOCKED = CampaignStatus.BLOCKED  # a marketplace refused a change for good; `campaign resume` lifts it
@@ -174,11 +174,8 @@ def block(ctx: Context, reason: str, subject: str | None = None) -> None:
     which no step runs in, with the service's message in an event, until the researcher has fixed the
     cause and runs `campaign resume`; retrying the same call would only be refused again."""
     with ctx.store.session() as s:
-        row = s.get(CampaignRow, ctx.name)
-        if row is None or row.status not in (CampaignStatus.RUNNING, CampaignStatus.PAUSED):
+        if not move_status(s, ctx.name, BLOCKED, (CampaignStatus.RUNNING, CampaignStatus.PAUSED)):
             return
-        row.status = BLOCKED
-        s.add(row)
         ctx.store.event(ctx.name, "blocked", f"blocked: {reason}; nothing is retried until `campaign resume {ctx.name}`",
                         level="error", subject=subject, session=s)
 
