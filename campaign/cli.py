@@ -16,7 +16,7 @@ from campaign.tools_cli import BENCHES, MARKET_COMMANDS
 __all__ = ["BENCHES", "MARKET_COMMANDS", "main"]
 
 #: A write that failed for want of room or a device error: one line for the user, not a traceback
-WRITE_FAILURES = frozenset({errno.ENOSPC, errno.EDQUOT, errno.EFBIG, errno.EIO})
+WRITE_FAILURES = frozenset({errno.ENOSPC, errno.EDQUOT, errno.EFBIG, errno.EIO, errno.EROFS})
 
 
 def main(argv: Sequence[str] | None = None) -> int:

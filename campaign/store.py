@@ -466,9 +466,21 @@ class Store:
 
     def _damaged(self, what: str) -> str:
         if self.url.startswith("sqlite"):
+            if self._not_writable():  # a sound store on a read-only disk is not to be restored or moved away
+                return (f"{self.where}: cannot open the store ({what.strip()}): it or its folder is not writable, "
+                        "and SQLite writes beside a store even to read it (its -wal and -shm files); copy the "
+                        "state folder somewhere writable to read it there")
             return (f"{self.where}: the store is damaged or not a campaign store ({what.strip()}); "
                     "restore it from a backup, or move it away to start afresh")
         return f"{self.where}: cannot open the store ({what.strip()})"
+
+    def _not_writable(self) -> bool:
+        import os
+
+        db = Path(str(make_url(self.url).database or ""))
+        if not db.name or not db.exists():
+            return False
+        return not (os.access(db, os.W_OK) and os.access(db.parent, os.W_OK))
 
     def _check_and_migrate(self) -> None:
         with self.engine.begin() as conn:

@@ -91,3 +91,16 @@ def test_a_full_store_at_start_is_one_line_not_a_traceback(monkeypatch, capsys) 
 
     with pytest.raises(sqlite3.OperationalError):  # any other failure is not hidden
         main(["status"])
+
+
+def test_a_read_only_state_folder_is_one_line(monkeypatch, capsys) -> None:
+    """`campaign run --state` on a read-only mount ended in a traceback (EROFS on daemon.lock)."""
+    import campaign.commands
+    from campaign.cli import main
+
+    def read_only(argv: object) -> int:
+        raise OSError(errno.EROFS, "Read-only file system", "/mnt/ro/daemon.lock")
+
+    monkeypatch.setattr(campaign.commands, "main", read_only)
+    assert main(["run"]) == 1
+    assert capsys.readouterr().err.strip() == "campaign: cannot write /mnt/ro/daemon.lock: Read-only file system"

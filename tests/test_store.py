@@ -128,6 +128,27 @@ def test_a_damaged_store_says_what_is_damaged_and_commands_exit_2(tmp_path, caps
     assert "the store is damaged" in err and "Traceback" not in err
 
 
+def test_a_sound_store_that_cannot_be_written_is_not_called_damaged(tmp_path, monkeypatch):
+    """A state folder on a read-only disk (a backup, another user's copy): SQLite cannot open it ("unable
+    to open database file": it writes -wal/-shm files beside a store even to read it), and every command
+    said the store was damaged and to restore it from a backup or move it away. Checked by hand on a
+    read-only bind mount (`campaign status` and `pause`); here os.access says the folder is not writable,
+    since root may write anywhere and a read-only mount needs privileges CI may not have."""
+    import os
+
+    _filled(tmp_path)
+    store = Store.open(tmp_path)
+    try:
+        assert "the store is damaged" in store._damaged("database disk image is malformed")
+        real = os.access
+        monkeypatch.setattr(os, "access", lambda path, mode, **kw: False if mode == os.W_OK else real(path, mode, **kw))
+        said = store._damaged("unable to open database file")
+    finally:
+        store.close()
+    assert "cannot open the store (unable to open database file): it or its folder is not writable" in said
+    assert "damaged" not in said and "move it away" not in said
+
+
 # --- PostgreSQL ------------------------------------------------------------------------------------------
 
 @pytest.mark.postgres
