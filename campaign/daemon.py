@@ -22,6 +22,7 @@ from dataclasses import asdict, dataclass, field
 from datetime import UTC
 from decimal import Decimal
 from pathlib import Path
+from typing import Any
 
 from apscheduler.executors.pool import ThreadPoolExecutor
 from apscheduler.schedulers.background import BackgroundScheduler
@@ -201,6 +202,32 @@ def save_clock(clock: Clock, state_dir: Path) -> None:
                 tmp.unlink(missing_ok=True)
 
 
+def spec_changes(stored: Any, now: Any, limit: int = 5) -> list[str]:
+    """What differs between the spec a campaign was started from and the one given now, as `path: was ->
+    now` (at most `limit`, values cut short), so a refused resume says which line to restore: a bare
+    fingerprint told the researcher nothing. Keys the store adds (`instance`, `hit_type_tag`) and keys
+    only one side has (a field added by a later version) are left out."""
+    out: list[str] = []
+
+    def short(v: Any) -> str:
+        text = json.dumps(v, default=str)
+        return text if len(text) <= 40 else text[:37] + "..."
+
+    def walk(a: Any, b: Any, path: str) -> None:
+        if isinstance(a, dict) and isinstance(b, dict):
+            for k in sorted(set(a) & set(b)):
+                if path or k not in ("instance", "hit_type_tag"):
+                    walk(a[k], b[k], f"{path}.{k}" if path else str(k))
+        elif isinstance(a, list) and isinstance(b, list) and len(a) == len(b):
+            for i, (x, y) in enumerate(zip(a, b, strict=True)):
+                walk(x, y, f"{path}[{i}]")
+        elif a != b:
+            out.append(f"{path}: {short(a)} -> {short(b)}")
+
+    walk(stored, now, "")
+    return out[:limit] + ([f"and {len(out) - limit} more"] if len(out) > limit else [])
+
+
 def ensure_campaign_row(store: Store, c: Campaign, seed: int) -> str:
     """Create the campaign's row on first run; on resume refuse a changed spec. Returns the instance id."""
     with store.session() as s:
@@ -217,10 +244,11 @@ def ensure_campaign_row(store: Store, c: Campaign, seed: int) -> str:
             store.event(c.name, "created", f"campaign created (seed {seed}, budget {shown(c.budget, c.currency)})", session=s)
             return instance
         if row.fingerprint != c.fingerprint():
+            changed = spec_changes(json.loads(row.spec_json or "{}"), json.loads(json.dumps(asdict(c), default=str)))
+            what = f": {'; '.join(changed)}" if changed else f" (fingerprint {row.fingerprint}, now {c.fingerprint()})"
             raise RunError(
-                f"campaign {c.name!r} in the store was started from a different spec (fingerprint {row.fingerprint}, "
-                f"now {c.fingerprint()}); resuming would mix two designs. Restore the spec, rename the campaign, "
-                "or use another --state/--db."
+                f"campaign {c.name!r} in the store was started from a different spec{what}; resuming would mix two "
+                "designs. Restore the spec, rename the campaign, or use another --state/--db."
             )
         if row.seed != seed:
             raise RunError(f"campaign {c.name!r} was started with --seed {row.seed}; resume it with the same seed")
