@@ -206,6 +206,12 @@ class TaskKind(ABC):
         reads it to price the ties it cannot see (`campaign.estimate.tie_distribution`)."""
         return None
 
+    def pairs_at_most(self, stage: Stage, n_candidates: int) -> int | None:
+        """Batch-planned kinds that spend a budget of comparisons: how many pairs the stage plans at most
+        over `n_candidates` items. The cost estimate replays a long stage's first batches only and
+        extrapolates the rest from it (`campaign.estimate.stage_batches`); None: replayed to the end."""
+        return None
+
     def score_levels(self, stage: Stage) -> int | None:
         """How many distinct scores an item of this stage can get (a mean of `assignments` ratings on a
         fixed scale takes few: ties are common); None when scores are practically continuous."""

@@ -285,6 +285,9 @@ class RankingKind(TaskKind):
         source = self._source(stage, campaign_stages)
         return None if source is None else (source, _ranking(stage).shortlist)
 
+    def pairs_at_most(self, stage: Stage, n_candidates: int) -> int | None:
+        return pair_budget(n_candidates, _ranking(stage).pair_budget)
+
     def plan_batch(self, stage: Stage, inp: BatchInput) -> BatchPlan:
         stage = _ranking(stage)
         items = list(inp.items)
