@@ -220,6 +220,7 @@ def cmd_validate(args: argparse.Namespace) -> int:
         return _refuse(exc)
     for line in spec.warnings:
         print(f"warning: {line}", file=sys.stderr)
+    problems: list[str] = []
     for c in spec.campaigns:
         stages = ", ".join(f"{s.name} ({s.kind}, {s.assignments} x ${s.reward})" for s in c.stages)
         if c.prolific is not None:  # paid per submission on Prolific, not per HIT
@@ -233,8 +234,10 @@ def cmd_validate(args: argparse.Namespace) -> int:
                       f"VAT {percent(p.vat_rate)}% on it; a run reads and uses the account's)")
         print(f"{args.file}: campaign {c.name}: {stages}; budget {shown(c.budget, c.currency)}; marketplace {c.marketplace}; "
               f"crowd {c.crowd.kind}")
-        for line in _estimate_lines(c):
+        for line in _estimate_lines(c, problems=problems):
             print(line)
+    if problems:
+        return _refuse(SpecError([f"{args.file}: {p}" for p in problems]))
     print("ok")
     return 0
 
@@ -257,14 +260,19 @@ def configure_logging(level: str | None, quiet: bool = False) -> None:
             logging.getLogger(name).setLevel(logging.ERROR if name == "apscheduler" else logging.WARNING)
 
 
-def _estimate_lines(c: Any, seed: int = 0) -> list[str]:
+def _estimate_lines(c: Any, seed: int = 0, problems: list[str] | None = None) -> list[str]:
     """The campaign's cost estimate as lines (`campaign.estimate`); a problem reading its items is the
-    run's to report, so here it is one line."""
+    run's to report, so here it is one line. HIT pages too large for the marketplace (`campaign.page_size`)
+    are added to `problems`."""
     from campaign.estimate import describe, estimate_campaign, plan_items
     from campaign.inputs import InputError
+    from campaign.page_size import oversized
 
     try:
-        return describe(estimate_campaign(c, plan_items(c), seed))
+        items = plan_items(c)
+        if problems is not None:
+            problems.extend(oversized(c, items, seed))
+        return describe(estimate_campaign(c, items, seed))
     except (InputError, OSError, ValueError) as exc:
         return [f"cost estimate for {c.name}: not available ({exc})"]
 
@@ -286,13 +294,16 @@ def cmd_run(args: argparse.Namespace) -> int:
         return 2
     for line in spec.warnings:
         print(f"warning: {line}", file=sys.stderr)
+    problems: list[str] = []
     for c in spec.campaigns:  # what the run will cost, before anything is posted
         if not args.campaign or c.name in args.campaign:
-            for line in _estimate_lines(c, args.seed):
+            for line in _estimate_lines(c, args.seed, problems):
                 if line.lstrip().startswith("warning:"):
                     logging.getLogger("campaign.estimate").warning("%s: %s", c.name, line.strip())
                 elif not args.quiet:
                     print(line, flush=True)
+    if problems:  # a HIT the marketplace would refuse: said before the state folder is made
+        return _refuse(SpecError([f"{args.config}: {p}" for p in problems]))
     opts = RunOptions(state_dir=Path(args.state), db=args.db, seed=args.seed, forever=args.forever,
                       production=args.production, campaigns=tuple(args.campaign), max_seconds=args.max_seconds,
                       lease_ttl=args.lease_ttl, market_port=args.market_port, live=args.live,
