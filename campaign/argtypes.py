@@ -22,10 +22,7 @@ def _whole(text: str, what: str) -> int:
 def seed(text: str) -> int:
     """A whole number from 0 to MAX_SEED. numpy's generators refuse a negative seed: a campaign run with
     one stored it and failed its finish step (the nugget export's MACE) on every pass, never finishing."""
-    value = _whole(text, "a seed")
-    if not 0 <= value <= MAX_SEED:
-        raise argparse.ArgumentTypeError(f"a seed is from 0 to {MAX_SEED}, got {value}")
-    return value
+    return _between(text, "a seed", 0, MAX_SEED)
 
 
 def seeds(text: str) -> list[int]:
@@ -36,12 +33,16 @@ def seeds(text: str) -> list[int]:
     return out
 
 
+def _between(text: str, what: str, lo: int, hi: int, note: str = "") -> int:
+    value = _whole(text, what)
+    if not lo <= value <= hi:
+        raise argparse.ArgumentTypeError(f"{what} is from {lo} to {hi}{note}, got {value}")
+    return value
+
+
 def port(text: str) -> int:
     """A TCP port, 0 to 65535 (0: any free port)."""
-    value = _whole(text, "a port")
-    if not 0 <= value <= 65535:
-        raise argparse.ArgumentTypeError(f"a port is from 0 to 65535 (0: any free one), got {value}")
-    return value
+    return _between(text, "a port", 0, 65535, " (0: any free one)")
 
 
 def count(text: str) -> int:
@@ -62,7 +63,4 @@ def positive(text: str) -> int:
 
 def percent(text: str) -> int:
     """A whole percentage, 0 to 100."""
-    value = _whole(text, "a percentage")
-    if not 0 <= value <= 100:
-        raise argparse.ArgumentTypeError(f"a percentage is from 0 to 100, got {value}")
-    return value
+    return _between(text, "a percentage", 0, 100)
