@@ -29,34 +29,31 @@ def write_out(path: Path, chunks: Iterable[str]) -> None:
         special = target.exists() and not target.is_file()
         if target.is_file():
             target = target.resolve()
-    except OSError as exc:
-        raise OutputError(f"cannot write {path}: {exc.strerror or exc}") from None
-    if special:
-        try:
+        if special:
             with open(target, "w", encoding="utf-8", newline="") as fh:
                 for chunk in chunks:
                     fh.write(chunk)
-        except OSError as exc:
-            raise OutputError(f"cannot write {path}: {exc.strerror or exc}") from None
-        return
-    tmp = target.with_name(target.name + ".tmp")
+        else:
+            atomic_write(target, chunks, keep_mode=True)
+    except OSError as exc:
+        raise OutputError(f"cannot write {path}: {exc.strerror or exc}") from None
+
+
+def atomic_write(path: Path, text: str | Iterable[str], *, keep_mode: bool = False) -> None:
+    """Write `text` (or its chunks) beside `path` as `<name>.tmp`, fsync it and rename it over `path`,
+    so a reader (or a crash) never sees half a file; with `keep_mode`, the file keeps the mode its owner
+    gave it. On any failure the old file stays, no `.tmp` is left, and the error is raised as it was."""
+    tmp = path.with_name(path.name + ".tmp")
     try:
         with open(tmp, "w", encoding="utf-8", newline="") as fh:
-            for chunk in chunks:
+            for chunk in [text] if isinstance(text, str) else text:
                 fh.write(chunk)
             fh.flush()
             os.fsync(fh.fileno())
-        if target.is_file():
-            shutil.copymode(target, tmp)  # the file keeps the mode its owner gave it
-        tmp.replace(target)
-    except OSError as exc:
-        _discard(tmp)
-        raise OutputError(f"cannot write {path}: {exc.strerror or exc}") from None
-    except BaseException:  # the rows could not be read (or an interrupt): the old file stays, no .tmp left
-        _discard(tmp)
+        if keep_mode and path.is_file():
+            shutil.copymode(path, tmp)
+        tmp.replace(path)
+    except BaseException:  # a full disk, rows that could not be read, an interrupt
+        with contextlib.suppress(OSError):
+            tmp.unlink(missing_ok=True)
         raise
-
-
-def _discard(tmp: Path) -> None:
-    with contextlib.suppress(OSError):
-        tmp.unlink(missing_ok=True)

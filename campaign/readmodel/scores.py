@@ -11,7 +11,6 @@ from __future__ import annotations
 import csv
 import io
 import json
-import os
 from collections.abc import Mapping
 from pathlib import Path
 from types import MappingProxyType
@@ -21,6 +20,7 @@ from sqlmodel import col, select
 
 from campaign import tasks
 from campaign.metrics.reliability import REPEAT_PREFIX
+from campaign.outfile import atomic_write
 from campaign.spec import Campaign
 from campaign.state import AssignmentStatus, Keys
 from campaign.store import AssignmentRow, ItemRow, JudgmentRow, Store
@@ -160,16 +160,6 @@ def scores_csv(scores: list[dict], columns: tuple[str, ...] = EXPORT_COLUMNS) ->
 
 def scores_jsonl(scores: list[dict], columns: tuple[str, ...] = EXPORT_COLUMNS) -> str:
     return "".join(json.dumps({k: r.get(k) for k in columns}, ensure_ascii=False) + "\n" for r in scores)
-
-
-def atomic_write(path: Path, text: str) -> None:
-    """Write via a temporary file and rename, so a reader (or a crash) never sees half a file."""
-    tmp = path.with_suffix(path.suffix + ".tmp")
-    with open(tmp, "w", encoding="utf-8", newline="") as fh:
-        fh.write(text)
-        fh.flush()
-        os.fsync(fh.fileno())
-    os.replace(tmp, path)
 
 
 def write_scores(out_dir: Path, scores: list[dict], columns: tuple[str, ...] = EXPORT_COLUMNS) -> tuple[Path, Path]:

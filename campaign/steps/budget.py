@@ -21,7 +21,8 @@ from sqlmodel import Session, col, func, select
 from campaign.ledger import totals
 from campaign.marketplaces.base import fees_of
 from campaign.money import fmt, shown
-from campaign.readmodel.scores import atomic_write, write_scores
+from campaign.outfile import atomic_write
+from campaign.readmodel.scores import write_scores
 from campaign.state import CampaignStatus, HitStatus, Keys
 from campaign.steps.context import Context, get_row
 from campaign.steps.study_state import studies_over

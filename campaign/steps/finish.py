@@ -13,7 +13,8 @@ import threading
 
 from sqlmodel import select
 
-from campaign.readmodel.scores import atomic_write, write_scores
+from campaign.outfile import atomic_write
+from campaign.readmodel.scores import write_scores
 from campaign.state import CampaignStatus
 from campaign.steps.context import Context
 from campaign.steps.stages import all_done

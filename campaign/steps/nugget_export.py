@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
-from campaign.readmodel.scores import atomic_write
+from campaign.outfile import atomic_write
 from campaign.tasks.nuggets import gold_jsonl
 
 
