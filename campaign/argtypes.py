@@ -45,20 +45,21 @@ def port(text: str) -> int:
     return _between(text, "a port", 0, 65535, " (0: any free one)")
 
 
+def _at_least(text: str, lo: int) -> int:
+    value = _whole(text, "a count")
+    if value < lo:
+        raise argparse.ArgumentTypeError(f"must be {lo} or more, got {value}")
+    return value
+
+
 def count(text: str) -> int:
     """A whole number >= 0."""
-    value = _whole(text, "a count")
-    if value < 0:
-        raise argparse.ArgumentTypeError(f"must be 0 or more, got {value}")
-    return value
+    return _at_least(text, 0)
 
 
 def positive(text: str) -> int:
     """A whole number >= 1."""
-    value = _whole(text, "a count")
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"must be 1 or more, got {value}")
-    return value
+    return _at_least(text, 1)
 
 
 def percent(text: str) -> int:

@@ -161,8 +161,12 @@ def stage_batches(campaign: Campaign, stage: Stage, items: Sequence[PlanItem], s
             break
         batches.append(list(plan.groups))
         state = plan.state
-    pairs = len(state["pairs"]) if isinstance(state, dict) and isinstance(state.get("pairs"), list) else None
-    return batches, pairs
+    return batches, _pairs_planned(state)
+
+
+def _pairs_planned(state: Any) -> int | None:
+    """The pairs a batch-planned kind's state says it planned (None: a kind that plans no pairs)."""
+    return len(state["pairs"]) if isinstance(state, dict) and isinstance(state.get("pairs"), list) else None
 
 
 def _extrapolated(batches: list[list[tuple[str, ...]]], state: Any, budget: int) -> tuple[list[list[tuple[str, ...]]], int]:
@@ -171,19 +175,17 @@ def _extrapolated(batches: list[list[tuple[str, ...]]], state: Any, budget: int)
     every HIT, so the count of HITs is what a full replay gives, within a batch). Why: a ranking stage
     over 2,000 candidates (a 47,000-item Likert stage's top 30 and its ties) plans 400,000 pairs, and
     replaying its 10,000 batches took `campaign validate` more than ten minutes."""
-    planned = len(state["pairs"]) if isinstance(state, dict) and isinstance(state.get("pairs"), list) else 0
+    planned = _pairs_planned(state) or 0
     if not batches or planned <= 0 or planned >= budget:
         return batches, planned
-    hits = sum(len(b) for b in batches)
-    target = math.ceil(hits * budget / planned)  # HITs at the replayed batches' pairs per HIT
-    out = list(batches)
-    i = 0
+    replayed = sum(len(b) for b in batches)
+    target = math.ceil(replayed * budget / planned)  # HITs at the replayed batches' pairs per HIT
+    out, hits = list(batches), replayed
     while hits < target:
-        nxt = batches[i % len(batches)][: target - hits]
+        nxt = batches[(len(out) - len(batches)) % len(batches)][: target - hits]
         out.append(nxt)
         hits += len(nxt)
-        i += 1
-    return out, max(budget, round(planned * target / sum(len(b) for b in batches)))  # whole HITs, as planned
+    return out, max(budget, round(planned * target / replayed))  # whole HITs, as planned
 
 
 def stage_groups(campaign: Campaign, stage: Stage, items: Sequence[PlanItem], seed: int) -> tuple[list[tuple[str, ...]], int | None]:
