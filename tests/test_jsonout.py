@@ -100,11 +100,10 @@ BENCH_RUNS: dict[str, list[str]] = {
     "quality": ["--quick"],
     "mace": ["--no-ukp"],
     "prior": ["--draws", "1"],
-    "nuggets": [],
     "hostile": ["--config", str(ROOT / "examples" / "hostile.yaml"), "--seeds", "1", "--campaign", "water-bottles"],
     "prolific": ["--config", str(ROOT / "examples" / "prolific.yaml"), "--seeds", "1"],
 }
-NEEDS_SHARED_DATA = {"mace", "nuggets", "prior"}
+NEEDS_SHARED_DATA = {"mace", "prior"}
 
 
 def json_option_files() -> dict[str, int]:
@@ -118,8 +117,10 @@ def json_option_files() -> dict[str, int]:
 
 def test_every_json_option_is_run_here(tmp_path):
     files = json_option_files()
-    # `campaign simulate --json` is run (slow) by tests/test_simulate.py, which parses it strictly
-    covered = set(fast_runs(tmp_path)) | {f"campaign/bench/{b}.py" for b in BENCH_RUNS} | {"campaign/simulate_cli.py"}
+    # `campaign simulate --json` is run (slow) by tests/test_simulate.py and `campaign bench nuggets --json` by
+    # tests/datasets/test_hiersumm.py; both parse it strictly
+    covered = (set(fast_runs(tmp_path)) | {f"campaign/bench/{b}.py" for b in BENCH_RUNS}
+               | {"campaign/simulate_cli.py", "campaign/bench/nuggets.py"})
     assert set(files) == covered, "a command with --json is not run by this test (or a listed one lost --json)"
     assert files["campaign/commands.py"] == 3 and files["campaign/evaluate/cli.py"] == 4
 
