@@ -115,12 +115,19 @@ def extend(args: argparse.Namespace) -> int:
     if status in DONE:
         print(f"campaign extend: {args.name} is {status}; it has no open HITs to extend", file=sys.stderr)
         return 2
-    pending = (extend_hours(store.get_kv(args.name, Keys.EXTEND_HOURS, "0") or "0") or 0.0) + args.hours
-    if pending > MAX_EXTEND_HOURS:
-        print(f"campaign extend: {pending - args.hours:g} h are already asked for; with {args.hours:g} more the "
-              f"extension would pass {MAX_EXTEND_HOURS:g} h (a HIT lives at most a year)", file=sys.stderr)
-        return 2
-    store.set_kv(args.name, Keys.EXTEND_HOURS, str(pending))
+    for _ in range(100):  # the daemon may clear the intent meanwhile: add to what is stored, or try again
+        stored = store.get_kv(args.name, Keys.EXTEND_HOURS)
+        pending = (extend_hours(stored or "0") or 0.0) + args.hours
+        if pending > MAX_EXTEND_HOURS:
+            print(f"campaign extend: {pending - args.hours:g} h are already asked for; with {args.hours:g} more the "
+                  f"extension would pass {MAX_EXTEND_HOURS:g} h (a HIT lives at most a year)", file=sys.stderr)
+            return 2
+        if store.swap_kv(args.name, Keys.EXTEND_HOURS, stored, str(pending)):
+            break
+    else:
+        print("campaign extend: the stored extension kept changing under this command; nothing was added, "
+              "try again", file=sys.stderr)
+        return 1
     store.event(args.name, "extend", f"open HITs will be extended by {args.hours} h")
     print(f"{args.name}: open HITs will be extended by {args.hours} h on the daemon's next tick")
     return 0

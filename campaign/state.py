@@ -193,6 +193,7 @@ class Keys:
     BUDGET_SET = "budget_set"  # the operator's new budget, written by `campaign budget --set`
     BUDGET_BLOCKED = "budget_blocked"  # why posting is blocked; "" once cleared
     EXTEND_HOURS = "extend_hours"  # hours `campaign extend` asked for, not applied yet
+    EXTEND_CURSOR = "extend_cursor"  # "HOURS ID": every open HIT up to row ID has had HOURS of them applied
     COLLECT_CURSOR = "collect_cursor"
     SHARED_BLOCKS = "shared_blocks"  # JSON list of workers blocked across campaigns
     ALERTS_ACTIVE = "alerts:active"

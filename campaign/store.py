@@ -21,8 +21,8 @@ from typing import TYPE_CHECKING, Any
 
 from sqlalchemy import Index, MetaData, UniqueConstraint, event, inspect, text
 from sqlalchemy.engine import Connection, Engine, make_url
-from sqlalchemy.exc import DatabaseError
-from sqlmodel import Field, Session, SQLModel, create_engine, select
+from sqlalchemy.exc import DatabaseError, IntegrityError
+from sqlmodel import Field, Session, SQLModel, col, create_engine, select
 
 from campaign.filemodes import private_db, private_dir
 from campaign.leases import LeaseRow  # noqa: F401  (its table is one of the store's: registered in the metadata here)
@@ -370,7 +370,6 @@ def move_status(session: Session, name: str, to: str, allowed_from: tuple[str, .
     followed by a write let the later one undo the other's (a cancel lost under a budget_exhausted
     written after a long export, a finished campaign made paused again)."""
     from sqlalchemy import update
-    from sqlmodel import col
 
     moved = session.exec(update(CampaignRow).where(col(CampaignRow.name) == name, col(CampaignRow.status).in_(allowed_from))
                          .values(status=to, **values))
@@ -593,6 +592,32 @@ class Store:
         with self.session() as s:
             row = s.exec(select(KVRow).where(KVRow.campaign == campaign, KVRow.key == key)).first()
             return row.value if row else default
+
+    def swap_kv(self, campaign: str, key: str, expected: str | None, value: str, session: Session | None = None) -> bool:
+        """Set `key` to `value` only if it still holds `expected` (None: only if it is absent), in one
+        conditional statement; True if it did. Why: `campaign extend` adds to an intent the daemon is
+        carrying out and then clears, from another process; a read followed by a write lost the hours
+        asked for in between."""
+        from sqlalchemy import update
+
+        def put(s: Session) -> bool:
+            if expected is None:
+                if s.exec(select(KVRow.id).where(KVRow.campaign == campaign, KVRow.key == key)).first() is not None:
+                    return False
+                try:
+                    with s.begin_nested():
+                        s.add(KVRow(campaign=campaign, key=key, value=value))
+                except IntegrityError:  # another process inserted it first
+                    return False
+                return True
+            moved = s.exec(update(KVRow).where(col(KVRow.campaign) == campaign, col(KVRow.key) == key,
+                                               col(KVRow.value) == expected).values(value=value))
+            return bool(moved.rowcount)
+
+        if session is not None:
+            return put(session)
+        with self.session() as s:
+            return put(s)
 
     def set_kv(self, campaign: str, key: str, value: str, session: Session | None = None) -> None:
         def put(s: Session) -> None:

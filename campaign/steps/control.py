@@ -27,46 +27,77 @@ def post_interrupted(ctx: Context) -> int:
 def apply_extend(ctx: Context) -> None:
     """Carry out `campaign extend`: every open HIT's expiry moved on by the hours asked for, capped at the
     longest a HIT may live (`MAX_EXTEND_HOURS` from now). A HIT the marketplace refuses to extend is named
-    in one event and the others are still extended; only a passing failure (`TransientError`) leaves the
-    intent for the next pass. An intent that is no number of hours (written by hand, or by an older
-    version that let `nan` through) is dropped with one event instead of failing the step every pass."""
+    in one event and the others are still extended; only a passing failure (`TransientError`, a throttled
+    marketplace) leaves the rest for the next pass. An intent that is no number of hours (written by hand,
+    or by an older version that let `nan` through) is dropped with one event instead of failing the step
+    every pass.
+
+    HITs go in row order behind a cursor ("HOURS ID", `Keys.EXTEND_CURSOR`) written with each HIT's new
+    expiry, so a pass that stops part way (throttled, or killed) goes on after the last HIT it recorded
+    instead of moving the first ones again from their new expiry. Hours asked for meanwhile are added to
+    the intent by the command (`campaign extend`); this step takes away only the hours it applied, in one
+    conditional write (`Store.swap_kv`), and the rest waits for the next pass."""
     raw = ctx.store.get_kv(ctx.name, Keys.EXTEND_HOURS, "0") or "0"
     hours = extend_hours(raw)
     if hours is None:
-        ctx.store.set_kv(ctx.name, Keys.EXTEND_HOURS, "0")
-        ctx.store.event(ctx.name, "extend_error", f"extension of {raw[:40]!r} h dropped: not a number of hours above 0 "
-                        f"and at most {MAX_EXTEND_HOURS:g}; nothing was extended", level="warning")
+        if ctx.store.swap_kv(ctx.name, Keys.EXTEND_HOURS, raw, "0"):
+            ctx.store.event(ctx.name, "extend_error", f"extension of {raw[:40]!r} h dropped: not a number of hours "
+                            f"above 0 and at most {MAX_EXTEND_HOURS:g}; nothing was extended", level="warning")
         return
     if hours == 0:
         return
+    applied, after = _extend_cursor(ctx.store.get_kv(ctx.name, Keys.EXTEND_CURSOR, "") or "")
     with ctx.store.session() as s:
-        hits = s.exec(select(HitRow).where(HitRow.campaign == ctx.name, HitRow.status == HitStatus.POSTED)).all()
+        hits = s.exec(select(HitRow).where(HitRow.campaign == ctx.name, HitRow.status == HitStatus.POSTED)
+                      .order_by(col(HitRow.id))).all()
     now = ctx.clock.now()
     limit = now + MAX_EXTEND_HOURS * 3600
-    extended = capped = 0
+    extended = capped = earlier = 0
     for hit in hits:
-        new = max(hit.expires_at or now, now) + hours * 3600
-        if new > limit:
-            new, capped = limit, capped + 1
-        try:
-            ctx.market.extend_hit(remote_id(hit), new)
-        except AlreadyDone:
-            pass  # the marketplace's implicit token: the same extension twice is done once
-        except TransientError as exc:
-            ctx.store.event(ctx.name, "extend_error", f"{hit.hit_key}: {exc}; tried again next pass", level="warning")
-            return
-        except MarketError as exc:  # refused for this HIT (too old, disposed): the others are still extended
-            ctx.store.event(ctx.name, "extend_error", f"{hit.hit_key} not extended: {exc}", level="warning",
-                            subject=hit.hit_key)
-            continue
+        due = hours - applied if (hit.id or 0) <= after else hours
+        earlier += due <= 0
+        new: float | None = None
+        if due > 0:
+            new = max(hit.expires_at or now, now) + due * 3600
+            if new > limit:
+                new, capped = limit, capped + 1
+            try:
+                ctx.market.extend_hit(remote_id(hit), new)
+            except AlreadyDone:
+                pass  # the marketplace's implicit token: the same extension twice is done once
+            except TransientError as exc:
+                ctx.store.event(ctx.name, "extend_error", f"{hit.hit_key}: {exc}; the rest is extended on a later pass",
+                                level="warning")
+                return
+            except MarketError as exc:  # refused for this HIT (too old, disposed): the others are still extended
+                ctx.store.event(ctx.name, "extend_error", f"{hit.hit_key} not extended: {exc}", level="warning",
+                                subject=hit.hit_key)
+                new = None
         with ctx.store.session() as s:
-            row = get_row(s, HitRow, hit.id)
-            row.expires_at = float(int(new))
-            s.add(row)
-        extended += 1
-    ctx.store.set_kv(ctx.name, Keys.EXTEND_HOURS, "0")
+            if new is not None:
+                row = get_row(s, HitRow, hit.id)
+                row.expires_at = float(int(new))
+                s.add(row)
+                extended += 1
+            ctx.store.set_kv(ctx.name, Keys.EXTEND_CURSOR, f"{hours!r} {hit.id}", session=s)
+    with ctx.store.session() as s:  # the hours applied leave the intent; hours asked for meanwhile stay
+        if not ctx.store.swap_kv(ctx.name, Keys.EXTEND_HOURS, raw, "0", session=s):
+            left = (extend_hours(ctx.store.get_kv(ctx.name, Keys.EXTEND_HOURS, "0") or "0") or hours) - hours
+            ctx.store.set_kv(ctx.name, Keys.EXTEND_HOURS, str(max(left, 0.0)), session=s)
+        ctx.store.set_kv(ctx.name, Keys.EXTEND_CURSOR, "", session=s)
     cap = f" ({capped} capped at {MAX_EXTEND_HOURS:g} h from now, the longest a HIT may live)" if capped else ""
-    ctx.store.event(ctx.name, "extended", f"{extended} open HITs extended by {hours:g} h{cap}")
+    before = f" ({earlier} more on an earlier pass)" if earlier else ""
+    ctx.store.event(ctx.name, "extended", f"{extended} open HITs extended by {hours:g} h{before}{cap}")
+
+
+def _extend_cursor(text: str) -> tuple[float, int]:
+    """(hours applied, last HIT row id they were applied to) from `Keys.EXTEND_CURSOR`; (0, 0) when none
+    or unreadable (then every HIT gets the whole intent, as before the cursor existed)."""
+    parts = text.split()
+    if len(parts) != 2 or not parts[1].isdigit():
+        return 0.0, 0
+    hours = extend_hours(parts[0])
+    return (hours, int(parts[1])) if hours is not None else (0.0, 0)
 
 
 #: The longest a HIT may live from now, in hours: MTurk's LifetimeInSeconds allows a year, and an

@@ -114,3 +114,61 @@ def test_the_command_refuses_what_the_step_could_not_carry_out(harness, tmp_path
         s.add(row)
     assert cli("extend", h.ctx.name, "--hours", "1", "--state", state) == 2
     assert "is finished; it has no open HITs to extend" in capsys.readouterr().err
+
+
+def _flaky(h, fail_at: int, then=None):
+    """Make the marketplace's extend call fail with a passing error at its `fail_at`-th call (once), and
+    run `then()` just before its `fail_at`-th call instead when given."""
+    from campaign.marketplaces.base import TransientError
+
+    real, calls = h.ctx.market.extend_hit, {"n": 0}
+
+    def extend_hit(hit_id, expire_at):
+        calls["n"] += 1
+        if calls["n"] == fail_at:
+            if then is None:
+                raise TransientError("Rate exceeded (throttled)")
+            then()
+        return real(hit_id, expire_at)
+
+    h.ctx.market.extend_hit = extend_hit
+    return calls
+
+
+def test_a_throttled_extension_resumes_where_it_stopped_and_extends_each_hit_once(harness) -> None:
+    """Before: a passing failure at the second HIT left the intent for the next pass, which extended the
+    first HIT again from its new expiry (by 2 h instead of 1); a marketplace throttling a long extension
+    moved its first HITs once per retry."""
+    h = _posted(harness)
+    before = _expiries(h)
+    assert len(before) >= 2
+    _flaky(h, fail_at=2)
+    h.ctx.store.set_kv(h.ctx.name, Keys.EXTEND_HOURS, "1")
+    apply_extend(h.ctx)
+    assert len(_events(h, "extend_error")) == 1 and not _events(h, "extended")
+    apply_extend(h.ctx)
+    after = _expiries(h)
+    assert {k: round(after[k] - before[k]) for k in before} == {k: 3600 for k in before}
+    assert h.ctx.store.get_kv(h.ctx.name, Keys.EXTEND_HOURS, "") == "0"
+    assert _events(h, "extended") == [f"{len(before) - 1} open HITs extended by 1 h (1 more on an earlier pass)"]
+    apply_extend(h.ctx)  # nothing left to do
+    assert _expiries(h) == after
+
+
+def test_hours_asked_for_while_an_extension_is_carried_out_are_not_lost(harness, tmp_path, capsys) -> None:
+    """Before: `campaign extend` while the daemon was extending (one remote call per HIT) added to the
+    stored intent, and the daemon then wrote 0 over it: the command said the HITs would be extended, and
+    they never were."""
+    from tests.support.cli import cli
+
+    h = _posted(harness)
+    before = _expiries(h)
+    state = str(tmp_path / "state")
+    _flaky(h, fail_at=2, then=lambda: cli("extend", h.ctx.name, "--hours", "2", "--state", state))
+    h.ctx.store.set_kv(h.ctx.name, Keys.EXTEND_HOURS, "1")
+    apply_extend(h.ctx)
+    assert float(h.ctx.store.get_kv(h.ctx.name, Keys.EXTEND_HOURS, "") or 0) == 2.0
+    apply_extend(h.ctx)
+    after = _expiries(h)
+    assert {k: round(after[k] - before[k]) for k in before} == {k: 3 * 3600 for k in before}
+    assert float(h.ctx.store.get_kv(h.ctx.name, Keys.EXTEND_HOURS, "") or 0) == 0.0
