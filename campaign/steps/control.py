@@ -14,7 +14,7 @@ from campaign.marketplaces.base import AlreadyDone, MarketError, TransientError
 from campaign.state import CampaignStatus, HitStatus, Keys
 from campaign.steps.context import Context, get_row, remote_id
 from campaign.steps.post import post_pending
-from campaign.store import CampaignRow, HitRow
+from campaign.store import CampaignRow, HitRow, KVRow
 
 log = logging.getLogger(__name__)
 
@@ -82,7 +82,8 @@ def apply_extend(ctx: Context) -> None:
             ctx.store.set_kv(ctx.name, Keys.EXTEND_CURSOR, f"{hours!r} {hit.id}", session=s)
     with ctx.store.session() as s:  # the hours applied leave the intent; hours asked for meanwhile stay
         if not ctx.store.swap_kv(ctx.name, Keys.EXTEND_HOURS, raw, "0", session=s):
-            left = (extend_hours(ctx.store.get_kv(ctx.name, Keys.EXTEND_HOURS, "0") or "0") or hours) - hours
+            now_asked = s.exec(select(KVRow.value).where(KVRow.campaign == ctx.name, KVRow.key == Keys.EXTEND_HOURS)).first()
+            left = (extend_hours(now_asked or "0") or hours) - hours
             ctx.store.set_kv(ctx.name, Keys.EXTEND_HOURS, str(max(left, 0.0)), session=s)
         ctx.store.set_kv(ctx.name, Keys.EXTEND_CURSOR, "", session=s)
     cap = f" ({capped} capped at {MAX_EXTEND_HOURS:g} h from now, the longest a HIT may live)" if capped else ""
