@@ -113,6 +113,13 @@ def _adversaries(ck: _Checker, v: Any, at: At) -> Adversaries:
 TRUTH_NONE = "none"  # `truth: none`: a simulated crowd without hidden truth, on purpose (answers are noise)
 
 
+def _not_a_file(path: Path, given: str) -> str:
+    """Why `path` (named `given` in the spec) cannot be read as an input file."""
+    if path.is_dir():
+        return f"{given} is a folder; name a file"
+    return f"file not found: {given}"
+
+
 def _truth_file(ck: _Checker, v: Any, at: At) -> str | None:
     name = ck.string(v, at)
     if name.strip().lower() == TRUTH_NONE:
@@ -121,7 +128,7 @@ def _truth_file(ck: _Checker, v: Any, at: At) -> str | None:
         return name
     path = ck.base_dir / name
     if not path.is_file():
-        ck.err(at, f"file not found: {name}")
+        ck.err(at, _not_a_file(path, name))
     else:
         try:
             load_truth(path)
@@ -569,7 +576,7 @@ def _input(ck: _Checker, m: dict, at: At, base_dir: Path) -> tuple[str, str]:
             path = base_dir / given
             if not (path.is_file() or (input_kind == "documents" and path.is_dir())):
                 where = "" if Path(given).is_absolute() else f" (relative to {base_dir or '.'})"
-                ck.err(here, f"file not found: {given}{where}")
+                ck.err(here, _not_a_file(path, given) + where)
             else:
                 try:
                     load_items(input_kind, path)

@@ -308,3 +308,9 @@ def test_a_whole_number_without_an_upper_bound_still_has_one(tmp_path):
     text = GOOD.replace('      reward: "0.06"\n', '      reward: "0.06"\n      qualifications:\n        approved_hits: 1000000000000\n')
     (p,) = problems(tmp_path, text)
     assert p.endswith("task.qualifications.approved_hits: must be at most 2147483647, got 1000000000000")
+
+
+def test_a_folder_named_as_an_input_file_is_called_a_folder(tmp_path):
+    (tmp_path / "inputs").mkdir()
+    ps = problems(tmp_path, GOOD.replace("props.tsv", "inputs"))
+    assert any(p.endswith(f"input.propositions: inputs is a folder; name a file (relative to {tmp_path})") for p in ps), ps
