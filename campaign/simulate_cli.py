@@ -9,6 +9,7 @@ from typing import Any
 from campaign import argtypes
 from campaign.evaluate.cli import _non_negative
 from campaign.jsonout import dumps
+from campaign.progress_bar import bar_on_terminal
 
 
 def _share(text: str) -> float:
@@ -46,7 +47,7 @@ def cmd_simulate(args: argparse.Namespace) -> int:
     from campaign.simulate import SimulateError, simulate
     from campaign.spec import SpecError
 
-    bar = _Bar() if sys.stderr.isatty() else None
+    bar = bar_on_terminal("simulating")
     try:
         result = simulate(args.config, args.campaign, args.runs, args.seed, args.adversaries, jobs=args.jobs,
                           progress=bar.update if bar else None)
@@ -61,22 +62,6 @@ def cmd_simulate(args: argparse.Namespace) -> int:
     else:
         _table(result)
     return 0
-
-
-class _Bar:
-    def __init__(self) -> None:
-        from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
-
-        self.progress = Progress(TextColumn("simulating"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
-                                 transient=True)
-        self.task = self.progress.add_task("runs", total=None)
-        self.progress.start()
-
-    def update(self, done: int, total: int) -> None:
-        self.progress.update(self.task, completed=done, total=total)
-
-    def close(self) -> None:
-        self.progress.stop()
 
 
 def _span(fig: dict[str, Any] | None, digits: int = 1) -> str:

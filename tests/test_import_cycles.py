@@ -132,7 +132,7 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
                     "campaign.prolific.filters", "campaign.prolific.checks")),
     ("store", ("campaign.store", "campaign.ledger", "campaign.leases", "campaign.migrations")),
     ("foundations", ("campaign.money", "campaign.clock", "campaign.rng", "campaign.state", "campaign.crash",
-                     "campaign.credentials", "campaign.answer_xml", "campaign.filemodes", "campaign.outfile", "campaign.argtypes", "campaign.paths", "campaign.jsonout",
+                     "campaign.credentials", "campaign.answer_xml", "campaign.filemodes", "campaign.outfile", "campaign.argtypes", "campaign.progress_bar", "campaign.paths", "campaign.jsonout",
                      "campaign.untrusted", "campaign.runlock", "campaign.child_process", "campaign.ids", "campaign.timeline",
                      "campaign.allocator")),
 )

@@ -31,7 +31,7 @@ figure behind the choice is kept in `evidence_` (None, with a reason, where noth
 from __future__ import annotations
 
 import math
-from collections.abc import Hashable, Iterable
+from collections.abc import Callable, Hashable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -147,20 +147,27 @@ class AutoAggregator:
     reason_: str = field(default="", init=False)
     model_: Any = field(default=None, init=False)
     models_: dict = field(default_factory=dict, init=False)  # every fitted aggregator, by name
+    #: told (fits done, fits in all, what comes next) as the fits go: on 100,000 labels the choice takes
+    #: about 40 s (5 folds x 3 methods, then each model on every label), and a command shows it
+    progress: Callable[[int, int, str], None] | None = None
 
     def fit(self, labels: Iterable[Triple]) -> AutoAggregator:
         triples = list(labels)
         folds = cv_folds(triples, self.folds, self.seed)
         names = ("majority", *self.candidates)
+        total, done = len(folds) * len(names) + len(self.candidates), 0
         logp: dict[str, list[np.ndarray]] = {n: [] for n in names}
         held_items: list[Hashable] = []
-        for held in folds:
+        for f, held in enumerate(folds, start=1):
             hs = set(held)
             train = [t for k, t in enumerate(triples) if k not in hs]
             test = [triples[k] for k in held]
             held_items += [t[0] for t in test]
             for n in names:
+                if self.progress is not None:
+                    self.progress(done, total, f"held-back fold {f}/{len(folds)}: {n}")
                 logp[n].append(heldout_log_probs(n, train, test, self.seed))
+                done += 1
         lp = {n: np.concatenate(v) if v else np.zeros(0) for n, v in logp.items()}
         item_codes = np.array([repr(i) for i in held_items])
         n_held = len(held_items)
@@ -173,7 +180,10 @@ class AutoAggregator:
         fitted: dict[str, Any] = {"majority": majority}
         passing: list[tuple[float, str]] = []
         for name in self.candidates:
+            if self.progress is not None:
+                self.progress(done, total, f"{name} on every label")
             model = make(name, self.seed).fit(triples)
+            done += 1
             fitted[name] = model
             gain, se = paired_gain(lp[name] - lp["majority"], item_codes) if n_held else (math.nan, math.nan)
             agree = restart_agreement(model.restarts_)
@@ -213,6 +223,8 @@ class AutoAggregator:
                     f"{n}: {', '.join(f) or 'ok'}" for n, f in failed.items()) + ")"
         self.model_ = fitted[self.method_]
         self.models_ = fitted
+        if self.progress is not None:
+            self.progress(done, total, "")
         return self
 
     def predict(self) -> dict:
@@ -225,11 +237,13 @@ class AutoAggregator:
         return dict(self.model_.competence_) if self.model_ is not None else {}
 
 
-def aggregate(labels: Iterable[Triple], method: str = "auto", seed: int = 0) -> tuple[dict, dict, str, dict]:
-    """(item labels, worker competences, method used, evidence) for any (item, worker, label) triples."""
+def aggregate(labels: Iterable[Triple], method: str = "auto", seed: int = 0,
+              progress: Callable[[int, int, str], None] | None = None) -> tuple[dict, dict, str, dict]:
+    """(item labels, worker competences, method used, evidence) for any (item, worker, label) triples;
+    `progress` hears how the fits go (see `AutoAggregator.progress`)."""
     triples = list(labels)
     if method == "auto":
-        auto = AutoAggregator(seed=seed).fit(triples)
+        auto = AutoAggregator(seed=seed, progress=progress).fit(triples)
         return auto.predict(), auto.competence_, auto.method_, {"reason": auto.reason_, **auto.evidence_}
     model = make(method, seed).fit(triples)
     return dict(model.predict()), dict(model.competence_), method, {}

@@ -19,6 +19,7 @@ from pathlib import Path
 from campaign import argtypes
 from campaign.aggregate.labels import LabelsError, read_labels
 from campaign.jsonout import dumps
+from campaign.progress_bar import bar_on_terminal
 
 METHODS = ("auto", "majority", "mace", "ds")  # = campaign.aggregate.auto.METHODS, without importing NumPy for every command
 
@@ -41,7 +42,13 @@ def run(args: argparse.Namespace) -> int:
         for p in exc.problems:
             print(p, file=sys.stderr)
         return 2
-    items, competence, method, evidence = aggregate(triples, args.method, seed=args.seed)
+    bar = bar_on_terminal("aggregating")
+    try:
+        items, competence, method, evidence = aggregate(triples, args.method, seed=args.seed,
+                                                        progress=bar.update if bar else None)
+    finally:
+        if bar is not None:
+            bar.close()
     counts: dict[str, int] = {}
     for _, w, _ in triples:
         counts[w] = counts.get(w, 0) + 1

@@ -137,6 +137,18 @@ def test_aggregate_contract():
         aggregate(labels, "nope")
 
 
+
+def test_progress_hears_every_fit_in_order_and_the_end():
+    labels, _ = simulate(0, items=50, per_item=5)
+    heard: list[tuple[int, int, str]] = []
+    plain = aggregate(labels, "auto")
+    told = aggregate(labels, "auto", progress=lambda done, total, doing: heard.append((done, total, doing)))
+    assert told == plain  # being watched changes nothing
+    total = 5 * 3 + 2  # 5 folds x (majority, DS, MACE), then DS and MACE on every label
+    assert [d for d, _, _ in heard] == [*range(total), total] and {t for _, t, _ in heard} == {total}
+    assert heard[0][2] == "held-back fold 1/5: majority" and heard[-2][2] == "mace on every label" and heard[-1][2] == ""
+
+
 @pytest.mark.shared_data
 @pytest.mark.skipif(shared_data_dir() is None, reason="needs ../shared/data (real crowd data), absent on a fresh clone")
 def test_auto_on_snow2008_is_at_least_majority_vote():
