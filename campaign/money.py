@@ -34,7 +34,7 @@ def parse_amount(text: str | int | Decimal) -> Decimal:
     else:
         s = str(text).strip()
         if not CURRENCY_PATTERN.match(s):
-            raise MoneyError(f"{_quoted(text)} is not an amount of money with at most two decimals")
+            raise MoneyError(f"{_quoted(text)} {_why_not_money(s)}")
         try:
             value = Decimal(s)
         except InvalidOperation as exc:  # pragma: no cover - the pattern already excludes this
@@ -48,6 +48,22 @@ def parse_amount(text: str | int | Decimal) -> Decimal:
     if value != value.quantize(CENT):
         raise MoneyError(f"{_quoted(text)} has more than two decimals")
     return value.quantize(CENT)
+
+
+def _why_not_money(s: str) -> str:
+    """Why `s`, which is not digits with at most two decimals, is refused: said as precisely as it can be,
+    since a person typed it (`campaign budget --set -5` was told it had too many decimals)."""
+    try:
+        value = Decimal(s)
+    except InvalidOperation:
+        value = None
+    if value is None or not value.is_finite() or not s or not s[-1].isdigit() and s[-1] != ".":
+        return "is not an amount of money (digits with at most two decimals, e.g. 12.50)"
+    if value < 0 or s.startswith("-"):
+        return "is negative"
+    if "e" in s.lower() or s.startswith("+") or s.startswith("."):
+        return "is not written as plain digits (e.g. 12.50)"
+    return "has more than two decimals"
 
 
 def _quoted(text: object) -> str:

@@ -53,3 +53,15 @@ def test_parse_amount_refuses_what_cannot_be_money_with_a_short_message(bad):
         parse_amount(bad)
     assert len(str(caught.value)) < 100
     assert parse_amount("999999999999999") == Decimal("999999999999999.00")
+
+
+@pytest.mark.parametrize(("bad", "why"), [
+    ("-5", "is negative"), ("-0.50", "is negative"), ("0.001", "has more than two decimals"),
+    ("12.345", "has more than two decimals"), ("1e3", "is not written as plain digits"), ("+5", "is not written as plain digits"),
+    ("1,50", "is not an amount of money (digits with at most two decimals"), ("", "is not an amount of money"),
+    ("twelve", "is not an amount of money")])
+def test_a_refused_amount_says_what_is_wrong_with_it(bad, why):
+    """Before: `campaign budget --set -5` was told '-5' is not an amount 'with at most two decimals'."""
+    with pytest.raises(MoneyError) as caught:
+        parse_amount(bad)
+    assert str(caught.value) == f"{bad!r} {why}" or str(caught.value).startswith(f"{bad!r} {why}")
