@@ -59,15 +59,16 @@ def sync_budget(ctx: Context) -> None:
             else:
                 before = row.budget
                 row.budget = fmt(amount)
-                if row.status == CampaignStatus.BUDGET_EXHAUSTED:
-                    row.status = CampaignStatus.RUNNING
                 s.add(row)
+                s.flush()  # the budget column alone: a status another process wrote meanwhile is not overwritten
+                if row.status == CampaignStatus.BUDGET_EXHAUSTED:  # and only exhausted turns running again
+                    move_status(s, ctx.name, CampaignStatus.RUNNING, (CampaignStatus.BUDGET_EXHAUSTED,))
                 ctx.store.event(ctx.name, "budget_raised" if amount >= Decimal(before) else "budget_lowered",
                                 f"budget {shown(before, ctx.campaign.currency)} -> {shown(amount, ctx.campaign.currency)}", session=s)
         budget = Decimal(row.budget)
-    if wanted:
-        ctx.store.set_kv(ctx.name, Keys.BUDGET_SET, "")
-        ctx.store.set_kv(ctx.name, Keys.BUDGET_BLOCKED, "")
+        # cleared only if it is still the budget adopted here: one set meanwhile waits for the next tick
+        if wanted and ctx.store.swap_kv(ctx.name, Keys.BUDGET_SET, wanted, "", session=s):
+            ctx.store.set_kv(ctx.name, Keys.BUDGET_BLOCKED, "", session=s)
     if ctx.campaign.budget != budget:
         ctx.campaign = dataclasses.replace(ctx.campaign, budget=budget)
 
