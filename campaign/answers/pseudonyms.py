@@ -14,8 +14,6 @@ import hashlib
 import hmac
 import secrets
 
-from sqlalchemy.exc import IntegrityError
-
 from campaign.state import Keys
 from campaign.store import Store
 
@@ -27,10 +25,9 @@ def campaign_secret(store: Store, campaign: str) -> bytes:
     """The campaign's pseudonym secret, made (32 random bytes) and stored the first time it is needed."""
     have = store.get_kv(campaign, SECRET_KEY)
     if have is None:
-        try:
-            store.set_kv(campaign, SECRET_KEY, secrets.token_hex(32))
-        except IntegrityError:  # another export made it at the same moment: use theirs
-            pass
+        # only if there is none yet: another export making it at the same moment keeps its own (a plain
+        # write could replace a secret that export had already used, so its pseudonyms would match no other)
+        store.swap_kv(campaign, SECRET_KEY, None, secrets.token_hex(32))
         have = store.get_kv(campaign, SECRET_KEY)
         assert have is not None
     return bytes.fromhex(have)
