@@ -55,7 +55,7 @@ def test_json_output_of_an_export_is_strict_json(tmp_path, capsys):
 def test_json_has_no_nan_where_a_method_gives_a_worker_no_competence(tmp_path, capsys, monkeypatch):
     from campaign.aggregate import auto
 
-    def fake(triples, method, seed=0):
+    def fake(triples, method, seed=0, progress=None):
         return {"s0": "1"}, {"w0": float("nan")}, "mace", {"heldout": {"mace": float("-inf")}}
 
     monkeypatch.setattr(auto, "aggregate", fake)
