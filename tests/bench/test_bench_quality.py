@@ -1,14 +1,14 @@
-import json
-
 import pytest
 
 from tests.support.cli import run_campaign
+from tests.test_jsonout import strict
 
 
 @pytest.mark.slow
 def test_bench_quality_quick_json_shape_and_sense():
     out = run_campaign("bench", "quality", "--quick", "--json", timeout=300, check=True).stdout
-    data = json.loads(out)
+    data = strict(out)  # no NaN either: tests/test_jsonout.py leaves this benchmark's --json to this test
+    assert isinstance(data, dict)
     for level in ("0.0", "0.1", "0.25"):
         for mode in ("with_policy", "without_policy"):
             d = data[level][mode]
@@ -31,8 +31,8 @@ def test_bench_quality_real_json_shape_and_target(capsys):
     if shared_data_dir() is None or not (shared_data_dir() / "snow2008").is_dir():
         pytest.skip("needs ../shared/data/snow2008 (real crowd data), absent on a fresh clone")
     assert quality.main(["--real", "--json"]) == 0
-    data = json.loads(capsys.readouterr().out)
-    assert set(data["tasks"]) == {"anger", "disgust", "fear", "joy", "sadness", "surprise", "valence", "wordsim"}
+    data = strict(capsys.readouterr().out)
+    assert isinstance(data, dict) and set(data["tasks"]) == {"anger", "disgust", "fear", "joy", "sadness", "surprise", "valence", "wordsim"}
     for task, t in data["tasks"].items():
         assert set(t) >= {"pearson_all", "pearson_policy", "ci_low", "ci_high", "labels_excluded_share"}
         assert t["ci_low"] <= round(t["pearson_policy"] - t["pearson_all"], 4) + 1e-3 and t["ci_low"] <= t["ci_high"]

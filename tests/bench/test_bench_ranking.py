@@ -1,10 +1,9 @@
-import json
-
 import numpy as np
 import pytest
 
 from campaign.bench import ranking
 from campaign.paths import shared_data_dir
+from tests.test_jsonout import strict
 
 
 @pytest.fixture(scope="module")
@@ -21,7 +20,7 @@ def quick_json():
 
 @pytest.mark.slow
 def test_quick_json_has_contracted_shape(quick_json):
-    data = json.loads(quick_json)  # exactly one object, nothing else on stdout
+    data = strict(quick_json)  # exactly one object, nothing else on stdout, no NaN (tests/test_jsonout.py leaves it here)
     assert set(data["strategies"]) == {"random_pairs", "random_rankings", "adaptive"}
     for name, rows in data["strategies"].items():
         assert [r["pairs"] for r in rows] == list(range(100, 601, 100)), name
