@@ -171,7 +171,8 @@ def _remember_ports(state_dir: Path, endpoint_url: str, content_url: str) -> Non
     if port is None:
         return
     try:
-        tmp = state_dir / (PORT_FILE + ".tmp")
+        # a temp name of this process's own: two daemons starting on one folder never rename each other's
+        tmp = state_dir / f"{PORT_FILE}.{os.getpid()}.tmp"
         tmp.write_text(f"{port} {content or ''}".strip() + "\n", encoding="ascii")
         tmp.replace(state_dir / PORT_FILE)
     except OSError as exc:  # a read-only folder: the next start takes any free ports, as before
