@@ -287,3 +287,33 @@ def test_a_first_open_killed_mid_migration_leaves_no_half_built_store(tmp_path, 
             assert STORE_TABLES <= set(inspect(conn).get_table_names())
     finally:
         store.close()
+
+
+def _swaps(store: Store) -> None:
+    assert store.swap_kv("c", "k", None, "1")  # absent: made
+    assert not store.swap_kv("c", "k", None, "2")  # present: a second maker keeps the first
+    assert not store.swap_kv("c", "k", "9", "3")  # not what it holds: unchanged
+    assert store.get_kv("c", "k") == "1"
+    assert store.swap_kv("c", "k", "1", "4") and store.get_kv("c", "k") == "4"
+    with store.session() as s:  # inside a caller's session, its other writes kept
+        store.set_kv("c", "other", "x", session=s)
+        assert not store.swap_kv("c", "other2", "y", "z", session=s)
+        assert store.swap_kv("c", "other2", None, "z", session=s)
+    assert store.get_kv("c", "other") == "x" and store.get_kv("c", "other2") == "z"
+
+
+def test_swap_kv_writes_only_over_what_the_caller_saw(tmp_path):
+    store = Store.open(tmp_path)
+    try:
+        _swaps(store)
+    finally:
+        store.close()
+
+
+@pytest.mark.postgres
+def test_swap_kv_on_postgres(pg_url, tmp_path):
+    store = Store.open(tmp_path, pg_url)
+    try:
+        _swaps(store)
+    finally:
+        store.close()
