@@ -88,7 +88,7 @@ def apply_extend(ctx: Context) -> None:
         ctx.store.set_kv(ctx.name, Keys.EXTEND_CURSOR, "", session=s)
     cap = f" ({capped} capped at {MAX_EXTEND_HOURS:g} h from now, the longest a HIT may live)" if capped else ""
     before = f" ({earlier} more on an earlier pass)" if earlier else ""
-    ctx.store.event(ctx.name, "extended", f"{extended} open HITs extended by {hours:g} h{before}{cap}")
+    ctx.store.event(ctx.name, "extended", f"{extended} open HIT{'' if extended == 1 else 's'} extended by {hours:g} h{before}{cap}")
 
 
 def _extend_cursor(text: str) -> tuple[float, int]:

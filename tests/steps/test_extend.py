@@ -150,7 +150,8 @@ def test_a_throttled_extension_resumes_where_it_stopped_and_extends_each_hit_onc
     after = _expiries(h)
     assert {k: round(after[k] - before[k]) for k in before} == {k: 3600 for k in before}
     assert h.ctx.store.get_kv(h.ctx.name, Keys.EXTEND_HOURS, "") == "0"
-    assert _events(h, "extended") == [f"{len(before) - 1} open HITs extended by 1 h (1 more on an earlier pass)"]
+    n = len(before) - 1
+    assert _events(h, "extended") == [f"{n} open HIT{'' if n == 1 else 's'} extended by 1 h (1 more on an earlier pass)"]
     apply_extend(h.ctx)  # nothing left to do
     assert _expiries(h) == after
 
