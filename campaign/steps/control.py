@@ -40,13 +40,17 @@ def apply_extend(ctx: Context) -> None:
     raw = ctx.store.get_kv(ctx.name, Keys.EXTEND_HOURS, "0") or "0"
     hours = extend_hours(raw)
     if hours is None:
-        if ctx.store.swap_kv(ctx.name, Keys.EXTEND_HOURS, raw, "0"):
-            ctx.store.event(ctx.name, "extend_error", f"extension of {raw[:40]!r} h dropped: not a number of hours "
-                            f"above 0 and at most {MAX_EXTEND_HOURS:g}; nothing was extended", level="warning")
+        with ctx.store.session() as s:
+            if ctx.store.swap_kv(ctx.name, Keys.EXTEND_HOURS, raw, "0", session=s):
+                ctx.store.set_kv(ctx.name, Keys.EXTEND_CURSOR, "", session=s)
+                ctx.store.event(ctx.name, "extend_error", f"extension of {raw[:40]!r} h dropped: not a number of hours "
+                                f"above 0 and at most {MAX_EXTEND_HOURS:g}; nothing was extended", level="warning", session=s)
         return
     if hours == 0:
         return
     applied, after = _extend_cursor(ctx.store.get_kv(ctx.name, Keys.EXTEND_CURSOR, "") or "")
+    if applied > hours:  # not this intent's (the intent only grows while a cursor stands): start afresh
+        applied, after = 0.0, 0
     with ctx.store.session() as s:
         hits = s.exec(select(HitRow).where(HitRow.campaign == ctx.name, HitRow.status == HitStatus.POSTED)
                       .order_by(col(HitRow.id))).all()

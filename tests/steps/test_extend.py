@@ -173,3 +173,22 @@ def test_hours_asked_for_while_an_extension_is_carried_out_are_not_lost(harness,
     after = _expiries(h)
     assert {k: round(after[k] - before[k]) for k in before} == {k: 3 * 3600 for k in before}
     assert float(h.ctx.store.get_kv(h.ctx.name, Keys.EXTEND_HOURS, "") or 0) == 0.0
+
+
+def test_a_dropped_intent_takes_its_cursor_with_it(harness) -> None:
+    """A cursor left by a pass cut short belongs to that intent: once the intent is dropped (written by
+    hand as no number of hours), a later extension moves every HIT, not only those past the cursor."""
+    h = _posted(harness)
+    before = _expiries(h)
+    _flaky(h, fail_at=2)
+    h.ctx.store.set_kv(h.ctx.name, Keys.EXTEND_HOURS, "5")
+    apply_extend(h.ctx)  # the first HIT moved 5 h, then throttled: the cursor stands
+    assert h.ctx.store.get_kv(h.ctx.name, Keys.EXTEND_CURSOR, "")
+    h.ctx.store.set_kv(h.ctx.name, Keys.EXTEND_HOURS, "nonsense")
+    apply_extend(h.ctx)
+    assert h.ctx.store.get_kv(h.ctx.name, Keys.EXTEND_CURSOR, "") == ""
+    h.ctx.store.set_kv(h.ctx.name, Keys.EXTEND_HOURS, "1")
+    apply_extend(h.ctx)
+    moved = {k: round(_expiries(h)[k] - before[k]) for k in before}
+    first = next(iter(before))
+    assert moved == {k: (6 if k == first else 1) * 3600 for k in before}, moved
