@@ -48,6 +48,10 @@ class Operator:
                                         "NumberHITsApproved": int(p.approved), "Masters": bool(p.masters)})
         return self.accounts.issue_code(worker_id, ttl)
 
+    def knows_worker(self, worker_id: str) -> bool:
+        """Whether this marketplace has a worker of that id (added by the operator or registered)."""
+        return bool(self.engine.worker("known", worker_id))
+
     def revoke_worker(self, worker_id: str) -> int:
         """Ends every session of the worker (and their sign-in code); `add_worker` issues a new code."""
         return self.accounts.revoke_worker(worker_id)

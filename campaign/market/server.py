@@ -489,6 +489,10 @@ def admin_main(argv: list[str]) -> int:
             print(f"account {args.name!r}: access key {creds.access_key_id}; secret written to {path} (profile {args.name})")
             return 0
         if args.action == "revoke":
+            if not op.knows_worker(args.worker_id):  # a mistyped id must not read as a revoked worker
+                print(f"campaign market worker revoke: no worker {args.worker_id!r} on the marketplace in {args.state}; "
+                      "nothing was revoked (`campaign market worker add` adds one)", file=sys.stderr)
+                return 2
             ended = op.revoke_worker(args.worker_id)
             print(f"worker {args.worker_id}: {ended} session(s) ended; sign-in code voided (worker add issues a new one)")
             return 0

@@ -190,3 +190,14 @@ def test_revoke_ends_every_session_and_a_new_code_ends_the_old_ones(fresh_market
     assert _req(hits, cookie=second)[0] == 401
     with pytest.raises(WorkerAPIError):
         market.workers.available("AREVOKE1")
+
+
+def test_revoking_a_worker_the_marketplace_does_not_know_says_so(fresh_market, tmp_path, capsys):
+    """Before: a mistyped id was answered '0 session(s) ended; sign-in code voided', exit 0, as if a worker
+    had been revoked; the worker meant kept their sessions."""
+    fresh_market.workers.register("AKNOWN1")
+    assert admin_main(["worker", "revoke", "AKNOWM1", "--state", str(tmp_path / "state")]) == 2
+    err = capsys.readouterr().err
+    assert "no worker 'AKNOWM1' on the marketplace" in err and "nothing was revoked" in err
+    assert admin_main(["worker", "revoke", "AKNOWN1", "--state", str(tmp_path / "state")]) == 0
+    assert "1 session(s) ended" in capsys.readouterr().out

@@ -159,7 +159,7 @@ class EngineBase:
         except TurkError as exc:
             raise request_error(exc.code, exc.message) from None
 
-    WORKER_READS = frozenset({"available", "preview", "task", "qualification_requests"})
+    WORKER_READS = frozenset({"available", "preview", "task", "qualification_requests", "known"})
 
     def worker(self, fn_name: str, *args: Any) -> Any:
         fn = getattr(self, f"w_{fn_name}")

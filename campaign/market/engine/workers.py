@@ -30,6 +30,10 @@ class WorkerSide(EngineBase):
                    int(profile.get("NumberHITsApproved", 0)), int(bool(profile.get("Masters", False)))))
         return {"WorkerId": wid}
 
+    def w_known(self, c: Conn, now: float, wid: str) -> bool:
+        """Whether `wid` is a registered worker (the operator's `worker revoke` names one)."""
+        return c.execute("SELECT 1 FROM workers WHERE id=?", (wid,)).fetchone() is not None
+
     def _worker(self, c: Conn, wid: str) -> sqlite3.Row:
         w = c.execute("SELECT * FROM workers WHERE id=?", (wid,)).fetchone()
         if w is None:
