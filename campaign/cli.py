@@ -17,6 +17,9 @@ __all__ = ["BENCHES", "MARKET_COMMANDS", "main"]
 
 #: A write that failed for want of room or a device error: one line for the user, not a traceback
 WRITE_FAILURES = frozenset({errno.ENOSPC, errno.EDQUOT, errno.EFBIG, errno.EIO, errno.EROFS})
+#: A path the user gave that cannot be made or opened (`--state` under a file, in a folder that does not
+#: exist or that is not theirs): one line naming it, exit 2 as for any bad argument
+PATH_FAILURES = frozenset({errno.ENOENT, errno.ENOTDIR, errno.EISDIR, errno.EACCES, errno.EPERM, errno.ENAMETOOLONG})
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -35,6 +38,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         _drop_stdout()
         return 0
     except OSError as exc:
+        if exc.errno in PATH_FAILURES and exc.filename:
+            print(f"campaign: {exc.filename}: {exc.strerror or exc}", file=sys.stderr)
+            return 2
         if exc.errno not in WRITE_FAILURES:
             raise
         _drop_stdout()  # most often standard output itself (`> file` on a full disk): nothing more goes there

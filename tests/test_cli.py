@@ -232,3 +232,15 @@ def test_read_only_commands_with_a_db_url_create_nothing(tmp_path):
         out = cli(*args, "--db", url, cwd=tmp_path)
         assert out.returncode == 2 and "no campaign store at" in out.stderr and "elsewhere.db" in out.stderr, out.stderr
     assert list(tmp_path.iterdir()) == []
+
+
+@pytest.mark.parametrize("args", [["market", "serve", "--port", "0", "--state"], ["prolific", "serve", "--port", "0", "--state"],
+                                  ["preview", "--config", str(ROOT / "campaigns.yaml"), "--out"]])
+def test_a_folder_that_cannot_be_made_is_one_line_naming_it(tmp_path, args):
+    """Before: a --state or --out under a file (or in a folder that does not exist, or is not the user's)
+    ended in a FileNotFoundError or NotADirectoryError traceback."""
+    (tmp_path / "a-file").write_text("x", encoding="utf-8")
+    bad = tmp_path / "a-file" / "state"
+    out = cli_output(*args, str(bad))
+    assert out.returncode == 2
+    assert out.stderr.strip() == f"campaign: {bad}: Not a directory", out.stderr
