@@ -277,6 +277,23 @@ def _estimate_lines(c: Any, seed: int = 0, problems: list[str] | None = None) ->
         return [f"cost estimate for {c.name}: not available ({exc})"]
 
 
+def _state_problem(state: Path) -> str | None:
+    """Why the state folder can be neither used nor made, or None; creates nothing. The nearest part of
+    the path that exists must be a folder this user may write into (or the state folder itself)."""
+    import os
+
+    here = state
+    while not here.exists():
+        if here.parent == here:
+            return None
+        here = here.parent
+    if not here.is_dir():
+        return f"{here} is a file, not a folder"
+    if not os.access(here, os.W_OK | os.X_OK):
+        return f"{here} is not writable by this user"
+    return None
+
+
 def cmd_run(args: argparse.Namespace) -> int:
     from campaign.daemon import RunError, RunOptions, run
     from campaign.inputs import InputError
@@ -291,6 +308,10 @@ def cmd_run(args: argparse.Namespace) -> int:
     if unknown:  # said before the state directory is created or locked, so a typo leaves nothing behind
         print(f"campaign run: no campaign named {', '.join(unknown)} in {args.config} (it has: "
               f"{', '.join(c.name for c in spec.campaigns)})", file=sys.stderr)
+        return 2
+    unusable = None if args.db else _state_problem(Path(args.state))
+    if unusable:  # said before the estimate, so the last line a user reads is the one that matters
+        print(f"campaign run: --state {args.state}: {unusable}", file=sys.stderr)
         return 2
     for line in spec.warnings:
         print(f"warning: {line}", file=sys.stderr)

@@ -244,3 +244,11 @@ def test_a_folder_that_cannot_be_made_is_one_line_naming_it(tmp_path, args):
     out = cli_output(*args, str(bad))
     assert out.returncode == 2
     assert out.stderr.strip() == f"campaign: {bad}: Not a directory", out.stderr
+
+
+def test_run_refuses_a_state_folder_it_cannot_make_before_printing_the_estimate(tmp_path):
+    (tmp_path / "a-file").write_text("x", encoding="utf-8")
+    out = cli_output("run", "--config", str(ROOT / "campaigns.yaml"), "--state", str(tmp_path / "a-file" / "state"))
+    assert out.returncode == 2 and out.stdout == ""
+    assert out.stderr.strip() == f"campaign run: --state {tmp_path / 'a-file' / 'state'}: {tmp_path / 'a-file'} is a file, not a folder"
+    assert (tmp_path / "a-file").read_text(encoding="utf-8") == "x"
