@@ -613,8 +613,8 @@ def _campaign(ck: _Checker, raw: Any, at: At, base_dir: Path) -> tuple[str, Camp
         one_hit = hit_cost(first.reward, first.assignments)
         if budget < one_hit:
             ck.err(at + ("budget",), f"${budget} is below the cost of one HIT (${one_hit} = {first.assignments} x ${first.reward} + fees)")
-    elif "budget" in m and budget <= 0:
-        ck.err(at + ("budget",), "must be more than 0")
+    elif "budget" in m and budget <= 0 and not any(f": {_field_name(at + ('budget',))}: " in p for p in ck.problems):
+        ck.err(at + ("budget",), "must be more than 0")  # unless it is no amount at all (said already)
 
     crowd_given = ck.read(Crowd, m.get("crowd"), at + ("crowd",))
     if "crowd" not in m or m["crowd"] is None:  # no crowd section: the campaign's default crowd (none)
@@ -844,7 +844,8 @@ def _stage(ck: _Checker, raw: Any, at: At, index: int) -> Stage | None:
     before = len(ck.problems)
     if cls is None or not isinstance(kind, str):
         # unknown kind: report it, and check the keys against every kind's so a typo elsewhere still shows
-        ck.mapping(raw, at, {k for t in tasks.stage_types().values() for k, _ in _spec_fields(t).values()} | {"kind"}, {"kind"})
+        ck.mapping(raw, at, {k for t in tasks.stage_types().values() for k, _ in _spec_fields(t).values()}
+                   | {"kind", "qualifications", "traps"}, {"kind"})
         if isinstance(raw, dict) and "kind" in raw and raw["kind"] is not None:
             ck.choice(tasks.names())(raw["kind"], at + ("kind",))
         return None

@@ -314,3 +314,14 @@ def test_a_folder_named_as_an_input_file_is_called_a_folder(tmp_path):
     (tmp_path / "inputs").mkdir()
     ps = problems(tmp_path, GOOD.replace("props.tsv", "inputs"))
     assert any(p.endswith(f"input.propositions: inputs is a folder; name a file (relative to {tmp_path})") for p in ps), ps
+
+
+def test_a_mistyped_kind_is_one_problem_not_a_cascade(tmp_path):
+    """Before: `kind: likertt` also reported the stage's `traps` as an unknown key; and a budget that is no
+    amount (`5.001`) was also said to be 'must be more than 0'."""
+    spec = GOOD.replace("      kind: likert\n", "      kind: likertt\n      traps: {share: 0.5, texts: [\"Not important.\"]}\n")
+    assert "traps:" in spec
+    ps = problems(tmp_path, spec)
+    assert len(ps) == 1 and "must be one of likert, ranking, nuggets, got 'likertt'" in ps[0], ps
+    ps = problems(tmp_path, GOOD.replace('budget: "10.00"', "budget: 5.001"))
+    assert len(ps) == 1 and "has more than two decimals" in ps[0], ps
