@@ -862,6 +862,8 @@ def _stage(ck: _Checker, raw: Any, at: At, index: int) -> Stage | None:
     stage = cls(**got, kind=kind, qualifications=Qualifications(**quals), traps=Traps(**traps))
     for name, message in stage.problems():
         ck.err(at + (name,), message)
+    for name, message in stage.warnings(first=index == 0):
+        ck.warn(at + (name,), message)
     if stage.template and len(ck.problems) == before:
         problem = _template_renders(stage)
         if problem:

@@ -224,3 +224,8 @@ class Stage:
             return [("items_per_hit", f"a {self.kind} HIT needs at least {self.min_items_per_hit} items")]
         return []
 
+    def warnings(self, first: bool) -> list[tuple[str, str]]:
+        """(field, message) for settings that run but are unlikely to be what the researcher meant
+        (`campaign validate` and `run` print them); `first`: the campaign's first stage. A kind overrides it."""
+        return []
+

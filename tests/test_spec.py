@@ -325,3 +325,12 @@ def test_a_mistyped_kind_is_one_problem_not_a_cascade(tmp_path):
     assert len(ps) == 1 and "must be one of likert, ranking, nuggets, got 'likertt'" in ps[0], ps
     ps = problems(tmp_path, GOOD.replace('budget: "10.00"', "budget: 5.001"))
     assert len(ps) == 1 and "has more than two decimals" in ps[0], ps
+
+
+def test_a_ranking_that_keeps_its_whole_shortlist_or_cannot_fill_a_hit_is_warned_about():
+    from campaign.tasks.ranking import RankingStage
+
+    assert RankingStage(name="r", source="l", shortlist=30, keep=15).warnings(first=False) == []
+    said = dict(RankingStage(name="r", source="l", shortlist=4, keep=50).warnings(first=False))
+    assert said["keep"].startswith("50 is not below shortlist (4)") and said["shortlist"].startswith("4 is fewer than a HIT shows (5)")
+    assert RankingStage(name="r", shortlist=4, keep=50).warnings(first=True) == []  # a first stage ranks every item

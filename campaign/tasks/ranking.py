@@ -228,6 +228,19 @@ class RankingStage(Stage):
     pair_budget: float = opt(0.10, _number(0.0, 1.0, lo_open=True))
     target_confidence: float | None = opt(None, _number(0.0, 1.0))
 
+    def warnings(self, first: bool) -> list[tuple[str, str]]:
+        if first:  # a first ranking stage ranks every input item: no shortlist applies
+            return []
+        out = []
+        if self.keep >= self.shortlist:
+            out.append(("keep", f"{self.keep} is not below shortlist ({self.shortlist}): every shortlisted item is kept, so "
+                                "the batches have no boundary to settle and are planned as if keep were one less "
+                                "than the candidates"))
+        if self.shortlist < self.items_per_hit:
+            out.append(("shortlist", f"{self.shortlist} is fewer than a HIT shows ({self.items_per_hit}): the stage ranks "
+                                     "only if items tied at the cut make up a HIT"))
+        return out
+
 
 def batch_state(saved: Any) -> dict[str, Any]:
     """A ranking stage's state between batches (`Keys.batch_state`): the pairs planned so far and the model
