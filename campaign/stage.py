@@ -226,6 +226,9 @@ class Stage:
 
     def warnings(self, first: bool) -> list[tuple[str, str]]:
         """(field, message) for settings that run but are unlikely to be what the researcher meant
-        (`campaign validate` and `run` print them); `first`: the campaign's first stage. A kind overrides it."""
+        (`campaign validate` and `run` print them); `first`: the campaign's first stage. A kind extends it."""
+        if self.assignments == 1:
+            return [("assignments", "1 worker per HIT: no answer can be checked against another's (only traps and "
+                                    "constant answers show spam), and each item's score rests on one answer")]
         return []
 

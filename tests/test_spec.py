@@ -334,3 +334,12 @@ def test_a_ranking_that_keeps_its_whole_shortlist_or_cannot_fill_a_hit_is_warned
     said = dict(RankingStage(name="r", source="l", shortlist=4, keep=50).warnings(first=False))
     assert said["keep"].startswith("50 is not below shortlist (4)") and said["shortlist"].startswith("4 is fewer than a HIT shows (5)")
     assert RankingStage(name="r", shortlist=4, keep=50).warnings(first=True) == []  # a first stage ranks every item
+    assert dict(RankingStage(name="r", shortlist=4, keep=50, assignments=1).warnings(first=True)).keys() == {"assignments"}
+
+
+def test_one_worker_per_hit_is_warned_about(tmp_path):
+    base = load_spec(write(tmp_path, GOOD)).warnings  # (its simulated crowd knows no truth: one warning of its own)
+    assert not any("worker per HIT" in w for w in base)
+    said = [w for w in load_spec(write(tmp_path, GOOD.replace("      kind: likert\n", "      kind: likert\n      assignments: 1\n"))).warnings
+            if "crowd.truth" not in w]
+    assert len(said) == 1 and "task.assignments: 1 worker per HIT: no answer can be checked" in said[0], said

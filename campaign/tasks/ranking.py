@@ -229,9 +229,9 @@ class RankingStage(Stage):
     target_confidence: float | None = opt(None, _number(0.0, 1.0))
 
     def warnings(self, first: bool) -> list[tuple[str, str]]:
+        out = super().warnings(first)
         if first:  # a first ranking stage ranks every input item: no shortlist applies
-            return []
-        out = []
+            return out
         if self.keep >= self.shortlist:
             out.append(("keep", f"{self.keep} is not below shortlist ({self.shortlist}): every shortlisted item is kept, so "
                                 "the batches have no boundary to settle and are planned as if keep were one less "
