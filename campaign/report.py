@@ -370,12 +370,15 @@ def build_context(store: Store, name: str, export_dir: Path | None = None) -> di
     series = spend_series(((float(ts), kind, amount, fee) for ts, kind, amount, fee in charges), start)
     span = max((t for t, _ in series["total"]), default=0.0)
     unit, unit_name = _time_unit(span)
-    spend_chart = svg.lines(
-        [(label, color, [(t / unit, float(v)) for t, v in series[key]])
-         for key, label, color in (("total", "total", svg.PURPLE), ("rewards", "rewards", svg.BLUE),
-                                   ("fees", "marketplace fees", svg.ORANGE), ("bonuses", "bonuses", svg.GREEN))],
-        xlabel=f"{unit_name} since the campaign started", ylabel=f"spent so far ({cur})", title="spend over time",
-        y_prefix=CURRENCY_SIGNS.get(cur, ""))
+    if charges:
+        spend_chart = svg.lines(
+            [(label, color, [(t / unit, float(v)) for t, v in series[key]])
+             for key, label, color in (("total", "total", svg.PURPLE), ("rewards", "rewards", svg.BLUE),
+                                       ("fees", "marketplace fees", svg.ORANGE), ("bonuses", "bonuses", svg.GREEN))],
+            xlabel=f"{unit_name} since the campaign started", ylabel=f"spent so far ({cur})", title="spend over time",
+            y_prefix=CURRENCY_SIGNS.get(cur, ""))
+    else:  # an empty chart with a 0-1 axis only puzzles
+        spend_chart = '<p class="muted">Nothing charged yet: rewards, fees and bonuses are booked as work is approved.</p>'
     final_spend = {k: (v[-1][1] if v else Decimal("0.00")) for k, v in series.items()}
     spend_table = [("rewards", _money(final_spend["rewards"], cur)), ("marketplace fees", _money(final_spend["fees"], cur)),
                    ("bonuses", _money(final_spend["bonuses"], cur)), ("total spent", _money(money.spent, cur)),

@@ -255,5 +255,6 @@ def test_a_campaign_with_nothing_collected_yet(tmp_path):
                           spec_json=json.dumps({"stages": [{"name": "likert", "kind": "likert"}]})))
     page = build_report(store, "new")
     store.close()
-    assert "Results: 0 items, ranked" in page and "Not enough overlapping labels" in page
+    assert "Results: no item scored yet" in page and "Not enough overlapping labels" in page
     assert "<td>total spent</td><td class=\"num\">$0.00</td>" in page
+    assert "Nothing charged yet" in page and "spend over time" not in page  # no empty chart on a 0-1 axis
