@@ -222,6 +222,9 @@ def workers(args: argparse.Namespace) -> int:
     if args.json:
         print(dumps(data, indent=2))
         return 0
+    if not data:  # an empty table with headings reads like a fault
+        print(f"no worker has answered {args.name} yet")
+        return 0
     from rich.console import Console
     from rich.markup import escape
     from rich.table import Table

@@ -225,6 +225,17 @@ def test_workers_is_readable_at_80_columns(tmp_path):
     assert reason in " ".join(line.strip() for line in lines)  # the reason in full, wrapped
 
 
+
+def test_workers_of_a_campaign_nobody_has_answered_says_so(tmp_path):
+    store = Store.open(tmp_path / "state")
+    with store.session() as s:
+        s.add(CampaignRow(name="c", fingerprint="f", spec_json='{"stages": [{"name": "likert", "kind": "likert"}]}'))
+    store.close()
+    out = cli_output("workers", "c", "--state", str(tmp_path / "state"))
+    assert out.returncode == 0 and out.stdout == "no worker has answered c yet\n", out.stdout
+    out = cli_output("workers", "c", "--json", "--state", str(tmp_path / "state"))
+    assert json.loads(out.stdout) == []
+
 @pytest.mark.slow
 def test_read_only_commands_with_a_db_url_create_nothing(tmp_path):
     url = f"sqlite:///{tmp_path / 'elsewhere.db'}"
