@@ -17,9 +17,6 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, Protocol
 
-import boto3  # type: ignore[import-untyped]
-from botocore.config import Config  # type: ignore[import-untyped]
-
 from campaign.credentials import Credentials, read_credentials_file
 
 SANDBOX_ENDPOINT = "https://mturk-requester-sandbox.us-east-1.amazonaws.com"
@@ -114,11 +111,12 @@ _LOADER: Any = None
 _LOADER_LOCK = threading.Lock()
 
 
-def _session() -> boto3.session.Session:
+def _session() -> Any:
     """A fresh boto3 session (so each client resolves its credentials from the environment as it is now)
     sharing one data loader with every other: each session's own loader parsed and kept the MTurk service
     model again, 8 MiB per client, and a daemon makes a client per campaign (40 campaigns: 320 MiB)."""
     global _LOADER
+    import boto3  # type: ignore[import-untyped]  # imported here: the built-in marketplace's JSON client needs none of it (0.13 s at each start)
     import botocore.loaders  # type: ignore[import-untyped]
     import botocore.session  # type: ignore[import-untyped]
 
@@ -143,6 +141,9 @@ def make_client(marketplace: str, endpoint_url: str | None = None, *, production
     if marketplace == "mturk" and not production_ok:
         raise ProductionNotAllowed("marketplace 'mturk' is real MTurk and spends real money; pass production_ok=True "
                                    "(the --production flag) to use it")
+    import boto3
+    from botocore.config import Config  # type: ignore[import-untyped]
+
     if credentials is None and credentials_file is not None:
         credentials = read_credentials_file(credentials_file, profile)
     config = Config(retries={"mode": retry_mode, "max_attempts": max_attempts}, max_pool_connections=20,
