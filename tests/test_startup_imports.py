@@ -28,3 +28,12 @@ def test_the_review_threshold_is_scipys_normal_quantile():
     for tested in (2, 3, 38, 1000):
         want = max(config.significance_se, float(ndtri(1.0 - (config.familywise_alpha or 0.0) / tested)))
         assert abs(needed_se(config, tested) - want) < 1e-12
+
+
+def test_validate_and_preview_start_without_botocores_session():
+    """`campaign.page_size` needs only the marketplace's size limit: botocore's session (the MTurk service
+    model, 0.12 s) is loaded by the marketplace when it first checks a request."""
+    probe = ("import json, sys; import campaign.cli, campaign.commands, campaign.page_size, campaign.preview; "
+             "print(json.dumps(sorted(m for m in ('botocore.session', 'botocore.client') if m in sys.modules)))")
+    out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, cwd=ROOT, check=True)
+    assert json.loads(out.stdout) == []

@@ -21,8 +21,6 @@ from datetime import UTC, datetime
 from functools import lru_cache
 from typing import Any
 
-import botocore.session  # type: ignore[import-untyped]
-
 from campaign.untrusted import MAX_JSON_DEPTH, Refused, loads_json_object
 
 TARGET_PREFIX = "MTurkRequesterServiceV20170117."
@@ -32,7 +30,10 @@ TURK_PREFIX = "AWS.MechanicalTurk."
 
 @lru_cache(maxsize=1)
 def service_model():
-    """Loaded once: building the model takes tens of milliseconds."""
+    """Loaded once: building the model takes tens of milliseconds. botocore is imported here, not with the
+    module: `campaign validate` and `preview` need this module's limits, not botocore's session (0.12 s)."""
+    import botocore.session  # type: ignore[import-untyped]
+
     return botocore.session.get_session().get_service_model("mturk")
 
 
