@@ -171,8 +171,12 @@ class Dashboard:
         elif k == "p":
             self.toggle_pause()
         elif k == "c":
-            if self.current() is not None:
+            name = self.current()
+            status = next((c.status for c in self.snap.campaigns if c.name == name), None) if self.snap else None
+            if name is not None and status in (CampaignStatus.RUNNING, CampaignStatus.PAUSED):
                 ui.mode = "confirm_cancel"
+            elif name is not None:  # asking first only to refuse after a "y" would waste the next key pressed
+                self._say(f"campaign: {name} is {status}; cannot cancel it", "bold red")
         elif k == "e":
             self.export()
         elif k == "w":

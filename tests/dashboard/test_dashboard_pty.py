@@ -216,6 +216,11 @@ def test_dashboard_keys_filter_workers_and_cancel_confirmation(tmp_path):
         term.wait_for(lambda s: "cancel this campaign?" in s)
         term.send("y")
         term.wait_for(lambda s: "cancelling" in s)
+        # once the screen shows it cancelling, `c` refuses at once instead of asking first and refusing the "y"
+        term.wait_for(lambda s: "▶ c1 cancelling" in s, timeout=20)
+        term.send("c")
+        term.wait_for(lambda s: "c1 is cancelling; cannot cancel it" in s)
+        assert "cancel this campaign?" not in term.text()
         term.send("q")
         assert term.wait_exit() == 0
     finally:
