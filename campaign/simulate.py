@@ -123,15 +123,16 @@ def measure(state: Path, c: Campaign) -> dict[str, Any]:
     for st, aid, item, value in judgments:
         if aid not in left_out.get(st, set()) and item in truth:
             means.setdefault(st, {}).setdefault(item, []).append(float(value))
-    scores = _final_scores(state / c.name / "scores.jsonl")
+    rows = _final_rows(state / c.name / "scores.jsonl")
+    scored = {item: score for item, score in rows if score is not None}
     out: dict[str, Any] = {"stages": {}}
     for stage in c.stages:
         n = stage.name
         posted = [p for _, st, _, p in hits if st == n and p is not None]
         decided = [d for _, st, _, _, d in assignments if st == n and d is not None]
         ranked = get_kind(stage.kind).batch_planned
-        if ranked:
-            reliability = top_k_overlap(scores, truth)
+        if ranked:  # how well the stage orders what it was given: every candidate it scored, not only the kept
+            reliability = top_k_overlap(scored, truth)
         else:
             reliability = pearson({k: statistics.fmean(v) for k, v in means.get(n, {}).items()}, truth)
         out["stages"][n] = {
@@ -140,7 +141,7 @@ def measure(state: Path, c: Campaign) -> dict[str, Any]:
             "workers": len({w for _, st, w, _, _ in assignments if st == n}),
             "answers_excluded": len(left_out.get(n, set())),
             "reliability": reliability,
-            "reliability_kind": f"top-{TOP_K} overlap" if ranked else "pearson",
+            "reliability_kind": f"top-{TOP_K} overlap, candidates" if ranked else "pearson",
         }
     posted_all = [p for _, _, _, p in hits if p is not None]
     decided_all = [d for *_, d in assignments if d is not None]
@@ -149,17 +150,42 @@ def measure(state: Path, c: Campaign) -> dict[str, Any]:
         "hours": (max(decided_all) - min(posted_all)) / 3600 if posted_all and decided_all else 0.0,
         "workers": len({w for _, _, w, _, _ in assignments}),
         "answers_excluded": len(set().union(*left_out.values())) if left_out else 0,
-        "reliability": pearson(scores, truth),
-        "reliability_kind": "pearson",
+        **_total_reliability(rows, truth),
     }
     return out
 
 
-def _final_scores(path: Path) -> dict[str, float]:
+def _total_reliability(rows: list[tuple[str, float | None]], truth: dict[str, float]) -> dict[str, Any]:
+    """The campaign's final export against the truth, over every item it lists. Where every item has a
+    score (one Likert stage), Pearson of the scores. A ranking export scores only its candidates and
+    lists the rest after them by the earlier stage, on another scale: there, Spearman of the final order.
+    (Until 2026-11-30 this was Pearson over the kept items' scores alone: 15 items of a two-stage demo,
+    a range so narrow that it read 0.47-0.90 while each stage was sound.)"""
+    if rows and all(score is not None for _, score in rows):
+        return {"reliability": pearson({item: float(score) for item, score in rows if score is not None}, truth),
+                "reliability_kind": "pearson"}
+    order = {item: -float(k) for k, (item, _) in enumerate(rows)}
+    return {"reliability": spearman(order, truth), "reliability_kind": "spearman, final order"}
+
+
+def _final_rows(path: Path) -> list[tuple[str, float | None]]:
+    """(item, score or None) of the final export, in its order (best first)."""
     if not path.is_file():
-        return {}
+        return []
     rows = [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
-    return {str(r["item"]): float(r["score"]) for r in rows if r.get("kept", True) and r.get("score") is not None}
+    return [(str(r["item"]), None if r.get("score") is None else float(r["score"])) for r in rows]
+
+
+def spearman(scores: dict[str, float], truth: dict[str, float]) -> float | None:
+    keys = sorted(k for k in scores if k in truth)
+    if len(keys) < 3:
+        return None
+    from scipy.stats import spearmanr
+
+    x, y = [scores[k] for k in keys], [truth[k] for k in keys]
+    if len(set(x)) < 2 or len(set(y)) < 2:
+        return None
+    return float(spearmanr(x, y)[0])
 
 
 def pearson(scores: dict[str, float], truth: dict[str, float]) -> float | None:

@@ -124,3 +124,20 @@ def test_a_stopped_simulation_leaves_no_worker_running(tmp_path: Path) -> None:
                 os.kill(p, signal.SIGKILL)
             except (ProcessLookupError, PermissionError):
                 pass
+
+
+def test_the_total_of_a_two_stage_campaign_is_its_final_order_over_every_item() -> None:
+    """Before: Pearson over the kept items' scores alone (15 of a two-stage demo's 60), so narrow a range that
+    the total read 0.47-0.90 while both stages were sound. A ranking export scores only its candidates and
+    lists the rest after them: the total is now Spearman of that order over every item."""
+    from campaign.simulate import _total_reliability
+
+    truth = {f"i{k}": float(k) for k in range(20)}
+    best_first = [(f"i{k}", float(k) if k >= 15 else None) for k in range(19, -1, -1)]
+    said = _total_reliability(best_first, truth)
+    assert said == {"reliability": pytest.approx(1.0), "reliability_kind": "spearman, final order"}
+    said = _total_reliability([(f"i{k}", float(k)) for k in range(20)], truth)  # every item scored: Pearson
+    assert said == {"reliability": pytest.approx(1.0), "reliability_kind": "pearson"}
+    # the candidates in the right order but the rest reversed: the order says so, the candidates alone would not
+    mixed = best_first[:5] + best_first[5:][::-1]
+    assert _total_reliability(mixed, truth)["reliability"] < 0.5
