@@ -193,6 +193,7 @@ def export(args: argparse.Namespace) -> int:
         last = json.loads(row.spec_json)["stages"][0]
         scores = compute_scores(store, args.name, last["name"], last["kind"])
         text = scores_csv(scores, EXPORT_COLUMNS) if args.format == "csv" else scores_jsonl(scores, EXPORT_COLUMNS)
+    items = max(text.count("\n") - (args.format == "csv"), 0)
     if args.out:
         from campaign.outfile import OutputError, write_out
 
@@ -201,9 +202,11 @@ def export(args: argparse.Namespace) -> int:
         except OutputError as exc:
             print(f"campaign export: {exc}", file=sys.stderr)
             return 2
-        print(f"{max(text.count(chr(10)) - (args.format == 'csv'), 0)} items written to {args.out}", file=sys.stderr)
+        print(f"{items} items written to {args.out}", file=sys.stderr)
     else:
         sys.stdout.write(text)
+        if not items:  # said on standard error: a script reading the file gets the header as before
+            print(f"campaign export: {args.name} has no scored item yet", file=sys.stderr)
     return 0
 
 

@@ -235,6 +235,9 @@ def test_workers_of_a_campaign_nobody_has_answered_says_so(tmp_path):
     assert out.returncode == 0 and out.stdout == "no worker has answered c yet\n", out.stdout
     out = cli_output("workers", "c", "--json", "--state", str(tmp_path / "state"))
     assert json.loads(out.stdout) == []
+    out = cli_output("export", "c", "--state", str(tmp_path / "state"))  # the header for scripts, a word for people
+    assert out.returncode == 0 and out.stdout.startswith("rank,item,score") and out.stdout.count("\n") == 1
+    assert out.stderr == "campaign export: c has no scored item yet\n"
 
 @pytest.mark.slow
 def test_read_only_commands_with_a_db_url_create_nothing(tmp_path):
