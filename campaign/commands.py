@@ -167,6 +167,10 @@ def register(sub: argparse._SubParsersAction) -> None:
     _name(ev)
     ev.add_argument("--json", action="store_true", help="print the events as JSON")
     ev.add_argument("--limit", type=argtypes.positive, default=50, help="show the last N events")
+    ev.add_argument("--level", choices=("info", "warning", "error"), default="info",
+                    help="only events of this level or worse (warning: warnings and errors)")
+    ev.add_argument("--kind", action="append", default=[], metavar="KIND",
+                    help="only events of this kind, e.g. worker_excluded (repeatable)")
     _common(ev)
     ev.set_defaults(func=cmd_ops)
 

@@ -266,8 +266,14 @@ def events(args: argparse.Namespace) -> int:
     store = open_existing(args)
     if store is None or missing(store, args.name):
         return 2
+    levels = {"info": ("info", "warning", "error"), "warning": ("warning", "error"), "error": ("error",)}[args.level]
+    query = select(EventRow).where(EventRow.campaign == args.name)
+    if args.level != "info":  # the last N of those asked for, not the last N events filtered afterwards
+        query = query.where(col(EventRow.level).in_(levels))
+    if args.kind:
+        query = query.where(col(EventRow.kind).in_(args.kind))
     with store.session() as s:
-        rows = s.exec(select(EventRow).where(EventRow.campaign == args.name).order_by(col(EventRow.id).desc()).limit(args.limit)).all()
+        rows = s.exec(query.order_by(col(EventRow.id).desc()).limit(args.limit)).all()
     rows = list(reversed(rows))
     if args.json:
         print(dumps([{"ts": e.ts, "level": e.level, "kind": e.kind, "subject": e.subject, "message": e.message,

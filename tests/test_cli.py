@@ -266,3 +266,24 @@ def test_run_refuses_a_state_folder_it_cannot_make_before_printing_the_estimate(
     assert out.returncode == 2 and out.stdout == ""
     assert out.stderr.strip() == f"campaign run: --state {tmp_path / 'a-file' / 'state'}: {tmp_path / 'a-file'} is a file, not a folder"
     assert (tmp_path / "a-file").read_text(encoding="utf-8") == "x"
+
+
+
+def test_events_filter_by_level_and_kind_before_the_limit(tmp_path):
+    store = Store.open(tmp_path / "state")
+    with store.session() as s:
+        s.add(CampaignRow(name="c", fingerprint="f", spec_json='{"stages": [{"name": "likert", "kind": "likert"}]}'))
+    store.event("c", "alert", "an old warning", level="warning")
+    for k in range(30):
+        store.event("c", "posted", f"routine {k}")
+    store.event("c", "worker_excluded", "W1 excluded")
+    store.event("c", "step_error", "a failure", level="error")
+    store.close()
+    state = str(tmp_path / "state")
+    out = cli_output("events", "c", "--level", "warning", "--limit", "5", "--state", state)
+    lines = out.stdout.splitlines()  # the last 5 of those asked for: the old warning is not crowded out
+    assert out.returncode == 0 and len(lines) == 2 and "an old warning" in lines[0] and "a failure" in lines[1]
+    out = cli_output("events", "c", "--level", "error", "--json", "--state", state)
+    assert [e["message"] for e in json.loads(out.stdout)] == ["a failure"]
+    out = cli_output("events", "c", "--kind", "worker_excluded", "--kind", "alert", "--state", state)
+    assert [line.split()[3] for line in out.stdout.splitlines()] == ["alert", "worker_excluded"]
