@@ -113,13 +113,21 @@ class TreeMemory:
         self._thread.join()
 
 
+def prepare(folder: Path, n: int, seed: int) -> Path:
+    """The generated inputs and spec in `folder`; the spec's path. The spec names its inputs by their
+    absolute paths (a relative `--keep sc` wrote `sc/props.tsv`, read as sc/sc/props.tsv)."""
+    folder = folder.resolve()
+    folder.mkdir(parents=True, exist_ok=True)
+    props, truth = write_inputs(folder, n, seed)
+    spec = folder / "scale.yaml"
+    spec.write_text(spec_text(props, truth, n), encoding="utf-8")
+    return spec
+
+
 def run_scale(n: int, seed: int = 0, keep: Path | None = None, timeout: float = 3600.0) -> dict[str, Any]:
     with tempfile.TemporaryDirectory(prefix="campaign-scale-") as tmp:
-        folder = keep or Path(tmp)
-        folder.mkdir(parents=True, exist_ok=True)
-        props, truth = write_inputs(folder, n, seed)
-        spec = folder / "scale.yaml"
-        spec.write_text(spec_text(props, truth, n), encoding="utf-8")
+        folder = (keep or Path(tmp)).resolve()  # the spec names its inputs by this path: relative, they doubled
+        spec = prepare(folder, n, seed)
         state = folder / "state"
         cmd = [sys.executable, "-m", "campaign", "run", "--config", str(spec), "--state", str(state),
                "--seed", str(seed), "--quiet"]

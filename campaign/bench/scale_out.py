@@ -356,7 +356,7 @@ def run_scale_out(n: int, daemons: int, db: str, seed: int = 0, keep: Path | Non
     sizes = partition(n, campaigns)
     names = campaign_names(sizes)
     with tempfile.TemporaryDirectory(prefix="campaign-scale-out-") as tmp, _database(db) as (url, server):
-        folder = keep or Path(tmp)
+        folder = (keep or Path(tmp)).resolve()  # the spec names its inputs by this path: relative, they doubled
         folder.mkdir(parents=True, exist_ok=True)
         entries = []
         for k, (name, size) in enumerate(zip(names, sizes, strict=True)):

@@ -9,10 +9,11 @@ import signal
 import subprocess
 import sys
 import time
+from pathlib import Path
 
 import pytest
 
-from campaign.bench.scale import TreeMemory, main, run_scale
+from campaign.bench.scale import TreeMemory, main, prepare, run_scale
 
 KEYS = {"propositions", "hits", "assignments", "seconds", "peak_rss_mib", "requests", "store_mib", "market_mib",
         "tick_ms", "auto_approved_before_review", "unfilled_slots", "step_ms"}
@@ -34,6 +35,17 @@ def test_a_small_scale_run_reports_every_figure(tmp_path):
     # every pass runs its steps one after another: the steps' time is within the passes' time
     assert sum(f["total_s"] for f in steps.values()) <= sum(sum(v) for v in stats["tick_ms"].values()) / 1000 + 0.05
     assert list(steps) == sorted(steps, key=lambda s: (-steps[s]["total_s"], s))
+
+
+def test_a_relative_keep_folder_gives_a_spec_that_finds_its_inputs(tmp_path, monkeypatch):
+    """Before: `--keep sc` wrote `propositions: sc/props.tsv` into sc/scale.yaml, which reads it relative to
+    its own folder (sc/sc/props.tsv), and the run refused the spec."""
+    from campaign.spec import load_spec
+
+    monkeypatch.chdir(tmp_path)
+    spec = prepare(Path("sc"), 20, 0)
+    c = load_spec(spec).campaigns[0]
+    assert Path(c.input_path).is_file() and Path(str(c.crowd.truth)).is_file()
 
 
 def test_json_flag_prints_the_contract(capsys, monkeypatch):
