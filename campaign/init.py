@@ -131,6 +131,9 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 def cmd_init(args: argparse.Namespace) -> int:
     folder = Path(args.dir)
+    if folder.exists() and not folder.is_dir():
+        print(f"campaign init: {folder} is a file, not a folder; nothing was written (choose another DIR)", file=sys.stderr)
+        return 2
     try:
         written = write_starter(folder)
     except FileExistsError as exc:

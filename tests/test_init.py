@@ -51,6 +51,15 @@ def test_init_never_overwrites(tmp_path, capsys):
     assert sorted(p.name for p in tmp_path.iterdir()) == ["truth.tsv"]  # nothing else written either
 
 
+def test_init_into_a_file_says_it_is_a_file(tmp_path, capsys):
+    """Before: 'not overwriting [Errno 17] File exists: ...', the error's own text in the middle of ours."""
+    (tmp_path / "notes").write_text("mine\n", encoding="utf-8")
+    assert cli("init", str(tmp_path / "notes")) == 2
+    assert capsys.readouterr().err.strip() == (f"campaign init: {tmp_path / 'notes'} is a file, not a folder; nothing was "
+                                               "written (choose another DIR)")
+    assert (tmp_path / "notes").read_text(encoding="utf-8") == "mine\n"
+
+
 @pytest.mark.slow
 def test_the_starter_campaign_runs_to_the_end(tmp_path):
     run_campaign("init", "starter", cwd=tmp_path, check=True)
