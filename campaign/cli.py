@@ -19,7 +19,8 @@ __all__ = ["BENCHES", "MARKET_COMMANDS", "main"]
 WRITE_FAILURES = frozenset({errno.ENOSPC, errno.EDQUOT, errno.EFBIG, errno.EIO, errno.EROFS})
 #: A path the user gave that cannot be made or opened (`--state` under a file, in a folder that does not
 #: exist or that is not theirs): one line naming it, exit 2 as for any bad argument
-PATH_FAILURES = frozenset({errno.ENOENT, errno.ENOTDIR, errno.EISDIR, errno.EACCES, errno.EPERM, errno.ENAMETOOLONG})
+PATH_FAILURES = frozenset({errno.ENOENT, errno.ENOTDIR, errno.EISDIR, errno.EACCES, errno.EPERM, errno.ENAMETOOLONG,
+                           errno.EEXIST})
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -39,7 +40,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 0
     except OSError as exc:
         if exc.errno in PATH_FAILURES and exc.filename:
-            print(f"campaign: {exc.filename}: {exc.strerror or exc}", file=sys.stderr)
+            why = exc.strerror or str(exc)
+            if exc.errno == errno.EEXIST and os.path.isfile(exc.filename):  # a folder wanted where a file is
+                why = "a file is there, not a folder"
+            print(f"campaign: {exc.filename}: {why}", file=sys.stderr)
             return 2
         if exc.errno not in WRITE_FAILURES:
             raise

@@ -13,6 +13,7 @@ naming it, so the operator learns that it was readable until now.
 
 from __future__ import annotations
 
+import errno
 import logging
 import os
 import stat
@@ -48,8 +49,12 @@ def _tighten(path: Path, mode: int) -> None:
 
 
 def private_dir(path: str | os.PathLike[str]) -> Path:
-    """The folder, created 0700 with any missing parents (each also 0700), or tightened to 0700."""
+    """The folder, created 0700 with any missing parents (each also 0700), or tightened to 0700. A file
+    where the folder should be is refused (NotADirectoryError), never chmodded: `market serve --state F`
+    on a file F once made the user's file mode 700."""
     p = Path(path)
+    if p.exists() and not p.is_dir():
+        raise NotADirectoryError(errno.ENOTDIR, os.strerror(errno.ENOTDIR), str(p))
     missing: list[Path] = []
     q = p
     while not q.exists() and q != q.parent:

@@ -254,10 +254,15 @@ def test_a_folder_that_cannot_be_made_is_one_line_naming_it(tmp_path, args):
     """Before: a --state or --out under a file (or in a folder that does not exist, or is not the user's)
     ended in a FileNotFoundError or NotADirectoryError traceback."""
     (tmp_path / "a-file").write_text("x", encoding="utf-8")
+    (tmp_path / "a-file").chmod(0o644)
     bad = tmp_path / "a-file" / "state"
     out = cli_output(*args, str(bad))
     assert out.returncode == 2
     assert out.stderr.strip() == f"campaign: {bad}: Not a directory", out.stderr
+    out = cli_output(*args, str(tmp_path / "a-file"))  # the file itself: refused, and left as it was
+    assert out.returncode == 2 and out.stderr.strip() in (f"campaign: {tmp_path / 'a-file'}: Not a directory",
+                                                          f"campaign: {tmp_path / 'a-file'}: a file is there, not a folder"), out.stderr
+    assert (tmp_path / "a-file").read_text(encoding="utf-8") == "x" and (tmp_path / "a-file").stat().st_mode & 0o777 == 0o644
 
 
 def test_run_refuses_a_state_folder_it_cannot_make_before_printing_the_estimate(tmp_path):

@@ -97,3 +97,15 @@ def test_a_shared_sticky_folder_is_never_changed(tmp_path, caplog):
         private_dir(shared)
     assert _mode(shared) == 0o1777
     assert any("not ours to change" in r.getMessage() for r in caplog.records)
+
+
+def test_a_file_where_a_state_folder_should_be_is_refused_not_chmodded(tmp_path):
+    """Before: `campaign market serve --state F` on a regular file F made F mode 700 (executable) with a
+    warning that it 'was readable by other local users', then failed."""
+    f = tmp_path / "notes.txt"
+    f.write_text("mine\n", encoding="utf-8")
+    os.chmod(f, 0o644)
+    with pytest.raises(NotADirectoryError) as caught:
+        private_dir(f)
+    assert caught.value.filename == str(f)
+    assert stat.S_IMODE(f.stat().st_mode) == 0o644 and f.read_text(encoding="utf-8") == "mine\n"
