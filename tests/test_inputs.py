@@ -71,3 +71,31 @@ def test_truth_rows_must_match_the_header(tmp_path):
 def test_windows_line_ends_and_byte_order_mark(tmp_path):
     items = load_propositions(write_bytes(tmp_path, b"\xef\xbb\xbfid\ttext\r\na\tOne\r\nb\tTwo\r\n"))
     assert [(i.key, i.text) for i in items] == [("a", "One"), ("b", "Two")]
+
+
+def test_a_control_character_no_hit_page_can_carry_is_refused_with_its_line(tmp_path):
+    """Before: a proposition holding NUL passed `validate`, and its HIT was then refused by the marketplace
+    (XMLParseError) at every pass; the campaign finished without those items."""
+    from campaign.inputs import InputError, load_propositions
+
+    f = tmp_path / "p.tsv"
+    f.write_bytes(b"id\ttext\np1\tfine\np2\tbad \x00 text\n")
+    with pytest.raises(InputError) as caught:
+        load_propositions(f)
+    assert str(caught.value).startswith(f"{f}:3: holds the control character U+0000")
+    for bad in (b"\x01", b"\x1b", b"\x08", "\ufffe".encode()):
+        f.write_bytes(b"id\ttext\np1\tx" + bad + b"y\n")
+        with pytest.raises(InputError):
+            load_propositions(f)
+
+
+def test_page_breaks_from_pdfs_read_as_spaces(tmp_path):
+    from campaign.inputs import load_documents, load_propositions
+
+    f = tmp_path / "p.tsv"
+    f.write_bytes(b"id\ttext\np1\tone\x0cpage\x0bbreak\n")
+    assert [i.text for i in load_propositions(f)] == ["one page break"]
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    (docs / "d.txt").write_bytes(b"First sentence here.\x0cSecond sentence here.\n")
+    assert [i.text for i in load_documents(docs)] == ["First sentence here.", "Second sentence here."]
