@@ -49,7 +49,7 @@ def _read_lines(path: Path) -> list[str]:
         line = raw[:start].count(b"\n") + 1
         raise InputError(f"{path}:{line}: not UTF-8 text (byte 0x{raw[start]:02x}); save the file as UTF-8") from None
     text = text.translate(_PAGE_BREAKS)
-    bad = _NOT_IN_A_PAGE.search(text)
+    bad = NOT_IN_A_PAGE.search(text)
     if bad is not None:
         line = len(re.findall(r"\r\n|\r|\n", text[:bad.start()])) + 1
         raise InputError(f"{path}:{line}: holds the control character U+{ord(bad.group()):04X}, which no HIT page can "
@@ -65,7 +65,7 @@ def _read_lines(path: Path) -> list[str]:
 #: in XML 1.0, so a HIT page holding one is refused by the marketplace when it is posted: until
 #: 2026-11-30 such a proposition passed `validate` and its HIT then failed to post (XMLParseError).
 _PAGE_BREAKS = str.maketrans({"\f": " ", "\v": " "})
-_NOT_IN_A_PAGE = re.compile("[\x00-\x08\x0e-\x1f\ufffe\uffff]")
+NOT_IN_A_PAGE = re.compile("[\x00-\x08\x0e-\x1f\ufffe\uffff]")
 
 
 def _table(path: Path, columns: tuple[str, ...]) -> Iterator[tuple[int, dict[str, str]]]:

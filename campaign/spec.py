@@ -20,7 +20,7 @@ import math
 import os
 import re
 import urllib.parse
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import MISSING, asdict, dataclass, fields, replace
 from decimal import Decimal
 from pathlib import Path
@@ -29,7 +29,7 @@ from typing import Any, TypeVar
 import yaml
 
 from campaign import tasks
-from campaign.inputs import InputError, load_items, load_truth
+from campaign.inputs import NOT_IN_A_PAGE, InputError, load_items, load_truth
 from campaign.money import MoneyError, hit_cost, parse_amount
 from campaign.prolific.study import ProlificConfig, place_cost, reward_per_submission
 from campaign.stage import (
@@ -541,6 +541,8 @@ def _validate(data: Any, doc: _Doc, base_dir: Path) -> Spec:
     ck = _Checker(doc, base_dir)
     for at in doc.duplicates:
         ck.err(at, "duplicate key (given twice in the same mapping; only the last would count)")
+    for at, ch in _control_characters(data, ()):
+        ck.err(at, f"holds the control character U+{ord(ch):04X} (a YAML escape?), which no HIT page can carry")
     top = ck.mapping(data, (), {"campaigns"}, {"campaigns"})
     raw_campaigns = top.get("campaigns") or []
     if not isinstance(raw_campaigns, list) or not raw_campaigns:
@@ -560,6 +562,22 @@ def _validate(data: Any, doc: _Doc, base_dir: Path) -> Spec:
     if ck.problems:
         raise SpecError(ck.problems)
     return Spec(path=doc.path, campaigns=tuple(campaigns), warnings=tuple(ck.warnings))
+
+
+def _control_characters(value: Any, at: At) -> Iterator[tuple[At, str]]:
+    """(where, the character) for every string of the document holding one that XML 1.0, and so a HIT
+    page, cannot carry: a double-quoted YAML string may spell one (`"\\x00"`), and a trap text holding it
+    made its HITs fail to post."""
+    if isinstance(value, str):
+        bad = NOT_IN_A_PAGE.search(value)
+        if bad is not None:
+            yield at, bad.group()
+    elif isinstance(value, dict):
+        for k, v in value.items():
+            yield from _control_characters(v, at + (k,))
+    elif isinstance(value, list):
+        for i, v in enumerate(value):
+            yield from _control_characters(v, at + (i,))
 
 
 def _input(ck: _Checker, m: dict, at: At, base_dir: Path) -> tuple[str, str]:

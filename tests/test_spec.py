@@ -343,3 +343,14 @@ def test_one_worker_per_hit_is_warned_about(tmp_path):
     said = [w for w in load_spec(write(tmp_path, GOOD.replace("      kind: likert\n", "      kind: likert\n      assignments: 1\n"))).warnings
             if "crowd.truth" not in w]
     assert len(said) == 1 and "task.assignments: 1 worker per HIT: no answer can be checked" in said[0], said
+
+
+def test_a_yaml_escape_spelling_a_control_character_is_refused_where_it_stands(tmp_path):
+    """Before: `texts: ["This \\x00 sentence"]` passed validate, and every HIT carrying that trap was then
+    refused by the marketplace (XMLParseError)."""
+    spec = GOOD.replace("      kind: likert\n", '      kind: likert\n      traps: {share: 0.5, texts: ["A \\x00 trap"]}\n')
+    ps = problems(tmp_path, spec)
+    assert len(ps) == 1 and ps[0].endswith("task.traps.texts[0]: holds the control character U+0000 (a YAML escape?), "
+                                           "which no HIT page can carry"), ps
+    assert problems(tmp_path, GOOD.replace("A topic", '"A \\x1b[31m topic"'))[0].endswith(
+        "topic: holds the control character U+001B (a YAML escape?), which no HIT page can carry")
