@@ -136,6 +136,13 @@ def _template_file(ck: _Checker, v: Any, at: At) -> str | None:
     except (OSError, UnicodeDecodeError) as exc:
         ck.err(at, f"{name}: cannot read it as UTF-8 text: {exc}")
         return None
+    from campaign.inputs import NOT_IN_A_PAGE
+
+    bad = NOT_IN_A_PAGE.search(source)
+    if bad is not None:  # the page would be refused by the marketplace at every post
+        ck.err(at, f"{name}:{source.count(chr(10), 0, bad.start()) + 1}: holds the control character "
+                   f"U+{ord(bad.group()):04X}, which no HIT page can carry")
+        return None
     try:
         jinja2.Environment(autoescape=True).parse(source)
     except jinja2.TemplateSyntaxError as exc:

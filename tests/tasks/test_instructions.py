@@ -75,6 +75,7 @@ def test_a_stage_template_is_rendered_with_autoescape(tmp_path):
     (None, r"template: file not found: mine.html"),
     ("<p>\n{% for x in items %}\n</p>", r"mine.html:\d: Unexpected end of template"),
     ("<p>{{ no_such_value }}</p>", r"mine.html:1: 'no_such_value' is undefined"),
+    ("<p>\n{{ items }}\x00</p>", r"mine.html:2: holds the control character U\+0000, which no HIT page can carry"),
 ])
 def test_a_bad_stage_template_is_a_spec_error(tmp_path, body, message):
     if body is not None:
