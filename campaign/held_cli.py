@@ -71,8 +71,9 @@ def cmd_held(args: argparse.Namespace) -> int:
 
 def _inert(text: str | None) -> str:
     """Stored text as the terminal shows it: control characters (from answers, errors) escaped."""
-    text = "" if text is None else str(text)
-    return text.encode("unicode_escape").decode("ascii") if any(ord(ch) < 32 or ch == "\x7f" for ch in text) else text
+    from campaign.untrusted import inert
+
+    return inert(text)
 
 
 def _clean_message(text: str | None) -> str | None:

@@ -20,6 +20,7 @@ from sqlmodel import col, select
 from campaign.jsonout import dumps
 from campaign.state import DONE, CampaignStatus, Keys, WorkerStanding
 from campaign.store import CampaignRow, EventRow, Store, WorkerRow, move_status
+from campaign.untrusted import inert
 
 
 def open_existing(args: argparse.Namespace) -> Store | None:
@@ -281,6 +282,6 @@ def events(args: argparse.Namespace) -> int:
         return 0
     for e in rows:
         # worker-controlled text can carry terminal escapes: print it inert
-        msg = e.message.encode("unicode_escape").decode("ascii") if any(ord(ch) < 32 for ch in e.message) else e.message
+        msg = inert(e.message)
         print(f"{time.strftime('%Y-%m-%d %H:%M:%S', time.gmtime(e.ts))} {e.level:7} {e.kind:16} {msg}")
     return 0

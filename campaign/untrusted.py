@@ -49,6 +49,17 @@ def _describe(ch: str) -> str:
     return f"a control character (U+{code:04X})"
 
 
+_TERMINAL_CONTROL = re.compile("[\x00-\x1f\x7f-\x9f]")
+
+
+def inert(text: str | None) -> str:
+    """Stored or read text as a terminal may show it: each control character (C0, DEL, C1: an escape
+    sequence from an answer, a label or an error could move the cursor or recolour the screen) written
+    as its escape (`\\x1b`), everything else as it is."""
+    text = "" if text is None else str(text)
+    return _TERMINAL_CONTROL.sub(lambda m: m.group().encode("unicode_escape").decode("ascii"), text)
+
+
 def text_problem(text: str) -> str | None:
     """What makes `text` unfit for a form field (None: nothing): the first forbidden character."""
     m = _FORBIDDEN.search(text)

@@ -20,6 +20,7 @@ from campaign import argtypes
 from campaign.aggregate.labels import LabelsError, read_labels
 from campaign.jsonout import dumps
 from campaign.progress_bar import bar_on_terminal
+from campaign.untrusted import inert
 
 METHODS = ("auto", "majority", "mace", "ds")  # = campaign.aggregate.auto.METHODS, without importing NumPy for every command
 
@@ -62,13 +63,14 @@ def run(args: argparse.Namespace) -> int:
     why = f" ({evidence['reason']})" if evidence.get("reason") else ""
     print(f"method: {method}{why}")
     print(f"{len(items)} items, {len(workers)} workers, {len(triples)} labels")
+    # the file's own text (items, labels, worker ids, maybe a worker's words) reaches the terminal inert
     print("\nitem\tlabel")
     for k, v in out["items"].items():
-        print(f"{k}\t{v}")
+        print(f"{inert(k)}\t{inert(v)}")
     print("\nworker\tcompetence\tlabels")
     for w, d in sorted(workers.items(), key=lambda kv: (-(kv[1]["competence"] or 0.0), kv[0])):
         c = d["competence"]
-        print(f"{w}\t{'-' if c is None else f'{c:.4f}'}\t{d['labels']}")
+        print(f"{inert(w)}\t{'-' if c is None else f'{c:.4f}'}\t{d['labels']}")
     return 0
 
 

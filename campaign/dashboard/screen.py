@@ -25,6 +25,7 @@ from campaign.readmodel.definitions import cancel_waiting, excluded_share, exclu
 from campaign.readmodel.series import fraction, human_seconds, sparkline
 from campaign.readmodel.snapshot import CampaignView, Snapshot, StageView
 from campaign.state import ACTIVE, DONE, CampaignStatus, WorkerStanding
+from campaign.untrusted import inert
 
 WIDE = 140
 LEVEL_STYLE = {"info": "", "warning": "bold yellow", "error": "bold red"}
@@ -243,7 +244,7 @@ def _event(t: Text, e: dict[str, Any], pin: bool) -> None:
     t.append(f"{e['level'][:4]:4} ", style=style)
     t.append(f"{e['kind']}: ", style="bold")
     msg = e["message"]
-    t.append(msg.encode("unicode_escape").decode("ascii") if any(ord(ch) < 32 for ch in msg) else msg)
+    t.append(inert(msg))
     t.append("\n")
 
 

@@ -86,3 +86,16 @@ def test_progress_is_drawn_on_a_terminal(tmp_path):
     drawn = capture_in_pty(["aggregate", str(f)], seconds=120, cols=80)
     assert "aggregating" in drawn and "held-back fold 1/5" in drawn, drawn[-2000:]
     assert drawn.rstrip().splitlines()[-1].startswith("W")  # the worker table ends it
+
+
+def test_text_from_the_file_reaches_the_terminal_inert(tmp_path, capsys):
+    """A label or worker id holding an escape sequence (the file may carry workers' own words) was printed
+    raw: `\\x1b[31m` recoloured the operator's terminal."""
+    from campaign.untrusted import inert
+
+    f = tmp_path / "labels.tsv"
+    f.write_text("item\tworker\tlabel\ni1\tw1\t\x1b[31mred\ni1\tw\x9b2\tcafé\n", encoding="utf-8")
+    assert cli("aggregate", str(f)) == 0
+    out = capsys.readouterr().out
+    assert "\x1b" not in out and "\x9b" not in out and "\\x1b[31mred" in out and "w\\x9b2" in out
+    assert inert("café\tx\x7f") == "café\\tx\\x7f"  # other text kept as it is, controls escaped one by one
