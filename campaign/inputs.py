@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from campaign.sentences import split_sentences
+from campaign.untrusted import NOT_IN_A_PAGE
 
 
 class InputError(Exception):
@@ -61,11 +62,8 @@ def _read_lines(path: Path) -> list[str]:
 
 
 #: Form feeds and vertical tabs (page and line breaks in text taken from PDFs and word processors) read
-#: as spaces. Every other control character but tab and the line ends, and U+FFFE/U+FFFF, cannot stand
-#: in XML 1.0, so a HIT page holding one is refused by the marketplace when it is posted: until
-#: 2026-11-30 such a proposition passed `validate` and its HIT then failed to post (XMLParseError).
+#: as spaces; any other character a HIT page cannot carry (`untrusted.NOT_IN_A_PAGE`) is refused.
 _PAGE_BREAKS = str.maketrans({"\f": " ", "\v": " "})
-NOT_IN_A_PAGE = re.compile("[\x00-\x08\x0e-\x1f\ufffe\uffff]")
 
 
 def _table(path: Path, columns: tuple[str, ...]) -> Iterator[tuple[int, dict[str, str]]]:

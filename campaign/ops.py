@@ -20,7 +20,7 @@ from sqlmodel import col, select
 from campaign.jsonout import dumps
 from campaign.state import DONE, CampaignStatus, Keys, WorkerStanding
 from campaign.store import CampaignRow, EventRow, Store, WorkerRow, move_status
-from campaign.untrusted import inert
+from campaign.untrusted import for_rich, inert
 
 
 def open_existing(args: argparse.Namespace) -> Store | None:
@@ -230,7 +230,6 @@ def workers(args: argparse.Namespace) -> int:
         print(f"no worker has answered {args.name} yet")
         return 0
     from rich.console import Console
-    from rich.markup import escape
     from rich.table import Table
 
     # short columns so the table fits 80 columns; the reasons, which are sentences, follow it as wrapped lines
@@ -246,10 +245,10 @@ def workers(args: argparse.Namespace) -> int:
         r = e.get(figure_key)
         decision = " + ".join(w for w, flag in ((WorkerStanding.EXCLUDED, d["excluded"]), (WorkerStanding.BLOCKED, d["blocked"]),
                                                  (f"{d['held']} held", d["held"])) if flag)
-        t.add_row(escape(d["worker"]), str(d["assignments"]), str(e.get("labels", "")), "" if r is None else f"{r:.2f}",
+        t.add_row(for_rich(d["worker"]), str(d["assignments"]), str(e.get("labels", "")), "" if r is None else f"{r:.2f}",
                   str(e.get("shared_items", "")), f"{e.get('traps_passed', 0)}/{e.get('traps_seen', 0)}" if e else "", decision)
         if d["reason"]:
-            reasons.append(f"[bold]{escape(d['worker'])}[/bold] ({decision or 'kept'}): {escape(str(d['reason']))}")
+            reasons.append(f"[bold]{for_rich(d['worker'])}[/bold] ({decision or 'kept'}): {for_rich(str(d['reason']))}")
     console = Console()
     console.print(t)
     if figure_note and data:
@@ -259,7 +258,7 @@ def workers(args: argparse.Namespace) -> int:
         for line in reasons:
             console.print(line)
     if held:
-        console.print(f"{sum(held.values())} row(s) held for the operator: `campaign held {escape(args.name)}`")
+        console.print(f"{sum(held.values())} row(s) held for the operator: `campaign held {for_rich(args.name)}`")
     return 0
 
 

@@ -29,7 +29,7 @@ from typing import Any, TypeVar
 import yaml
 
 from campaign import tasks
-from campaign.inputs import NOT_IN_A_PAGE, InputError, load_items, load_truth
+from campaign.inputs import InputError, load_items, load_truth
 from campaign.money import MoneyError, hit_cost, parse_amount
 from campaign.prolific.study import ProlificConfig, place_cost, reward_per_submission
 from campaign.stage import (
@@ -50,6 +50,7 @@ from campaign.stage import (
     opt,
 )
 from campaign.tasks.base import ShownItem, TemplateError
+from campaign.untrusted import NOT_IN_A_PAGE
 
 MARKETPLACES = ("local", "mturk-sandbox", "mturk", "prolific", "prolific-local")
 PROLIFIC_MARKETPLACES = ("prolific", "prolific-local")

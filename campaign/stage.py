@@ -136,7 +136,7 @@ def _template_file(ck: _Checker, v: Any, at: At) -> str | None:
     except (OSError, UnicodeDecodeError) as exc:
         ck.err(at, f"{name}: cannot read it as UTF-8 text: {exc}")
         return None
-    from campaign.inputs import NOT_IN_A_PAGE
+    from campaign.untrusted import NOT_IN_A_PAGE
 
     bad = NOT_IN_A_PAGE.search(source)
     if bad is not None:  # the page would be refused by the marketplace at every post

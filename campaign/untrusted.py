@@ -49,15 +49,30 @@ def _describe(ch: str) -> str:
     return f"a control character (U+{code:04X})"
 
 
+#: What XML 1.0, and so a HIT page, cannot carry: every control character but tab and the line ends, and
+#: U+FFFE/U+FFFF. The marketplace refuses a HIT whose page holds one (XMLParseError), so inputs, spec
+#: strings and templates holding one are refused at `validate`: until 2026-11-30 such a proposition
+#: passed, and its HIT then failed to post at every pass.
+NOT_IN_A_PAGE = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ufffe\uffff]")
 _TERMINAL_CONTROL = re.compile("[\x00-\x1f\x7f-\x9f]")
 
 
-def inert(text: str | None) -> str:
+def inert(text: str | None, keep: str = "") -> str:
     """Stored or read text as a terminal may show it: each control character (C0, DEL, C1: an escape
     sequence from an answer, a label or an error could move the cursor or recolour the screen) written
-    as its escape (`\\x1b`), everything else as it is."""
+    as its escape (`\\x1b`), but those in `keep` (a table cell keeps its line breaks), everything else
+    as it is."""
     text = "" if text is None else str(text)
-    return _TERMINAL_CONTROL.sub(lambda m: m.group().encode("unicode_escape").decode("ascii"), text)
+    return _TERMINAL_CONTROL.sub(lambda m: m.group() if m.group() in keep else m.group().encode("unicode_escape").decode("ascii"),
+                                 text)
+
+
+def for_rich(text: object) -> str:
+    """Stored text (worker ids, reasons, event messages: some quote what people sent) for a Rich table or
+    console line: control characters escaped (`inert`) and Rich's markup made literal."""
+    from rich.markup import escape
+
+    return escape(inert(str(text), keep="\n"))
 
 
 def text_problem(text: str) -> str | None:

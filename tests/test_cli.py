@@ -292,3 +292,23 @@ def test_events_filter_by_level_and_kind_before_the_limit(tmp_path):
     assert [e["message"] for e in json.loads(out.stdout)] == ["a failure"]
     out = cli_output("events", "c", "--kind", "worker_excluded", "--kind", "alert", "--state", state)
     assert [line.split()[3] for line in out.stdout.splitlines()] == ["alert", "worker_excluded"]
+
+
+def test_status_and_workers_show_stored_text_inert(tmp_path):
+    """Event messages and reasons can quote what people sent: `campaign status` printed an escape sequence
+    from one raw (`\\x1b[2J` cleared the operator's screen). Line breaks in a table cell stay."""
+    from campaign.untrusted import for_rich, inert
+
+    store = Store.open(tmp_path / "state")
+    with store.session() as s:
+        s.add(CampaignRow(name="c", fingerprint="f", budget="5.00", spec_json='{"stages": [{"name": "likert", "kind": "likert"}]}'))
+        s.add(WorkerRow(campaign="c", worker_id="AW1", assignments=1, excluded=True, reason="said \x1b[31mred\x1b[0m",
+                        evidence=json.dumps({"correlation": 0.1, "labels": 5, "shared_items": 5, "traps_passed": 0, "traps_seen": 0})))
+    store.event("c", "collect_error", "answer from AW1: \x1b[2J\x1b[31mEVIL\x9b31m")
+    store.close()
+    for args in (("status",), ("workers", "c")):
+        out = cli_output(*args, "--state", str(tmp_path / "state"), COLUMNS="200")
+        assert out.returncode == 0, out.stderr
+        assert "\x1b" not in out.stdout and "\x9b" not in out.stdout, args
+    assert "\\x1b[2J" in cli_output("status", "--state", str(tmp_path / "state"), COLUMNS="200").stdout
+    assert for_rich("a\nb [bold]x[/bold]") == "a\nb \\[bold]x\\[/bold]" and inert("a\nb") == "a\\nb"

@@ -15,7 +15,6 @@ from typing import Any
 
 from rich.console import Group, RenderableType
 from rich.layout import Layout
-from rich.markup import escape
 from rich.panel import Panel
 from rich.table import Table
 from rich.text import Text
@@ -25,7 +24,7 @@ from campaign.readmodel.definitions import cancel_waiting, excluded_share, exclu
 from campaign.readmodel.series import fraction, human_seconds, sparkline
 from campaign.readmodel.snapshot import CampaignView, Snapshot, StageView
 from campaign.state import ACTIVE, DONE, CampaignStatus, WorkerStanding
-from campaign.untrusted import inert
+from campaign.untrusted import for_rich, inert
 
 WIDE = 140
 LEVEL_STYLE = {"info": "", "warning": "bold yellow", "error": "bold red"}
@@ -289,9 +288,9 @@ def workers_table(c: CampaignView, ui: UIState, rows: int) -> Table:
         e = w.get("evidence") or {}
         r = e.get(key)
         standing = WorkerStanding.BLOCKED if w["blocked"] else (WorkerStanding.EXCLUDED if w["excluded"] else WorkerStanding.OK)
-        t.add_row(escape(w["worker"]), str(w["assignments"]), "" if r is None else f"{r:.2f}",
+        t.add_row(for_rich(w["worker"]), str(w["assignments"]), "" if r is None else f"{r:.2f}",
                   f"{e.get('traps_passed', 0)}/{e.get('traps_seen', 0)}" if e else "",
-                  Text(standing, style="red" if standing != "ok" else "green"), escape(str(w.get("reason") or "")))
+                  Text(standing, style="red" if standing != "ok" else "green"), for_rich(str(w.get("reason") or "")))
     return t
 
 

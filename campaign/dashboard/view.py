@@ -7,7 +7,6 @@ from __future__ import annotations
 import time
 
 from rich.console import Console, Group
-from rich.markup import escape
 from rich.table import Table
 from rich.text import Text
 
@@ -15,6 +14,7 @@ from campaign.money import shown
 from campaign.pay import work_time_text
 from campaign.readmodel.figures import collect_figures
 from campaign.store import Store
+from campaign.untrusted import for_rich
 
 WIDE = 150
 
@@ -31,8 +31,8 @@ def build(figures: dict, width: int = WIDE) -> Group:
         for c in figures["campaigns"]:
             h, a, m, p = c["hits"], c["assignments"], c["money"], c["progress"]
             bar = "#" * int(p["fraction"] * 20)
-            overview.add_row(escape(c["name"]), c["status"] + (f": {c['waiting_for']}" if c.get("waiting_for") else ""), f"{h['posted']}/{h['assignable']}/{h['completed']}",
-                             f"{a['submitted']}/{a['approved']}/{a['rejected']}", escape(f"[{bar:<20}] {p['fraction']:.0%}"),
+            overview.add_row(for_rich(c["name"]), c["status"] + (f": {c['waiting_for']}" if c.get("waiting_for") else ""), f"{h['posted']}/{h['assignable']}/{h['completed']}",
+                             f"{a['submitted']}/{a['approved']}/{a['rejected']}", for_rich(f"[{bar:<20}] {p['fraction']:.0%}"),
                              *(shown(m[k], c["currency"]) for k in ("spent", "reserved", "fees", "budget", "projected")))
         parts.append(overview)
     else:
@@ -54,7 +54,7 @@ def build(figures: dict, width: int = WIDE) -> Group:
             parts.append(t)
     for c in figures["campaigns"]:
         q = c["quality"]
-        qt = Table(title=f"{escape(c['name'])}: quality and events", expand=True)
+        qt = Table(title=f"{for_rich(c['name'])}: quality and events", expand=True)
         qt.add_column("what", overflow="fold")
         qt.add_column("value", overflow="fold")
         qt.add_row("agreement r (worker vs rest, label-weighted)", "-" if q["agreement"] is None else f"{q['agreement']:.2f}")
@@ -64,20 +64,20 @@ def build(figures: dict, width: int = WIDE) -> Group:
         qt.add_row("workers (active / excluded / blocked)", f"{q['workers']} / {q['workers_excluded']} / {q['workers_blocked']}")
         qt.add_row("labels excluded", q["labels_excluded_text"])
         for w in q["worst_workers"]:
-            qt.add_row(f"worker {escape(w['worker'])}", escape(str(w["reason"])))
+            qt.add_row(f"worker {for_rich(w['worker'])}", for_rich(str(w["reason"])))
         if c.get("pilot"):
-            qt.add_row("Prolific pilot", escape(c["pilot"]))
+            qt.add_row("Prolific pilot", for_rich(c["pilot"]))
         held = c.get("held") or {}
         if held.get("open"):
             waiting = f", {held['waiting']} decided, waiting for the daemon" if held.get("waiting") else ""
-            qt.add_row("held for the operator", f"{held['open']}{waiting} (`campaign held {escape(c['name'])}`)")
+            qt.add_row("held for the operator", f"{held['open']}{waiting} (`campaign held {for_rich(c['name'])}`)")
             for r in held.get("rows", [])[:5]:
-                qt.add_row(f"held {escape(r['kind'])} {escape(r['row'])}", escape(f"{r['step']}: {r['reason']}"))
+                qt.add_row(f"held {for_rich(r['kind'])} {for_rich(r['row'])}", for_rich(f"{r['step']}: {r['reason']}"))
         costs = c.get("reconciliation") or []
         for r in costs:
             if r.get("booked") != r.get("charged"):
                 qt.add_row(Text(f"money NOT reconciled: study {r['key']} (Prolific {r['study']})", style="bold red"),
-                           escape(f"the ledger booked {shown(r['booked'], c['currency'])}, the service charged "
+                           for_rich(f"the ledger booked {shown(r['booked'], c['currency'])}, the service charged "
                                   f"{shown(r['charged'], c['currency'])}"))
         if costs and all(r.get("booked") == r.get("charged") for r in costs):
             qt.add_row("studies reconciled with the service's charges", f"{len(costs)} of {len(costs)}, to the penny")
@@ -85,11 +85,11 @@ def build(figures: dict, width: int = WIDE) -> Group:
             if st.get("median_work_seconds") is not None:
                 pay = "no hourly figure (no time between accept and submit)" if st.get("hourly_pay") is None \
                     else f"{shown(st['hourly_pay'], c['currency'])} an hour"
-                qt.add_row(f"stage {escape(st['name'])}: median work time, pay",
+                qt.add_row(f"stage {for_rich(st['name'])}: median work time, pay",
                            f"{work_time_text(st['median_work_seconds'])}, {pay}")
         # whole messages, wrapped by the table (overflow="fold"): a cut sentence reads as a different one
         for e in c["events"][:5]:
-            qt.add_row(f"{time.strftime('%H:%M:%S', time.localtime(e['ts']))} {e['level']}", escape(e["message"]))
+            qt.add_row(f"{time.strftime('%H:%M:%S', time.localtime(e['ts']))} {e['level']}", for_rich(e["message"]))
         parts.append(qt)
     return Group(*parts)
 
