@@ -176,28 +176,25 @@ def _final_rows(path: Path) -> list[tuple[str, float | None]]:
     return [(str(r["item"]), None if r.get("score") is None else float(r["score"])) for r in rows]
 
 
-def spearman(scores: dict[str, float], truth: dict[str, float]) -> float | None:
+def _correlation(scores: dict[str, float], truth: dict[str, float], rank: bool) -> float | None:
+    """Pearson (or, with `rank`, Spearman) over the items both name; None with fewer than 3 or a constant side."""
     keys = sorted(k for k in scores if k in truth)
     if len(keys) < 3:
         return None
-    from scipy.stats import spearmanr
+    from scipy.stats import pearsonr, spearmanr
 
     x, y = [scores[k] for k in keys], [truth[k] for k in keys]
     if len(set(x)) < 2 or len(set(y)) < 2:
         return None
-    return float(spearmanr(x, y)[0])
+    return float((spearmanr if rank else pearsonr)(x, y)[0])
+
+
+def spearman(scores: dict[str, float], truth: dict[str, float]) -> float | None:
+    return _correlation(scores, truth, rank=True)
 
 
 def pearson(scores: dict[str, float], truth: dict[str, float]) -> float | None:
-    keys = sorted(k for k in scores if k in truth)
-    if len(keys) < 3:
-        return None
-    from scipy.stats import pearsonr
-
-    x, y = [scores[k] for k in keys], [truth[k] for k in keys]
-    if len(set(x)) < 2 or len(set(y)) < 2:
-        return None
-    return float(pearsonr(x, y)[0])
+    return _correlation(scores, truth, rank=False)
 
 
 def top_k_overlap(scores: dict[str, float], truth: dict[str, float], k: int = TOP_K) -> float | None:
