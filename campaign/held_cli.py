@@ -17,6 +17,7 @@ from typing import Any
 
 from campaign.jsonout import dumps
 from campaign.state import CampaignStatus, Decision, HeldKind, HeldStatus
+from campaign.untrusted import inert
 
 MAX_MESSAGE = 1024  # MTurk's RequesterFeedback limit: the message goes to the worker with the decision
 
@@ -62,18 +63,11 @@ def cmd_held(args: argparse.Namespace) -> int:
     # one line per row, the row's name whole (it is what `campaign decide` takes), the reason under it
     for r in rows:
         status = r["status"] if r["decision"] is None or r["status"] != HeldStatus.HELD else f"{r['decision']} (waiting for the daemon)"
-        print(f"{_inert(r['campaign'])}  {_inert(r['row'])}  {r['kind']} held by {r['step']}  {status}")
-        print(f"    {_inert(r['reason'])}" + (f" -> {_inert(r['outcome'])}" if r["outcome"] else ""))
+        print(f"{inert(r['campaign'])}  {inert(r['row'])}  {r['kind']} held by {r['step']}  {status}")
+        print(f"    {inert(r['reason'])}" + (f" -> {inert(r['outcome'])}" if r["outcome"] else ""))
     print("settle one with `campaign decide NAME ROW approve|reject|drop [--message TEXT]` "
           "(a payment that may have gone through: paid|unpaid)")
     return 0
-
-
-def _inert(text: str | None) -> str:
-    """Stored text as the terminal shows it: control characters (from answers, errors) escaped."""
-    from campaign.untrusted import inert
-
-    return inert(text)
 
 
 def _clean_message(text: str | None) -> str | None:

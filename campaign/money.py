@@ -57,11 +57,11 @@ def _why_not_money(s: str) -> str:
         value = Decimal(s)
     except InvalidOperation:
         value = None
-    if value is None or not value.is_finite() or not s or not s[-1].isdigit() and s[-1] != ".":
+    if value is None or not value.is_finite():
         return "is not an amount of money (digits with at most two decimals, e.g. 12.50)"
     if value < 0 or s.startswith("-"):
         return "is negative"
-    if "e" in s.lower() or s.startswith("+") or s.startswith("."):
+    if not re.fullmatch(r"[0-9]+\.?[0-9]*", s):  # 1e3, +5, .5, 1_000: numbers, not written as plain digits
         return "is not written as plain digits (e.g. 12.50)"
     return "has more than two decimals"
 

@@ -588,10 +588,15 @@ class Store:
         with self.session() as s:
             s.add(row)
 
-    def get_kv(self, campaign: str, key: str, default: str | None = None) -> str | None:
-        with self.session() as s:
+    def get_kv(self, campaign: str, key: str, default: str | None = None, session: Session | None = None) -> str | None:
+        def get(s: Session) -> str | None:
             row = s.exec(select(KVRow).where(KVRow.campaign == campaign, KVRow.key == key)).first()
             return row.value if row else default
+
+        if session is not None:
+            return get(session)
+        with self.session() as s:
+            return get(s)
 
     def swap_kv(self, campaign: str, key: str, expected: str | None, value: str, session: Session | None = None) -> bool:
         """Set `key` to `value` only if it still holds `expected` (None: only if it is absent), in one

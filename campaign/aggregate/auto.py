@@ -156,6 +156,7 @@ class AutoAggregator:
         folds = cv_folds(triples, self.folds, self.seed)
         names = ("majority", *self.candidates)
         total, done = len(folds) * len(names) + len(self.candidates), 0
+        tell = self.progress or (lambda done, total, doing: None)
         logp: dict[str, list[np.ndarray]] = {n: [] for n in names}
         held_items: list[Hashable] = []
         for f, held in enumerate(folds, start=1):
@@ -164,8 +165,7 @@ class AutoAggregator:
             test = [triples[k] for k in held]
             held_items += [t[0] for t in test]
             for n in names:
-                if self.progress is not None:
-                    self.progress(done, total, f"held-back fold {f}/{len(folds)}: {n}")
+                tell(done, total, f"held-back fold {f}/{len(folds)}: {n}")
                 logp[n].append(heldout_log_probs(n, train, test, self.seed))
                 done += 1
         lp = {n: np.concatenate(v) if v else np.zeros(0) for n, v in logp.items()}
@@ -180,8 +180,7 @@ class AutoAggregator:
         fitted: dict[str, Any] = {"majority": majority}
         passing: list[tuple[float, str]] = []
         for name in self.candidates:
-            if self.progress is not None:
-                self.progress(done, total, f"{name} on every label")
+            tell(done, total, f"{name} on every label")
             model = make(name, self.seed).fit(triples)
             done += 1
             fitted[name] = model
@@ -223,8 +222,7 @@ class AutoAggregator:
                     f"{n}: {', '.join(f) or 'ok'}" for n, f in failed.items()) + ")"
         self.model_ = fitted[self.method_]
         self.models_ = fitted
-        if self.progress is not None:
-            self.progress(done, total, "")
+        tell(done, total, "")
         return self
 
     def predict(self) -> dict:

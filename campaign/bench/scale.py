@@ -126,9 +126,8 @@ def prepare(folder: Path, n: int, seed: int) -> Path:
 
 def run_scale(n: int, seed: int = 0, keep: Path | None = None, timeout: float = 3600.0) -> dict[str, Any]:
     with tempfile.TemporaryDirectory(prefix="campaign-scale-") as tmp:
-        folder = (keep or Path(tmp)).resolve()  # the spec names its inputs by this path: relative, they doubled
-        spec = prepare(folder, n, seed)
-        state = folder / "state"
+        spec = prepare(keep or Path(tmp), n, seed)
+        state = spec.parent / "state"
         cmd = [sys.executable, "-m", "campaign", "run", "--config", str(spec), "--state", str(state),
                "--seed", str(seed), "--quiet"]
         started = time.monotonic()

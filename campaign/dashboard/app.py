@@ -28,7 +28,7 @@ from sqlmodel import select as sql_select
 
 from campaign.dashboard.screen import UIState, build
 from campaign.readmodel import heartbeat
-from campaign.readmodel.snapshot import Reader, Snapshot
+from campaign.readmodel.snapshot import CampaignView, Reader, Snapshot
 from campaign.state import CampaignStatus
 from campaign.store import Store, WorkerRow
 
@@ -60,10 +60,15 @@ class Dashboard:
     def _say(self, message: str, style: str = "bold") -> None:
         self.ui.message, self.ui.message_style = message, style
 
-    def current(self) -> str | None:
+    def selected(self) -> CampaignView | None:
+        """The campaign the cursor is on, as the last snapshot saw it."""
         if not self.snap or not self.snap.campaigns:
             return None
-        return self.snap.campaigns[min(self.ui.selected, len(self.snap.campaigns) - 1)].name
+        return self.snap.campaigns[min(self.ui.selected, len(self.snap.campaigns) - 1)]
+
+    def current(self) -> str | None:
+        sel = self.selected()
+        return None if sel is None else sel.name
 
     def _last_event_id(self, name: str) -> int:
         from sqlmodel import func
@@ -76,11 +81,11 @@ class Dashboard:
     def toggle_pause(self) -> None:
         from campaign import ops
 
-        name = self.current()
-        if name is None or self.snap is None:
+        sel = self.selected()
+        if sel is None:
             return
-        status = next(c.status for c in self.snap.campaigns if c.name == name)
-        fn, cmd = (ops.resume, "resume") if status == CampaignStatus.PAUSED else (ops.pause, "pause")
+        name = sel.name
+        fn, cmd = (ops.resume, "resume") if sel.status == CampaignStatus.PAUSED else (ops.pause, "pause")
         code, text = self._call(fn, self._args(cmd, name))
         if code == 0:
             self.ui.waiting_ack[name] = self._last_event_id(name)
@@ -171,12 +176,11 @@ class Dashboard:
         elif k == "p":
             self.toggle_pause()
         elif k == "c":
-            name = self.current()
-            status = next((c.status for c in self.snap.campaigns if c.name == name), None) if self.snap else None
-            if name is not None and status in (CampaignStatus.RUNNING, CampaignStatus.PAUSED):
+            sel = self.selected()
+            if sel is not None and sel.status in (CampaignStatus.RUNNING, CampaignStatus.PAUSED):
                 ui.mode = "confirm_cancel"
-            elif name is not None:  # asking first only to refuse after a "y" would waste the next key pressed
-                self._say(f"campaign: {name} is {status}; cannot cancel it", "bold red")
+            elif sel is not None:  # asking first only to refuse after a "y" would waste the next key pressed
+                self._say(f"campaign: {sel.name} is {sel.status}; cannot cancel it", "bold red")
         elif k == "e":
             self.export()
         elif k == "w":

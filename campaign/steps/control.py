@@ -14,7 +14,7 @@ from campaign.marketplaces.base import AlreadyDone, MarketError, TransientError
 from campaign.state import CampaignStatus, HitStatus, Keys
 from campaign.steps.context import Context, get_row, remote_id
 from campaign.steps.post import post_pending
-from campaign.store import CampaignRow, HitRow, KVRow
+from campaign.store import CampaignRow, HitRow
 
 log = logging.getLogger(__name__)
 
@@ -84,11 +84,14 @@ def apply_extend(ctx: Context) -> None:
                 s.add(row)
                 extended += 1
             ctx.store.set_kv(ctx.name, Keys.EXTEND_CURSOR, f"{hours!r} {hit.id}", session=s)
+    def less(stored: str | None) -> str:  # the intent without the hours applied here
+        left = (extend_hours(stored or "0") or hours) - hours
+        return str(left) if left > 0 else "0"
+
     with ctx.store.session() as s:  # the hours applied leave the intent; hours asked for meanwhile stay
-        if not ctx.store.swap_kv(ctx.name, Keys.EXTEND_HOURS, raw, "0", session=s):
-            now_asked = s.exec(select(KVRow.value).where(KVRow.campaign == ctx.name, KVRow.key == Keys.EXTEND_HOURS)).first()
-            left = (extend_hours(now_asked or "0") or hours) - hours
-            ctx.store.set_kv(ctx.name, Keys.EXTEND_HOURS, str(max(left, 0.0)), session=s)
+        stored: str | None = raw
+        while not ctx.store.swap_kv(ctx.name, Keys.EXTEND_HOURS, stored, less(stored), session=s):
+            stored = ctx.store.get_kv(ctx.name, Keys.EXTEND_HOURS, session=s)
         ctx.store.set_kv(ctx.name, Keys.EXTEND_CURSOR, "", session=s)
     cap = f" ({capped} capped at {MAX_EXTEND_HOURS:g} h from now, the longest a HIT may live)" if capped else ""
     before = f" ({earlier} more on an earlier pass)" if earlier else ""
