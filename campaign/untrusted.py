@@ -34,6 +34,13 @@ MAX_JSON_DEPTH = 64  # no request this project reads nests deeper than a handful
 # C0 controls but tab, LF and CR; DEL and the C1 controls; lone surrogates; the two XML-invalid noncharacters.
 _FORBIDDEN = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f\ud800-\udfff\ufffe\uffff]")
 _SURROGATE = re.compile("[\ud800-\udfff]")
+#: `_FORBIDDEN`'s part that XML 1.0, and so a HIT page, cannot carry (a researcher's text may hold DEL or
+#: a C1 control and still post). The marketplace refuses a HIT whose page holds one (XMLParseError), so
+#: inputs, spec strings and templates holding one are refused at `validate`: until 2026-11-30 such a
+#: proposition passed, and its HIT then failed to post at every pass.
+NOT_IN_A_PAGE = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ufffe\uffff]")
+#: What `inert` escapes for a terminal: C0, DEL and C1 controls.
+_TERMINAL_CONTROL = re.compile("[\x00-\x1f\x7f-\x9f]")
 
 
 class Refused(ValueError):
@@ -49,12 +56,6 @@ def _describe(ch: str) -> str:
     return f"a control character (U+{code:04X})"
 
 
-#: What XML 1.0, and so a HIT page, cannot carry: every control character but tab and the line ends, and
-#: U+FFFE/U+FFFF. The marketplace refuses a HIT whose page holds one (XMLParseError), so inputs, spec
-#: strings and templates holding one are refused at `validate`: until 2026-11-30 such a proposition
-#: passed, and its HIT then failed to post at every pass.
-NOT_IN_A_PAGE = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ufffe\uffff]")
-_TERMINAL_CONTROL = re.compile("[\x00-\x1f\x7f-\x9f]")
 
 
 def inert(text: str | None, keep: str = "") -> str:
